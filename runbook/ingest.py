@@ -1,0 +1,124 @@
+"""`runbook insert`: validate every source, then prepare and insert trajectories one by one, with progress."""
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from .errors import InputError
+from .store import InsertOutcome, Store
+from .store.prepare import PreparedTrajectory, prepare
+from .trajectory.model import Trajectory
+from .trajectory.sources import iter_sources
+
+
+@dataclass
+class InsertReport:
+    """The summary line of an insert run."""
+
+    inserted: int = 0
+    replaced: int = 0
+    unchanged: int = 0
+    refused: int = 0
+    invalid: list[InputError] = field(default_factory=list)
+    refusals: list[InsertOutcome] = field(default_factory=list)
+    states: int = 0
+    tokens: int = 0
+    input_bytes: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.invalid and not self.refused
+
+    def add(self, outcome: InsertOutcome) -> None:
+        setattr(self, outcome.status, getattr(self, outcome.status) + 1)
+        if outcome.status == "refused":
+            self.refusals.append(outcome)
+        elif outcome.status != "unchanged":
+            self.states += outcome.states
+            self.tokens += outcome.tokens
+
+    def summary(self) -> str:
+        parts = [f"{self.inserted} inserted"]
+        if self.replaced:
+            parts.append(f"{self.replaced} replaced")
+        parts += [f"{self.unchanged} unchanged", f"{self.refused + len(self.invalid)} refused",
+                  f"{self.states:,} states", f"{self.tokens:,} tokens", f"{self.seconds:.1f} s"]
+        if self.seconds and self.input_bytes:
+            parts.append(f"{self.input_bytes / 1e6 / self.seconds:.1f} MB/s")
+        return ", ".join(parts)
+
+
+ProgressFn = Callable[[int, int], None]
+"""progress(items_done, items_total)."""
+
+
+def _read_all(paths) -> Iterator[Trajectory | InputError]:
+    for path, reader in iter_sources(paths):
+        yield from reader.read(path)
+
+
+def validate(paths: Iterable[str | os.PathLike]) -> tuple[int, list[InputError], int]:
+    """First pass: (valid trajectory count, errors, input bytes). Nothing is written."""
+    paths = list(paths)
+    valid, errors, size = 0, [], 0
+    for path, _reader in iter_sources(paths):
+        size += _size(path)
+    for item in _read_all(paths):
+        if isinstance(item, InputError):
+            errors.append(item)
+        else:
+            valid += 1
+    return valid, errors, size
+
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def insert_paths(store: Store, paths: Iterable[str | os.PathLike], *, replace: bool = False,
+                 skip_invalid: bool = False, workers: int | None = None,
+                 progress: ProgressFn | None = None, listeners=()) -> InsertReport:
+    """Insert every trajectory under `paths`. Invalid input refuses the whole run unless `skip_invalid`."""
+    paths = list(paths)
+    start = time.perf_counter()
+    total, errors, size = validate(paths)
+    report = InsertReport(input_bytes=size, invalid=errors)
+    if errors and not skip_invalid:
+        report.seconds = time.perf_counter() - start
+        return report
+    workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+    done = 0
+    with store.writer() as writer:
+        writer.listeners.extend(listeners)
+        for prepared in _prepared(_read_all(paths), workers):
+            report.add(writer.insert(prepared, replace=replace))
+            done += 1
+            if progress:
+                progress(done, total)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _prepared(items: Iterable[Trajectory | InputError], workers: int) -> Iterator[PreparedTrajectory]:
+    """Prepare valid trajectories, in worker processes when asked; order is kept (it is the insertion order)."""
+    valid = (item for item in items if not isinstance(item, InputError))
+    if workers <= 1:
+        for traj in valid:
+            yield prepare(traj)
+        return
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        # a bounded window of futures keeps memory flat however large the input
+        window: list = []
+        for traj in valid:
+            window.append(pool.submit(prepare, traj))
+            if len(window) >= workers * 4:
+                yield window.pop(0).result()
+        for fut in window:
+            yield fut.result()

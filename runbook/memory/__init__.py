@@ -1,0 +1,45 @@
+"""The Memory protocol and its implementations, picked by short name.
+
+    Memory.insert(trajectory)                                  add one trajectory to the store (and derived pools)
+    Memory.query(question, *, budget, image=None) -> Context   evidence for a question, within `budget` tokens
+
+Implementations: `c` (coding agent in a sandbox, runbook.memory.coding_agent), `r` (knowledge pools,
+runbook.memory.retrieval), `bm25` (plain BM25 over single states, runbook.memory.baselines).
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Protocol, runtime_checkable
+
+from ..context import Context
+from ..errors import ConfigError
+from ..trajectory.model import Trajectory
+
+METHODS = {
+    "c": "runbook.memory.coding_agent:CodingAgentMemory",
+    "r": "runbook.memory.retrieval:RetrievalMemory",
+    "bm25": "runbook.memory.baselines:BM25StateMemory",
+}
+
+
+@runtime_checkable
+class Memory(Protocol):
+    """A long-term memory over one store."""
+
+    name: str
+
+    def insert(self, trajectory: Trajectory) -> str:
+        """Insert one trajectory; returns the outcome status ('inserted', 'unchanged', ...)."""
+
+    def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
+        """Gather evidence for `question` and return it packed into `budget` tokens."""
+
+
+def get_memory(method: str, store, **options) -> Memory:
+    """The Memory implementation named `method` over `store`."""
+    try:
+        target = METHODS[method.lower()]
+    except KeyError:
+        raise ConfigError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}") from None
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)(store, **options)

@@ -1,0 +1,94 @@
+"""The SQLite catalog: one row per trajectory (in insertion order) and one per state."""
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS trajectories (
+    seq           INTEGER PRIMARY KEY AUTOINCREMENT,  -- insertion order: later rows are newer knowledge
+    id            TEXT NOT NULL UNIQUE,
+    dir           TEXT NOT NULL UNIQUE,
+    domain        TEXT,
+    site          TEXT,
+    goal          TEXT,
+    start_url     TEXT,
+    outcome       TEXT,
+    success       INTEGER,                            -- 1, 0, or NULL when the outcome says neither
+    n_states      INTEGER NOT NULL,
+    n_screenshots INTEGER NOT NULL,
+    n_errors      INTEGER NOT NULL,
+    tokens        INTEGER NOT NULL,
+    bytes         INTEGER NOT NULL,
+    first_ts      TEXT,
+    last_ts       TEXT,
+    fingerprint   TEXT NOT NULL,
+    source        TEXT,
+    inserted_at   TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS states (
+    trajectory_id TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
+    state_index   INTEGER NOT NULL,
+    url           TEXT,
+    title         TEXT,
+    timestamp     TEXT,
+    action        TEXT,
+    action_error  TEXT,
+    tokens        INTEGER NOT NULL,
+    screenshot    TEXT,
+    PRIMARY KEY (trajectory_id, state_index)
+);
+CREATE INDEX IF NOT EXISTS states_url ON states(url);
+CREATE INDEX IF NOT EXISTS states_time ON states(timestamp);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class TrajectoryRow:
+    """A catalog row."""
+
+    seq: int
+    id: str
+    dir: str
+    domain: str
+    site: str
+    goal: str
+    start_url: str
+    outcome: str | None
+    success: int | None
+    n_states: int
+    n_screenshots: int
+    n_errors: int
+    tokens: int
+    bytes: int
+    first_ts: str | None
+    last_ts: str | None
+    fingerprint: str
+    source: str | None
+    inserted_at: str
+
+
+ROW_FIELDS = tuple(TrajectoryRow.__dataclass_fields__)
+
+
+def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """Open the catalog; WAL lets readers go on while one writer commits."""
+    if readonly:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    else:
+        conn = sqlite3.connect(path, timeout=30)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(SCHEMA)
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+def row_from_tuple(values) -> TrajectoryRow:
+    return TrajectoryRow(*values)
+
+
+def select_rows(conn: sqlite3.Connection, where: str = "", params: tuple = ()) -> list[TrajectoryRow]:
+    sql = f"SELECT {', '.join(ROW_FIELDS)} FROM trajectories {where} ORDER BY seq"
+    return [row_from_tuple(r) for r in conn.execute(sql, params)]

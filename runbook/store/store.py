@@ -1,0 +1,274 @@
+"""The on-disk store: open or create it, insert trajectories atomically and idempotently, read them back."""
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import sqlite3
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterator
+
+import orjson
+
+from ..errors import ConflictError, StoreError
+from ..trajectory.model import Trajectory, trajectory_from_dict
+from . import catalog
+from .catalog import TrajectoryRow
+from .layout import (FINGERPRINT_FILE, FORMAT_VERSION, STATES_DIR, TMP_PREFIX, TRAJECTORY_FILE, TRASH_PREFIX,
+                     Layout, state_filename)
+from .prepare import PreparedTrajectory, prepare, write_files
+from .statefile import parse_state
+
+
+@dataclass(frozen=True, slots=True)
+class InsertOutcome:
+    """What happened to one trajectory on insert."""
+
+    trajectory_id: str
+    status: str
+    """'inserted', 'replaced', 'unchanged' or 'refused'."""
+    states: int = 0
+    tokens: int = 0
+    message: str = ""
+
+
+class Store:
+    """A runbook store on disk (see ARCHITECTURE.md's store layout)."""
+
+    def __init__(self, root: str | os.PathLike, *, create: bool = False):
+        self.layout = Layout(Path(root))
+        self.root = self.layout.root
+        if not self.layout.meta.exists():
+            if not create:
+                raise StoreError(f"no runbook store at {self.root}: run `runbook insert PATH` first, "
+                                 "or pass --store DIR / set RUNBOOK_STORE")
+            self._create()
+        meta = orjson.loads(self.layout.meta.read_bytes())
+        if meta.get("format") != FORMAT_VERSION:
+            raise StoreError(f"{self.layout.meta}: store format {meta.get('format')} is not supported "
+                             f"(this runbook reads format {FORMAT_VERSION})")
+        self.meta = meta
+
+    def _create(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.layout.trajectories.mkdir(exist_ok=True)
+        catalog.connect(self.layout.catalog).close()
+        meta = {"format": FORMAT_VERSION, "created": _now(), "layout": "trajectories/<id>/states/NNNN.md"}
+        tmp = self.layout.meta.with_suffix(".tmp")
+        tmp.write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
+        os.replace(tmp, self.layout.meta)
+
+    # -- reading -------------------------------------------------------------------------------------------------
+    def connect(self) -> sqlite3.Connection:
+        return catalog.connect(self.layout.catalog, readonly=True)
+
+    def rows(self) -> list[TrajectoryRow]:
+        """Every trajectory's catalog row, in insertion order."""
+        with self._read() as conn:
+            return catalog.select_rows(conn)
+
+    def row(self, trajectory_id: str) -> TrajectoryRow | None:
+        with self._read() as conn:
+            found = catalog.select_rows(conn, "WHERE id = ?", (trajectory_id,))
+        return found[0] if found else None
+
+    def __len__(self) -> int:
+        with self._read() as conn:
+            return conn.execute("SELECT count(*) FROM trajectories").fetchone()[0]
+
+    def _read(self):
+        return _Closing(self.connect())
+
+    def trajectory_dir(self, trajectory_id: str) -> Path:
+        row = self.row(trajectory_id)
+        if row is None:
+            raise StoreError(f"no trajectory {trajectory_id!r} in the store at {self.root}")
+        return self.layout.trajectory_dir(row.dir)
+
+    def load(self, trajectory_id: str) -> Trajectory:
+        """The stored trajectory, screenshots as absolute paths inside the store."""
+        folder = self.trajectory_dir(trajectory_id)
+        obj = orjson.loads((folder / TRAJECTORY_FILE).read_bytes())
+        return trajectory_from_dict(obj, path=str(folder / TRAJECTORY_FILE), base_dir=str(folder))
+
+    def state_path(self, trajectory_id: str, index: int) -> Path:
+        return self.trajectory_dir(trajectory_id) / STATES_DIR / state_filename(index)
+
+    def read_state(self, trajectory_id: str, index: int) -> tuple[dict[str, str], str]:
+        """(header fields, page text) of one stored state."""
+        return parse_state(self.state_path(trajectory_id, index).read_text(encoding="utf-8"))
+
+    def iter_trajectories(self) -> Iterator[Trajectory]:
+        for row in self.rows():
+            yield self.load(row.id)
+
+    # -- writing -------------------------------------------------------------------------------------------------
+    def writer(self) -> "StoreWriter":
+        """Exclusive writer: serialises concurrent inserts and repairs what a crashed writer left."""
+        return StoreWriter(self)
+
+    def stats(self) -> dict:
+        from .stats import compute_stats
+
+        return compute_stats(self)
+
+
+class _Closing:
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        return self.conn
+
+    def __exit__(self, *exc) -> None:
+        self.conn.close()
+
+
+CommitListener = Callable[["Store", PreparedTrajectory, str], None]
+"""Called after a trajectory's catalog row commits, with its status ('inserted' or 'replaced')."""
+
+
+class StoreWriter:
+    """Holds the store's write lock; inserts trajectories one at a time, each atomically."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self.layout = store.layout
+        self.listeners: list[CommitListener] = []
+        self._lock_fh = open(self.layout.lock, "a+")
+        try:
+            fcntl.flock(self._lock_fh, fcntl.LOCK_EX)
+        except BaseException:
+            self._lock_fh.close()
+            raise
+        self.conn = catalog.connect(self.layout.catalog)
+        self.changed = False
+        self._recover()
+
+    def __enter__(self) -> "StoreWriter":
+        return self
+
+    def __exit__(self, exc_type, *_) -> None:
+        self.close(render=exc_type is None or self.changed)
+
+    def close(self, render: bool = True) -> None:
+        if self.conn is None:
+            return
+        try:
+            if render and self.changed:
+                from .summaries import render_summaries
+
+                render_summaries(self.store, self.conn)
+        finally:
+            self.conn.close()
+            self.conn = None
+            fcntl.flock(self._lock_fh, fcntl.LOCK_UN)
+            self._lock_fh.close()
+
+    def _recover(self) -> None:
+        """Undo what a killed writer left: temporary folders, uncommitted folders, a replace cut in half."""
+        base = self.layout.trajectories
+        base.mkdir(exist_ok=True)
+        known = {row.dir: row.fingerprint for row in catalog.select_rows(self.conn)}
+        for entry in base.iterdir():
+            name = entry.name
+            if name.startswith(TMP_PREFIX):
+                shutil.rmtree(entry, ignore_errors=True)
+            elif name.startswith(TRASH_PREFIX):
+                original = base / name[len(TRASH_PREFIX):]
+                if known.get(original.name) == _read_fingerprint(entry) and _read_fingerprint(original) != known.get(original.name):
+                    # the replacement was renamed in but its row never committed: put the old one back
+                    shutil.rmtree(original, ignore_errors=True)
+                    os.replace(entry, original)
+                else:
+                    shutil.rmtree(entry, ignore_errors=True)
+        for entry in base.iterdir():
+            if not entry.name.startswith((TMP_PREFIX, TRASH_PREFIX)) and entry.name not in known:
+                shutil.rmtree(entry, ignore_errors=True)  # renamed in, but its catalog row never committed
+
+    def insert(self, item: Trajectory | PreparedTrajectory, *, replace: bool = False) -> InsertOutcome:
+        """Insert one trajectory: unchanged if already stored, refused if its id holds another (unless replace)."""
+        prepared = item if isinstance(item, PreparedTrajectory) else prepare(item)
+        traj = prepared.trajectory
+        existing = catalog.select_rows(self.conn, "WHERE id = ?", (traj.id,))
+        if existing and existing[0].fingerprint == prepared.fingerprint:
+            return InsertOutcome(traj.id, "unchanged", len(traj.states), prepared.tokens)
+        if existing and not replace:
+            err = ConflictError(f"trajectory {traj.id!r} is already stored with different content "
+                                f"(inserted {existing[0].inserted_at}); pass --replace to overwrite it")
+            return InsertOutcome(traj.id, "refused", len(traj.states), prepared.tokens, str(err))
+        dirname = existing[0].dir if existing else prepared.dirname
+        dirname = self._free_dirname(dirname, traj.id) if not existing else dirname
+        final = self.layout.trajectory_dir(dirname)
+        tmp = self.layout.trajectories / f"{TMP_PREFIX}{dirname}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            size = write_files(prepared, tmp)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        trash = None
+        if final.exists():
+            trash = self.layout.trajectories / f"{TRASH_PREFIX}{dirname}"
+            shutil.rmtree(trash, ignore_errors=True)
+            os.replace(final, trash)
+        os.replace(tmp, final)
+        self._commit_row(prepared, dirname, size, replacing=bool(existing))
+        if trash is not None:
+            shutil.rmtree(trash, ignore_errors=True)
+        self.changed = True
+        status = "replaced" if existing else "inserted"
+        for listener in self.listeners:
+            listener(self.store, prepared, status)
+        return InsertOutcome(traj.id, status, len(traj.states), prepared.tokens)
+
+    def _free_dirname(self, dirname: str, trajectory_id: str) -> str:
+        taken = {r[0] for r in self.conn.execute("SELECT dir FROM trajectories WHERE dir LIKE ?", (dirname + "%",))}
+        if dirname not in taken:
+            return dirname
+        from .layout import trajectory_dirname
+        import hashlib
+
+        return f"{dirname}-{hashlib.sha1(trajectory_id.encode()).hexdigest()[:10]}"
+
+    def _commit_row(self, prepared: PreparedTrajectory, dirname: str, size: int, *, replacing: bool) -> None:
+        traj = prepared.trajectory
+        success = traj.succeeded
+        with self.conn:
+            if replacing:
+                self.conn.execute("DELETE FROM states WHERE trajectory_id = ?", (traj.id,))
+                self.conn.execute("DELETE FROM trajectories WHERE id = ?", (traj.id,))
+            self.conn.execute(
+                "INSERT INTO trajectories (id, dir, domain, site, goal, start_url, outcome, success, n_states, "
+                "n_screenshots, n_errors, tokens, bytes, first_ts, last_ts, fingerprint, source, inserted_at) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (traj.id, dirname, traj.domain, traj.site, traj.goal, traj.start_url, traj.outcome,
+                 None if success is None else int(success), len(traj.states), len(prepared.screenshots),
+                 prepared.n_errors, prepared.tokens, size, traj.first_timestamp, traj.last_timestamp,
+                 prepared.fingerprint, _source_text(traj), _now()))
+            shots = {idx: rel for idx, _, rel in prepared.screenshots}
+            self.conn.executemany(
+                "INSERT INTO states (trajectory_id, state_index, url, title, timestamp, action, action_error, "
+                "tokens, screenshot) VALUES (?,?,?,?,?,?,?,?,?)",
+                [(traj.id, s.index, s.url, s.title, s.timestamp, s.action, s.action_error, tok, shots.get(s.index))
+                 for s, tok in zip(traj.states, prepared.state_tokens)])
+
+
+def _read_fingerprint(folder: Path) -> str | None:
+    try:
+        return (folder / FINGERPRINT_FILE).read_text().strip()
+    except OSError:
+        return None
+
+
+def _source_text(traj: Trajectory) -> str | None:
+    if not traj.source:
+        return None
+    return traj.source.get("path") or traj.source.get("dataset") or orjson.dumps(traj.source).decode()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

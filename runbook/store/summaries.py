@@ -1,0 +1,47 @@
+"""Overviews rendered for the agent after each insert: one line per trajectory, and each one's action sequence."""
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from .layout import SUMMARY_ACTIONS, SUMMARY_TABLE
+
+TABLE_COLUMNS = ("seq", "id", "site", "outcome", "n_states", "first_time", "last_time", "start_url", "goal")
+ACTION_WIDTH = 160
+
+
+def _clean(value) -> str:
+    return " ".join(str(value if value is not None else "").split())
+
+
+def render_summaries(store, conn: sqlite3.Connection) -> None:
+    """Rewrite summaries/ from the catalog (atomically per file); cheap enough to redo after every insert run."""
+    out = store.layout.summaries
+    out.mkdir(exist_ok=True)
+    rows = conn.execute("SELECT seq, id, site, outcome, n_states, first_ts, last_ts, start_url, goal "
+                        "FROM trajectories ORDER BY seq").fetchall()
+    table = ["\t".join(TABLE_COLUMNS)] + ["\t".join(_clean(v) for v in row) for row in rows]
+    _write_atomic(out / SUMMARY_TABLE, "\n".join(table) + "\n")
+    actions: dict[str, list[tuple[int, str, str, str]]] = {}
+    for tid, idx, url, action, error in conn.execute(
+            "SELECT trajectory_id, state_index, url, action, action_error FROM states "
+            "ORDER BY trajectory_id, state_index"):
+        actions.setdefault(tid, []).append((idx, url or "", action or "", error or ""))
+    lines = []
+    for seq, tid, site, outcome, n_states, first_ts, _last, start_url, goal in rows:
+        lines.append(f"## {tid} | {site} | {_clean(outcome)} | {n_states} states | {first_ts or ''}")
+        lines.append(f"goal: {_clean(goal)}")
+        for idx, url, action, error in actions.get(tid, []):
+            line = f"  {idx:>3} {_clean(action)[:ACTION_WIDTH]}  @ {url}"
+            if error:
+                line += f"  !! {_clean(error)[:100]}"
+            lines.append(line)
+        lines.append("")
+    _write_atomic(out / SUMMARY_ACTIONS, "\n".join(lines))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,12 @@
+"""Trajectories: the canonical model and the readers for each input format."""
+from .model import State, Trajectory, trajectory_from_dict
+from .readers import detect_reader
+
+__all__ = ["State", "Trajectory", "trajectory_from_dict", "detect_reader", "iter_sources"]
+
+
+def iter_sources(paths):
+    """Expand the user's paths into (path, reader) pairs; a directory is searched for known formats."""
+    from .sources import iter_sources as _iter
+
+    return _iter(paths)

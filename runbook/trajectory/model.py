@@ -1,0 +1,178 @@
+"""The canonical Trajectory and State: what every reader produces and the store keeps."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InputError
+
+
+@dataclass(slots=True)
+class State:
+    """One page the agent observed, and the action it chose next."""
+
+    index: int
+    """0-based position in the trajectory."""
+    url: str = ""
+    title: str = ""
+    text: str = ""
+    """The page as the agent saw it: accessibility tree or DOM text."""
+    action: str | None = None
+    """The NEXT action the agent took after observing this state (None on a final state with no action)."""
+    action_error: str = ""
+    """The error raised by executing this state's action, empty if none."""
+    thought: str | None = None
+    timestamp: str | None = None
+    """ISO-8601 UTC, as recorded."""
+    screenshot: str | None = None
+    """Absolute path of the source image while reading; store-relative (screenshots/0003.jpg) once stored."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"state_index": self.index, "step": self.index, "url": self.url, "title": self.title,
+                "accessibility_tree": self.text, "thought": self.thought, "action": self.action,
+                "action_error": self.action_error, "timestamp": self.timestamp, "screenshot": self.screenshot}
+
+
+@dataclass(slots=True)
+class Trajectory:
+    """One episode of a web agent: a goal, the states it saw, and how it ended."""
+
+    id: str
+    states: list[State]
+    goal: str = ""
+    site: str = ""
+    domain: str = "web"
+    start_url: str = ""
+    outcome: str | None = None
+    source: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Top-level fields no reader knows, kept verbatim."""
+
+    @property
+    def succeeded(self) -> bool | None:
+        """True/False from the outcome text ('success...' / 'failure...'), None when unknown."""
+        if not self.outcome:
+            return None
+        head = self.outcome.strip().lower()
+        if head.startswith(("success", "passed", "pass", "true", "1")):
+            return True
+        if head.startswith(("fail", "false", "0", "error")):
+            return False
+        return None
+
+    @property
+    def first_timestamp(self) -> str | None:
+        return next((s.timestamp for s in self.states if s.timestamp), None)
+
+    @property
+    def last_timestamp(self) -> str | None:
+        return next((s.timestamp for s in reversed(self.states) if s.timestamp), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The project's JSONL schema (a superset of LongMemEval-V2's trajectory schema)."""
+        out: dict[str, Any] = {"id": self.id, "domain": self.domain, "site": self.site, "goal": self.goal,
+                               "start_url": self.start_url, "outcome": self.outcome}
+        if self.source is not None:
+            out["source"] = self.source
+        out.update(self.extra)
+        out["states"] = [s.to_dict() for s in self.states]
+        return out
+
+
+def _text(value: Any, *, where: dict, name: str, allow_none: bool = True) -> str | None:
+    if value is None:
+        if allow_none:
+            return None
+        raise InputError("is missing", field=name, **where)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        raise InputError(f"must be a string, got {type(value).__name__}", field=name, **where)
+    return value
+
+
+def _index(value: Any, *, where: dict, name: str) -> int:
+    if isinstance(value, bool):
+        raise InputError("must be an integer, got bool", field=name, **where)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    raise InputError(f"must be an integer, got {value!r}"[:120], field=name, **where)
+
+
+_TOP_KNOWN = {"id", "domain", "site", "goal", "start_url", "outcome", "source", "states"}
+
+
+def trajectory_from_dict(obj: Any, *, path: str | None = None, line: int | None = None,
+                         base_dir: str | None = None) -> Trajectory:
+    """Validate one trajectory object of the project / LongMemEval-V2 `states` schema.
+
+    `base_dir` resolves relative screenshot paths. Raises InputError naming the file, line, trajectory and field.
+    """
+    import os
+
+    where: dict[str, Any] = {"path": path, "line": line}
+    if not isinstance(obj, dict):
+        raise InputError(f"a trajectory must be a JSON object, got {type(obj).__name__}", **where)
+    tid = obj.get("id", obj.get("trajectory_id"))
+    if tid is None or (isinstance(tid, str) and not tid.strip()):
+        raise InputError("is missing or empty", field="id", **where)
+    tid = _text(tid, where=where, name="id")
+    where["trajectory_id"] = tid
+    raw_states = obj.get("states")
+    if raw_states is None:
+        raise InputError("is missing", field="states", **where)
+    if not isinstance(raw_states, list):
+        raise InputError(f"must be a list, got {type(raw_states).__name__}", field="states", **where)
+    if not raw_states:
+        raise InputError("is empty: a trajectory needs at least one state", field="states", **where)
+    states = []
+    for pos, raw in enumerate(raw_states):
+        fname = f"states[{pos}]"
+        if not isinstance(raw, dict):
+            raise InputError(f"must be an object, got {type(raw).__name__}", field=fname, **where)
+        idx_raw = raw.get("state_index", raw.get("step", pos))
+        idx = _index(idx_raw, where=where, name=f"{fname}.state_index")
+        if idx != pos:
+            raise InputError(f"is {idx}, expected {pos} (states must be in order, 0-based)",
+                             field=f"{fname}.state_index", **where)
+        text = raw.get("accessibility_tree", raw.get("text", raw.get("page_text")))
+        thought = raw.get("thought", raw.get("thoughts"))
+        if isinstance(thought, list):
+            thought = "\n".join(str(t) for t in thought)
+        shot = _text(raw.get("screenshot"), where=where, name=f"{fname}.screenshot")
+        if shot in ("", "None", "null"):
+            shot = None
+        if shot is not None and base_dir is not None and not os.path.isabs(shot):
+            shot = os.path.normpath(os.path.join(base_dir, shot))
+        if shot is not None and not os.path.isfile(shot):
+            raise InputError(f"file not found: {shot}", field=f"{fname}.screenshot", **where)
+        states.append(State(
+            index=idx,
+            url=_text(raw.get("url"), where=where, name=f"{fname}.url") or "",
+            title=_text(raw.get("title"), where=where, name=f"{fname}.title") or "",
+            text=_text(text, where=where, name=f"{fname}.accessibility_tree") or "",
+            action=_text(raw.get("action"), where=where, name=f"{fname}.action"),
+            action_error=_text(raw.get("action_error"), where=where, name=f"{fname}.action_error") or "",
+            thought=_text(thought, where=where, name=f"{fname}.thought"),
+            timestamp=_text(raw.get("timestamp"), where=where, name=f"{fname}.timestamp"),
+            screenshot=shot,
+        ))
+    outcome = obj.get("outcome")
+    if isinstance(outcome, bool):
+        outcome = "success" if outcome else "failure"
+    source = obj.get("source")
+    if source is not None and not isinstance(source, dict):
+        raise InputError(f"must be an object, got {type(source).__name__}", field="source", **where)
+    return Trajectory(
+        id=tid,
+        states=states,
+        goal=_text(obj.get("goal"), where=where, name="goal") or "",
+        site=_text(obj.get("site"), where=where, name="site") or "",
+        domain=_text(obj.get("domain"), where=where, name="domain") or "web",
+        start_url=_text(obj.get("start_url"), where=where, name="start_url") or (states[0].url if states else ""),
+        outcome=_text(outcome, where=where, name="outcome"),
+        source=source,
+        extra={k: v for k, v in obj.items() if k not in _TOP_KNOWN and k not in ("trajectory_id",)},
+    )

@@ -1,0 +1,151 @@
+"""browser-use history folders: `history.json` (browser-use's AgentHistoryList), optional `result.json`
+(the harness's verdict: instruction, passed) and `screenshots/step_<i>.png`.
+
+Each history entry is {model_output: {thinking, action: [{name: params}]}, result: [{error, ...}],
+state: {url, title, screenshot_path, ...}, metadata: {step_start_time, step_number, ...}, state_message}.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+from ...errors import InputError
+from ..model import State, Trajectory
+from .browsergym import iso_utc, load_json, reward_outcome, site_from_url
+
+NAME = "browser_use"
+_BROWSER_STATE = re.compile(r"<browser_state>\n?(.*?)</browser_state>", re.S)
+_USER_REQUEST = re.compile(r"<user_request>\s*(.*?)\s*</user_request>", re.S)
+_INITIAL_TITLE = "Initial Actions"
+"""The title browser-use gives the synthetic step 0 that only runs the initial navigation."""
+
+
+def detect(path: Path) -> bool:
+    """True for a folder holding history.json (or that file itself)."""
+    if path.is_file():
+        return path.name == "history.json"
+    return path.is_dir() and (path / "history.json").is_file()
+
+
+def read(path: Path) -> Iterator[Trajectory | InputError]:
+    """Yield the folder's one episode, or an InputError naming the history entry and field at fault."""
+    folder = Path(path).parent if Path(path).is_file() else Path(path)
+    history_file = folder / "history.json"
+    if not history_file.is_file():
+        raise InputError("has no history.json (a browser-use history folder was expected)", path=str(folder))
+    try:
+        yield _trajectory(folder, history_file)
+    except InputError as exc:
+        yield exc
+
+
+def _trajectory(folder: Path, history_file: Path) -> Trajectory:
+    tid = folder.name
+    where = {"path": str(history_file), "trajectory_id": tid}
+    doc = load_json(history_file, tid)
+    entries = doc.get("history") if isinstance(doc, dict) else None
+    if not isinstance(entries, list) or not entries:
+        raise InputError("is missing or empty", field="history", **where)
+    first = 1 if _is_initial_actions(entries[0]) else 0
+    states = [_state(pos - first, entries[pos], pos, folder, where) for pos in range(first, len(entries))]
+    if not states:
+        raise InputError("holds only browser-use's synthetic 'Initial Actions' entry", field="history", **where)
+    result = _load_result(folder, tid)
+    start_url = _dict(entries[0].get("state")).get("url") if first else states[0].url
+    return Trajectory(
+        id=tid,
+        states=states,
+        goal=_goal(result, entries[first]),
+        site=site_from_url(start_url or states[0].url),
+        start_url=start_url or states[0].url,
+        outcome=reward_outcome(float(result["passed"])) if isinstance(result.get("passed"), bool) else None,
+        source={"format": NAME, "path": str(folder)},
+    )
+
+
+def _is_initial_actions(entry: Any) -> bool:
+    return isinstance(entry, dict) and _dict(entry.get("state")).get("title") == _INITIAL_TITLE
+
+
+def _state(index: int, entry: Any, pos: int, folder: Path, where: dict) -> State:
+    name = f"history[{pos}]"
+    if not isinstance(entry, dict):
+        raise InputError(f"must be an object, got {type(entry).__name__}", field=name, **where)
+    state = entry.get("state")
+    if not isinstance(state, dict):
+        raise InputError("is missing or not an object", field=f"{name}.state", **where)
+    url = state.get("url")
+    if not isinstance(url, str) or not url:
+        raise InputError("is missing or empty", field=f"{name}.state.url", **where)
+    output = _dict(entry.get("model_output"))
+    thought = output.get("thinking")
+    return State(
+        index=index,
+        url=url,
+        title=str(state.get("title") or ""),
+        text=_browser_state(entry.get("state_message")),
+        thought=thought.strip() if isinstance(thought, str) else None,
+        action=render_actions(output.get("action")) or None,
+        action_error=_errors(entry.get("result")),
+        timestamp=iso_utc(_dict(entry.get("metadata")).get("step_start_time")),
+        screenshot=_screenshot(folder, pos, state.get("screenshot_path"), f"{name}.state.screenshot_path", where),
+    )
+
+
+def render_actions(actions: Any) -> str:
+    """browser-use actions as calls, one per line: `input(index=16, text='Jordan R. Rivera', clear=True)`."""
+    lines = []
+    for item in actions if isinstance(actions, list) else []:
+        for name, params in _dict(item).items():
+            args = ", ".join(f"{k}={v!r}" for k, v in params.items()) if isinstance(params, dict) else ""
+            lines.append(f"{name}({args})")
+    return "\n".join(lines)
+
+
+def _browser_state(message: Any) -> str:
+    if not isinstance(message, str):
+        return ""
+    match = _BROWSER_STATE.search(message)
+    return match.group(1).strip() if match else ""
+
+
+def _errors(results: Any) -> str:
+    errors = [r.get("error") for r in results if isinstance(r, dict)] if isinstance(results, list) else []
+    return "\n".join(str(e) for e in errors if e)
+
+
+def _screenshot(folder: Path, pos: int, recorded: Any, name: str, where: dict) -> str | None:
+    # the harness copies history entry i's screenshot to screenshots/step_<i>.png
+    for suffix in (".png", ".jpg", ".jpeg"):
+        saved = folder / "screenshots" / f"step_{pos}{suffix}"
+        if saved.is_file():
+            return str(saved.resolve())
+    if not isinstance(recorded, str) or not recorded:
+        return None
+    recorded_path = Path(recorded)
+    if recorded_path.is_absolute():
+        # browser-use records a temporary folder that is deleted after the run: a vanished one is no error
+        return str(recorded_path) if recorded_path.is_file() else None
+    if (folder / recorded_path).is_file():
+        return str((folder / recorded_path).resolve())
+    raise InputError(f"file not found: {folder / recorded_path}", field=name, **where)
+
+
+def _load_result(folder: Path, tid: str) -> dict:
+    file = folder / "result.json"
+    result = load_json(file, tid) if file.is_file() else {}
+    return result if isinstance(result, dict) else {}
+
+
+def _goal(result: dict, first_entry: Any) -> str:
+    instruction = result.get("instruction") or result.get("task")
+    if isinstance(instruction, str) and instruction.strip():
+        return instruction
+    # without a result.json the task survives only in the prompt browser-use recorded
+    match = _USER_REQUEST.search(str(_dict(first_entry).get("state_message") or ""))
+    return match.group(1) if match else ""
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,341 @@
+"""BrowserGym / AgentLab result folders: one episode per folder, one step file per observed page.
+
+A folder holds `steps_info_<N>.json` files (AgentLab's StepInfo saved as JSON) or AgentLab's own
+`step_<N>.pkl.gz` pickles, plus `summary_info.json` and optional `screenshot_step_<N>.png` files.
+Step N is state N: the page BrowserGym returned, and the action the agent chose on it.
+"""
+from __future__ import annotations
+
+import gzip
+import ipaddress
+import json
+import os
+import pickle
+import re
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+from urllib.parse import urlsplit
+
+import orjson
+
+from ...errors import InputError
+from ..model import State, Trajectory
+
+NAME = "browsergym"
+_STEP_JSON = re.compile(r"^steps_info_(\d+)\.json$")
+_STEP_PKL = re.compile(r"^step_(\d+)\.pkl\.gz$")
+_THINK = re.compile(r"<think>(.*?)</think>", re.S)
+_ACTION = re.compile(r"<action>(.*?)</action>", re.S)
+_FENCE = re.compile(r"^```(?:[\w+-]+\n)?\s*(.*?)\s*```$", re.S)
+WEBARENA_PORTS = {7770: "shopping", 7780: "shopping_admin", 9999: "reddit", 8023: "gitlab",
+                  3000: "map", 8888: "wikipedia"}
+"""The ports of WebArena's standard deployment, which name the site a URL belongs to."""
+
+
+class _FolderUnreadable(InputError):
+    """A step pickle that cannot be read or rebuilt: the whole folder is unreadable, so read() raises it."""
+
+
+def detect(path: Path) -> bool:
+    """True for a folder holding summary_info.json, steps_info_<N>.json or step_<N>.pkl.gz."""
+    if not path.is_dir():
+        return False
+    if (path / "summary_info.json").is_file():
+        return True
+    with os.scandir(path) as entries:
+        return any(_STEP_JSON.match(e.name) or _STEP_PKL.match(e.name) for e in entries)
+
+
+def read(path: Path) -> Iterator[Trajectory | InputError]:
+    """Yield the folder's one episode, or an InputError naming the step file and field at fault."""
+    folder = Path(path)
+    files = _step_files(folder)
+    try:
+        yield _trajectory(folder, files)
+    except _FolderUnreadable:
+        raise
+    except InputError as exc:
+        yield exc
+
+
+def _step_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        raise InputError("is not a folder (a BrowserGym/AgentLab result folder was expected)", path=str(folder))
+    found = {pattern: {} for pattern in (_STEP_JSON, _STEP_PKL)}
+    for entry in os.scandir(folder):
+        for pattern, numbered in found.items():
+            match = pattern.match(entry.name)
+            if match:
+                numbered[int(match.group(1))] = Path(entry.path)
+    # JSON is preferred when both exist: it needs no unpickling
+    numbered = found[_STEP_JSON] or found[_STEP_PKL]
+    if not numbered:
+        raise InputError("has no steps_info_<N>.json or step_<N>.pkl.gz files (did the episode crash at reset?)",
+                         path=str(folder))
+    missing = next((n for n in range(len(numbered)) if n not in numbered), None)
+    if missing is not None:
+        raise InputError(f"step {missing} is missing: step files must be numbered 0..{len(numbered) - 1}",
+                         path=str(folder))
+    return [numbered[n] for n in range(len(numbered))]
+
+
+def _trajectory(folder: Path, files: list[Path]) -> Trajectory:
+    tid = folder.name
+    records = [_load_step(f, tid) for f in files]
+    summary = _load_summary(folder, tid)
+    states = []
+    for n, (file, record) in enumerate(zip(files, records)):
+        following = records[n + 1] if n + 1 < len(records) else None
+        states.append(_state(n, record, following, file=file, tid=tid))
+    start_url = states[0].url
+    return Trajectory(
+        id=tid,
+        states=states,
+        goal=_goal(_obs(records[0], files[0], tid)),
+        site=site_from_url(start_url),
+        start_url=start_url,
+        outcome=reward_outcome(summary.get("cum_reward")),
+        source={"format": NAME, "path": str(folder)},
+    )
+
+
+def _state(n: int, record: dict, following: dict | None, *, file: Path, tid: str) -> State:
+    obs = _obs(record, file, tid)
+    url, title = _active_page(obs, file, tid)
+    text = obs.get("axtree_txt", obs.get("dom_txt")) or ""
+    if not isinstance(text, str):
+        raise InputError("must be a string", path=str(file), trajectory_id=tid, field="obs.axtree_txt")
+    thought, action = split_action(record.get("action"), _fields(record.get("agent_info")).get("think"))
+    # BrowserGym reports an action's error in the observation that follows it
+    error = _obs(following, file, tid).get("last_action_error") if following is not None else ""
+    return State(index=n, url=url, title=title, text=text, action=action, thought=thought,
+                 action_error=str(error or ""),
+                 timestamp=iso_utc(_fields(record.get("profiling")).get("env_stop")),
+                 screenshot=_screenshot(file.parent, n))
+
+
+def _obs(record: dict, file: Path, tid: str) -> dict:
+    obs = _fields(record.get("obs"))
+    if not obs:
+        raise InputError("is missing or empty", path=str(file), trajectory_id=tid, field="obs")
+    return obs
+
+
+def _active_page(obs: dict, file: Path, tid: str) -> tuple[str, str]:
+    urls, titles = obs.get("open_pages_urls"), obs.get("open_pages_titles") or []
+    if not urls:
+        if isinstance(obs.get("url"), str):
+            return obs["url"], str(obs.get("title") or "")
+        raise InputError("is missing or empty", path=str(file), trajectory_id=tid, field="obs.open_pages_urls")
+    active = min(max(_first_int(obs.get("active_page_index")), 0), len(urls) - 1)
+    title = titles[active] if active < len(titles) else ""
+    return str(urls[active]), str(title or "")
+
+
+def _first_int(value: Any) -> int:
+    if hasattr(value, "tolist"):  # a numpy array, from an AgentLab pickle
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        value = value[0] if value else 0
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _goal(obs: dict) -> str:
+    goal = obs.get("goal")
+    if isinstance(goal, str) and goal.strip():
+        return goal
+    parts = obs.get("goal_object") or []
+    texts = [p.get("text") for p in parts if isinstance(p, dict) and p.get("type") == "text"]
+    return "\n".join(t for t in texts if isinstance(t, str))
+
+
+def _screenshot(folder: Path, n: int) -> str | None:
+    for suffix in (".png", ".jpg", ".jpeg"):
+        candidate = folder / f"screenshot_step_{n}{suffix}"
+        if candidate.is_file():
+            return str(candidate.resolve())
+    return None
+
+
+def split_action(raw: Any, think: Any = None) -> tuple[str | None, str | None]:
+    """(thought, action code) from `<think>T</think><action>```code```</action>`, or from a bare action."""
+    thought = think.strip() if isinstance(think, str) else None
+    if raw is None:
+        return thought or None, None
+    raw = str(raw)
+    think_match, action_match = _THINK.search(raw), _ACTION.search(raw)
+    if think_match:
+        thought = think_match.group(1).strip()
+    code = action_match.group(1) if action_match else _THINK.sub("", raw)
+    code = code.strip()
+    fenced = _FENCE.match(code)
+    return thought or None, fenced.group(1).strip() if fenced else code
+
+
+def iso_utc(seconds: Any) -> str | None:
+    """A unix time as ISO-8601 UTC with milliseconds and a Z, or None when absent."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
+        return None
+    stamp = datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="milliseconds")
+    return stamp.replace("+00:00", "Z")
+
+
+def reward_outcome(reward: Any) -> str | None:
+    """'success (reward 1.0)' when the reward is at least 1, else 'failure (reward r)'; None when unknown."""
+    if isinstance(reward, bool):
+        reward = float(reward)
+    if not isinstance(reward, (int, float)):
+        return None
+    reward = float(reward)
+    return f"{'success' if reward >= 1.0 else 'failure'} (reward {reward})"
+
+
+def site_from_url(url: str) -> str:
+    """The WebArena site a URL belongs to (by port), else its host name; '' for localhost or an IP."""
+    parts = urlsplit(url or "")
+    host = parts.hostname or ""
+    if host.endswith("openstreetmap.org"):
+        return "map"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port in WEBARENA_PORTS:
+        return WEBARENA_PORTS[port]
+    return "" if host in ("", "localhost") or _is_ip(host) else host
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _load_step(file: Path, tid: str) -> dict:
+    if file.name.endswith(".pkl.gz"):
+        return _fields(_load_pickle(file))
+    record = load_json(file, tid)
+    if not isinstance(record, dict):
+        raise InputError(f"must hold a JSON object, got {type(record).__name__}", path=str(file), trajectory_id=tid)
+    return record
+
+
+def _load_summary(folder: Path, tid: str) -> dict:
+    file = folder / "summary_info.json"
+    # AgentLab leaves an empty summary when an episode is still running or was killed
+    if not file.is_file() or file.stat().st_size == 0:
+        return {}
+    summary = load_json(file, tid)
+    return summary if isinstance(summary, dict) else {}
+
+
+def load_json(file: Path, tid: str | None = None) -> Any:
+    """A JSON file's content; InputError naming the file when it cannot be read or parsed."""
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc}", path=str(file), trajectory_id=tid) from exc
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        # Python's json.dump writes NaN/Infinity, which orjson rejects
+        return json.loads(data)
+    except ValueError as exc:
+        raise InputError(f"malformed JSON: {exc}", path=str(file), trajectory_id=tid) from exc
+
+
+def _load_pickle(file: Path) -> Any:
+    try:
+        with gzip.open(file, "rb") as fh, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return _StepUnpickler(fh).load()
+    except (OSError, EOFError) as exc:
+        raise _FolderUnreadable(f"cannot read: {exc}", path=str(file)) from exc
+    except Exception as exc:  # unpickling can fail in any way; all mean the same to the user
+        raise _FolderUnreadable(
+            f"cannot rebuild this AgentLab pickle without AgentLab/BrowserGym installed ({type(exc).__name__}: "
+            f"{exc}); export the steps as steps_info_<N>.json and read that folder instead", path=str(file)) from exc
+
+
+class _Opaque:
+    """Stands in for a class that is not installed here, keeping the state it was pickled with."""
+
+    _class_name = ""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> _Opaque:
+        obj = object.__new__(cls)
+        obj.__dict__["_args"] = args
+        return obj
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __setstate__(self, state: Any) -> None:
+        if isinstance(state, tuple) and len(state) == 2 and all(s is None or isinstance(s, dict) for s in state):
+            state = {**(state[0] or {}), **(state[1] or {})}  # (dict, slots) of a class with __slots__
+        if isinstance(state, dict):
+            self.__dict__.update(state)
+        else:
+            self.__dict__["_state"] = state
+
+    def append(self, item: Any) -> None:
+        self.__dict__.setdefault("_items", []).append(item)
+
+    def extend(self, items: Any) -> None:
+        self.__dict__.setdefault("_items", []).extend(items)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.__dict__.setdefault("_mapping", {})[key] = value
+
+
+_SAFE_GLOBALS = {
+    ("builtins", name) for name in ("set", "frozenset", "slice", "range", "complex", "bytearray", "bytes",
+                                    "list", "dict", "tuple", "object", "int", "float", "str", "bool")
+} | {("copyreg", "_reconstructor"), ("collections", "OrderedDict"), ("collections", "defaultdict"),
+     ("datetime", "datetime"), ("datetime", "date"), ("datetime", "time"), ("datetime", "timedelta"),
+     ("datetime", "timezone"), ("pathlib", "PosixPath"), ("pathlib", "PurePosixPath"),
+     ("pathlib", "WindowsPath"), ("pathlib", "PureWindowsPath"), ("uuid", "UUID"), ("decimal", "Decimal")}
+_NUMPY_GLOBALS = {(module, name) for module in ("numpy.core.multiarray", "numpy._core.multiarray")
+                  for name in ("_reconstruct", "scalar")} | {
+    ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.numeric", "_frombuffer"),
+    ("numpy._core.numeric", "_frombuffer")}
+
+
+class _StepUnpickler(pickle.Unpickler):
+    """Rebuilds plain data and numpy arrays; every other class becomes an _Opaque holding its state.
+
+    No pickled callable outside the allow-lists can run, so reading a step file never executes its code.
+    """
+
+    _opaque: dict[tuple[str, str], type] = {}
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _SAFE_GLOBALS or ((module, name) in _NUMPY_GLOBALS and _has_numpy()):
+            return super().find_class(module, name)
+        key = (module, name)
+        if key not in self._opaque:
+            self._opaque[key] = type(name, (_Opaque,), {"_class_name": f"{module}.{name}"})
+        return self._opaque[key]
+
+
+def _has_numpy() -> bool:
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _fields(obj: Any) -> dict:
+    """A record's fields: the dict itself, or the attributes of a rebuilt or stand-in object."""
+    if isinstance(obj, dict):
+        return obj
+    if isinstance(obj, _Opaque):
+        return {k: v for k, v in vars(obj).items() if k not in ("_args", "_state", "_items", "_mapping")}
+    return dict(getattr(obj, "__dict__", {}) or {})
