@@ -1,7 +1,9 @@
 """`runbook insert`: validate every source, then prepare and insert trajectories one by one, with progress."""
 from __future__ import annotations
 
+import multiprocessing
 import os
+import shutil
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -10,7 +12,7 @@ from typing import Callable, Iterable, Iterator
 
 from .errors import InputError
 from .store import InsertOutcome, Store
-from .store.prepare import PreparedTrajectory, prepare
+from .store.staging import StagedTrajectory, stage
 from .trajectory.model import Trajectory
 from .trajectory.sources import iter_sources
 
@@ -97,8 +99,9 @@ def insert_paths(store: Store, paths: Iterable[str | os.PathLike], *, replace: b
     done = 0
     with store.writer() as writer:
         writer.listeners.extend(listeners)
-        for prepared in _prepared(_read_all(paths), workers):
-            report.add(writer.insert(prepared, replace=replace))
+        valid = (item for item in _read_all(paths) if not isinstance(item, InputError))
+        for staged in _staged(valid, writer, workers):
+            report.add(writer.commit(staged, replace=replace))
             done += 1
             if progress:
                 progress(done, total)
@@ -106,19 +109,35 @@ def insert_paths(store: Store, paths: Iterable[str | os.PathLike], *, replace: b
     return report
 
 
-def _prepared(items: Iterable[Trajectory | InputError], workers: int) -> Iterator[PreparedTrajectory]:
-    """Prepare valid trajectories, in worker processes when asked; order is kept (it is the insertion order)."""
-    valid = (item for item in items if not isinstance(item, InputError))
+def _staged(trajectories: Iterable[Trajectory], writer, workers: int) -> Iterator[StagedTrajectory]:
+    """Stage trajectories (render, count tokens, write files), in worker processes when asked; order is kept,
+    since it is the insertion order."""
+    known = writer.known_fingerprints()
+    root = writer.layout.trajectories
     if workers <= 1:
-        for traj in valid:
-            yield prepare(traj)
+        for traj in trajectories:
+            staged = stage(traj, root, known.get(traj.id))
+            staged.trajectory = traj
+            yield staged
         return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        # a bounded window of futures keeps memory flat however large the input
-        window: list = []
-        for traj in valid:
-            window.append(pool.submit(prepare, traj))
-            if len(window) >= workers * 4:
-                yield window.pop(0).result()
-        for fut in window:
-            yield fut.result()
+    # spawned workers hold no copy of the writer's lock file, so a killed writer's lock dies with it
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        window: list = []  # a bounded window of futures keeps memory flat however large the input
+        try:
+            for traj in trajectories:
+                window.append((traj, pool.submit(stage, traj, root, known.get(traj.id))))
+                if len(window) >= workers * 4:
+                    yield _attach(*window.pop(0))
+            while window:
+                yield _attach(*window.pop(0))
+        finally:
+            for _traj, fut in window:  # staged but never committed: the writer's recovery would remove them too
+                fut.cancel()
+                if fut.done() and not fut.cancelled() and fut.exception() is None and fut.result().folder:
+                    shutil.rmtree(fut.result().folder, ignore_errors=True)
+
+
+def _attach(traj: Trajectory, future) -> StagedTrajectory:
+    staged = future.result()
+    staged.trajectory = traj
+    return staged

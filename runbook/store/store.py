@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import shutil
 import sqlite3
@@ -19,7 +20,7 @@ from . import catalog
 from .catalog import TrajectoryRow
 from .layout import (FINGERPRINT_FILE, FORMAT_VERSION, STATES_DIR, TMP_PREFIX, TRAJECTORY_FILE, TRASH_PREFIX,
                      Layout, state_filename)
-from .prepare import PreparedTrajectory, prepare, write_files
+from .staging import StagedTrajectory, stage
 from .statefile import parse_state
 
 
@@ -127,8 +128,9 @@ class _Closing:
         self.conn.close()
 
 
-CommitListener = Callable[["Store", PreparedTrajectory, str], None]
-"""Called after a trajectory's catalog row commits, with its status ('inserted' or 'replaced')."""
+CommitListener = Callable[["Store", StagedTrajectory, str], None]
+"""Called after a trajectory's catalog rows commit, with its status ('inserted' or 'replaced');
+`staged.trajectory` is the Trajectory itself."""
 
 
 class StoreWriter:
@@ -189,72 +191,80 @@ class StoreWriter:
             if not entry.name.startswith((TMP_PREFIX, TRASH_PREFIX)) and entry.name not in known:
                 shutil.rmtree(entry, ignore_errors=True)  # renamed in, but its catalog row never committed
 
-    def insert(self, item: Trajectory | PreparedTrajectory, *, replace: bool = False) -> InsertOutcome:
+    def known_fingerprints(self) -> dict[str, str]:
+        """id -> fingerprint of every stored trajectory (workers use it to skip unchanged ones early)."""
+        return dict(self.conn.execute("SELECT id, fingerprint FROM trajectories"))
+
+    def insert(self, trajectory: Trajectory, *, replace: bool = False) -> InsertOutcome:
         """Insert one trajectory: unchanged if already stored, refused if its id holds another (unless replace)."""
-        prepared = item if isinstance(item, PreparedTrajectory) else prepare(item)
-        traj = prepared.trajectory
-        existing = catalog.select_rows(self.conn, "WHERE id = ?", (traj.id,))
-        if existing and existing[0].fingerprint == prepared.fingerprint:
-            return InsertOutcome(traj.id, "unchanged", len(traj.states), prepared.tokens)
+        row = self.conn.execute("SELECT fingerprint FROM trajectories WHERE id = ?", (trajectory.id,)).fetchone()
+        staged = stage(trajectory, self.layout.trajectories, known_fingerprint=row[0] if row else None)
+        staged.trajectory = trajectory
+        return self.commit(staged, replace=replace)
+
+    def commit(self, staged: StagedTrajectory, *, replace: bool = False) -> InsertOutcome:
+        """Make a staged trajectory visible: rename its folder into place, then commit its catalog rows."""
+        existing = catalog.select_rows(self.conn, "WHERE id = ?", (staged.trajectory_id,))
+        if existing and existing[0].fingerprint == staged.fingerprint:
+            _discard(staged)
+            return InsertOutcome(staged.trajectory_id, "unchanged", staged.n_states)
         if existing and not replace:
-            err = ConflictError(f"trajectory {traj.id!r} is already stored with different content "
+            _discard(staged)
+            err = ConflictError(f"trajectory {staged.trajectory_id!r} is already stored with different content "
                                 f"(inserted {existing[0].inserted_at}); pass --replace to overwrite it")
-            return InsertOutcome(traj.id, "refused", len(traj.states), prepared.tokens, str(err))
-        dirname = existing[0].dir if existing else prepared.dirname
-        dirname = self._free_dirname(dirname, traj.id) if not existing else dirname
+            return InsertOutcome(staged.trajectory_id, "refused", staged.n_states, message=str(err))
+        if staged.folder is None:  # a worker saw a fingerprint that has changed since: stage it here
+            if staged.trajectory is None:
+                raise StoreError(f"trajectory {staged.trajectory_id!r} changed while inserting; run the insert again")
+            return self.insert(staged.trajectory, replace=replace)
+        dirname = existing[0].dir if existing else self._free_dirname(staged.dirname, staged.trajectory_id)
         final = self.layout.trajectory_dir(dirname)
-        tmp = self.layout.trajectories / f"{TMP_PREFIX}{dirname}-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        try:
-            size = write_files(prepared, tmp)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
         trash = None
         if final.exists():
             trash = self.layout.trajectories / f"{TRASH_PREFIX}{dirname}"
             shutil.rmtree(trash, ignore_errors=True)
             os.replace(final, trash)
-        os.replace(tmp, final)
-        self._commit_row(prepared, dirname, size, replacing=bool(existing))
+        os.replace(staged.folder, final)
+        self._commit_rows(staged, dirname, replacing=bool(existing))
         if trash is not None:
             shutil.rmtree(trash, ignore_errors=True)
         self.changed = True
         status = "replaced" if existing else "inserted"
         for listener in self.listeners:
-            listener(self.store, prepared, status)
-        return InsertOutcome(traj.id, status, len(traj.states), prepared.tokens)
+            listener(self.store, staged, status)
+        return InsertOutcome(staged.trajectory_id, status, staged.n_states, staged.tokens)
 
     def _free_dirname(self, dirname: str, trajectory_id: str) -> str:
-        taken = {r[0] for r in self.conn.execute("SELECT dir FROM trajectories WHERE dir LIKE ?", (dirname + "%",))}
-        if dirname not in taken:
+        """The folder name for a new id; two ids that clean to the same name get a hash suffix."""
+        taken = self.conn.execute("SELECT 1 FROM trajectories WHERE dir = ?", (dirname,)).fetchone()
+        if not taken:
             return dirname
-        from .layout import trajectory_dirname
-        import hashlib
-
         return f"{dirname}-{hashlib.sha1(trajectory_id.encode()).hexdigest()[:10]}"
 
-    def _commit_row(self, prepared: PreparedTrajectory, dirname: str, size: int, *, replacing: bool) -> None:
-        traj = prepared.trajectory
-        success = traj.succeeded
+    def _commit_rows(self, staged: StagedTrajectory, dirname: str, *, replacing: bool) -> None:
+        traj = staged.trajectory
+        success = traj.succeeded if traj is not None else None
         with self.conn:
             if replacing:
-                self.conn.execute("DELETE FROM states WHERE trajectory_id = ?", (traj.id,))
-                self.conn.execute("DELETE FROM trajectories WHERE id = ?", (traj.id,))
+                self.conn.execute("DELETE FROM states WHERE trajectory_id = ?", (staged.trajectory_id,))
+                self.conn.execute("DELETE FROM trajectories WHERE id = ?", (staged.trajectory_id,))
             self.conn.execute(
                 "INSERT INTO trajectories (id, dir, domain, site, goal, start_url, outcome, success, n_states, "
                 "n_screenshots, n_errors, tokens, bytes, first_ts, last_ts, fingerprint, source, inserted_at) "
                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (traj.id, dirname, traj.domain, traj.site, traj.goal, traj.start_url, traj.outcome,
-                 None if success is None else int(success), len(traj.states), len(prepared.screenshots),
-                 prepared.n_errors, prepared.tokens, size, traj.first_timestamp, traj.last_timestamp,
-                 prepared.fingerprint, _source_text(traj), _now()))
-            shots = {idx: rel for idx, _, rel in prepared.screenshots}
+                (staged.trajectory_id, dirname, traj.domain, traj.site, traj.goal, traj.start_url, traj.outcome,
+                 None if success is None else int(success), staged.n_states, staged.n_screenshots, staged.n_errors,
+                 staged.tokens, staged.bytes, traj.first_timestamp, traj.last_timestamp, staged.fingerprint,
+                 _source_text(traj), _now()))
             self.conn.executemany(
                 "INSERT INTO states (trajectory_id, state_index, url, title, timestamp, action, action_error, "
                 "tokens, screenshot) VALUES (?,?,?,?,?,?,?,?,?)",
-                [(traj.id, s.index, s.url, s.title, s.timestamp, s.action, s.action_error, tok, shots.get(s.index))
-                 for s, tok in zip(traj.states, prepared.state_tokens)])
+                [(staged.trajectory_id, *row) for row in staged.state_rows])
+
+
+def _discard(staged: StagedTrajectory) -> None:
+    if staged.folder:
+        shutil.rmtree(staged.folder, ignore_errors=True)
 
 
 def _read_fingerprint(folder: Path) -> str | None:

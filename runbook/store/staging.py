@@ -1,0 +1,105 @@
+"""Everything about a trajectory's files that can be done before the store commits it, in a worker process:
+render the state files, count their tokens, fingerprint the content and write it all into a staging folder."""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from ..budget import count_tokens_batch
+from ..trajectory.model import Trajectory
+from .layout import (FINGERPRINT_FILE, SCREENSHOTS_DIR, STATES_DIR, TMP_PREFIX, TRAJECTORY_FILE, screenshot_filename,
+                     state_filename, trajectory_dirname)
+from .statefile import render_state
+
+
+@dataclass(slots=True)
+class StagedTrajectory:
+    """A trajectory written to a staging folder (or found unchanged), with what the catalog needs to commit it."""
+
+    trajectory_id: str
+    dirname: str
+    fingerprint: str
+    folder: str | None
+    """The staging folder holding the files; None when the trajectory was already stored with this fingerprint."""
+    n_states: int
+    tokens: int = 0
+    bytes: int = 0
+    n_screenshots: int = 0
+    n_errors: int = 0
+    state_rows: list[tuple] = field(default_factory=list)
+    """(state_index, url, title, timestamp, action, action_error, tokens, screenshot) per state."""
+    trajectory: Trajectory | None = None
+    """Attached by the writer's process (it is not sent back from workers)."""
+
+
+def _file_digest(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _screenshot_paths(trajectory: Trajectory) -> dict[int, tuple[str, str]]:
+    """state index -> (source path, store-relative destination)."""
+    return {s.index: (s.screenshot, f"{SCREENSHOTS_DIR}/{screenshot_filename(s.index, os.path.splitext(s.screenshot)[1])}")
+            for s in trajectory.states if s.screenshot}
+
+
+def fingerprint(trajectory: Trajectory) -> tuple[str, bytes]:
+    """(content fingerprint, canonical JSON as stored). Screenshots count by content, not by where they came from."""
+    shots = _screenshot_paths(trajectory)
+    canonical = trajectory.to_dict()
+    for raw in canonical["states"]:
+        raw["screenshot"] = shots[raw["state_index"]][1] if raw["state_index"] in shots else None
+    stored = orjson.dumps(canonical, option=orjson.OPT_INDENT_2)
+    for raw in canonical["states"]:
+        if raw["state_index"] in shots:
+            raw["screenshot"] = "sha256:" + _file_digest(shots[raw["state_index"]][0])
+    return hashlib.sha256(orjson.dumps(canonical, option=orjson.OPT_SORT_KEYS)).hexdigest(), stored
+
+
+def stage(trajectory: Trajectory, staging_root: str | os.PathLike, known_fingerprint: str | None = None,
+          token_threads: int = 1) -> StagedTrajectory:
+    """Write the trajectory's store files into a fresh folder under `staging_root` (skipped when unchanged)."""
+    digest, canonical_json = fingerprint(trajectory)
+    dirname = trajectory_dirname(trajectory.id)
+    n_errors = sum(1 for s in trajectory.states if s.action_error)
+    if known_fingerprint == digest:
+        return StagedTrajectory(trajectory.id, dirname, digest, None, len(trajectory.states), n_errors=n_errors)
+    shots = _screenshot_paths(trajectory)
+    texts = [render_state(trajectory, s, shots[s.index][1] if s.index in shots else None) for s in trajectory.states]
+    tokens = count_tokens_batch(texts, threads=token_threads)
+    folder = Path(staging_root) / f"{TMP_PREFIX}{dirname}-{os.getpid()}-{os.urandom(4).hex()}"
+    try:
+        size = _write(folder, digest, canonical_json, trajectory, texts, shots)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    rows = [(s.index, s.url, s.title, s.timestamp, s.action, s.action_error, tok,
+             shots[s.index][1] if s.index in shots else None) for s, tok in zip(trajectory.states, tokens)]
+    return StagedTrajectory(trajectory.id, dirname, digest, str(folder), len(trajectory.states), sum(tokens), size,
+                            len(shots), n_errors, rows)
+
+
+def _write(folder: Path, digest: str, canonical_json: bytes, trajectory: Trajectory, texts: list[str],
+           shots: dict[int, tuple[str, str]]) -> int:
+    (folder / STATES_DIR).mkdir(parents=True)
+    (folder / TRAJECTORY_FILE).write_bytes(canonical_json)
+    (folder / FINGERPRINT_FILE).write_text(digest + "\n")
+    total = len(canonical_json)
+    for state, text in zip(trajectory.states, texts):
+        data = text.encode("utf-8")
+        (folder / STATES_DIR / state_filename(state.index)).write_bytes(data)
+        total += len(data)
+    if shots:
+        (folder / SCREENSHOTS_DIR).mkdir()
+        for src, rel in shots.values():
+            shutil.copyfile(src, folder / rel)
+            total += os.path.getsize(folder / rel)
+    return total

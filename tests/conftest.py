@@ -1,0 +1,40 @@
+"""Shared fixtures: small real-shaped trajectories written by the tests, and the path of the shared data."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runbook.store import Store
+from runbook.trajectory import State, Trajectory
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def make_trajectory(tid: str = "t-1", n: int = 3, *, site: str = "shop", goal: str = "Find the price",
+                    start: int = 0, texts: list[str] | None = None, outcome: str = "success (reward 1.0)") -> Trajectory:
+    states = []
+    for i in range(n):
+        states.append(State(index=i, url=f"http://localhost:7770/page/{i}", title=f"Page {i}",
+                            text=(texts[i] if texts else f"RootWebArea 'Page {i}'\n\t[1{i}] link 'Item {i}'"),
+                            action=f"click('1{i}')" if i < n - 1 else "send_msg_to_user('done')",
+                            action_error="TimeoutError: Locator.click" if i == 1 else "",
+                            thought=f"step {i}\nsecond line", timestamp=f"2025-12-16T06:{start + i:02d}:00.000Z"))
+    return Trajectory(id=tid, states=states, goal=goal, site=site, start_url=states[0].url, outcome=outcome)
+
+
+def write_jsonl(path: Path, trajectories: list[Trajectory]) -> Path:
+    path.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in trajectories))
+    return path
+
+
+@pytest.fixture
+def store(tmp_path) -> Store:
+    return Store(tmp_path / "store", create=True)
+
+
+def require_shared() -> Path:
+    if not SHARED_DATA.exists():
+        pytest.skip("../shared/data is not beside the repository")
+    return SHARED_DATA

@@ -1,0 +1,54 @@
+"""Token counting works offline and matches tiktoken; budgets parse; cuts keep the head and say what was elided."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from runbook.budget import count_tokens, head_and_tail, parse_budget, truncate_to_tokens
+from runbook.errors import BudgetError
+
+
+@pytest.mark.parametrize("text,expected", [("8k", 8000), ("8000", 8000), ("1.5k", 1500), ("32K", 32000),
+                                           (" 2k ", 2000), ("1m", 1_000_000), (500, 500)])
+def test_parse_budget(text, expected):
+    assert parse_budget(text) == expected
+
+
+@pytest.mark.parametrize("bad", ["", "k", "8kb", "-1", "0", "eight"])
+def test_bad_budget_is_a_clear_error(bad):
+    with pytest.raises(BudgetError, match="budget"):
+        parse_budget(bad)
+
+
+def test_counts_are_real_cl100k_counts():
+    # known cl100k_base counts: "hello world" is 2 tokens, "tiktoken is great!" is 6
+    assert count_tokens("hello world") == 2
+    assert count_tokens("tiktoken is great!") == 6
+    assert count_tokens("") == 0
+
+
+def test_encoding_loads_without_network(tmp_path):
+    code = ("import socket\n"
+            "def refuse(*a, **k): raise OSError('network disabled in this test')\n"
+            "socket.socket.connect = refuse\nsocket.create_connection = refuse\n"
+            "from runbook.budget import count_tokens\nprint(count_tokens('hello world'))")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TIKTOKEN_CACHE_DIR": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "2"
+
+
+def test_truncate_keeps_head_within_limit_and_states_elision():
+    text = " ".join(f"word{i}" for i in range(2000))
+    cut, elided = truncate_to_tokens(text, 100)
+    assert count_tokens(cut) <= 100 and elided > 0
+    assert cut.startswith("word0 word1") and f"{elided} tokens elided" in cut
+    assert truncate_to_tokens("short", 100) == ("short", 0)
+
+
+def test_head_and_tail_keeps_both_ends():
+    text = "\n".join(f"line {i}" for i in range(3000))
+    cut, elided = head_and_tail(text, 200)
+    assert count_tokens(cut) <= 200 and "line 0" in cut and "line 2999" in cut and f"{elided} tokens elided" in cut
