@@ -85,7 +85,7 @@ def _state(index: int, entry: Any, pos: int, folder: Path, where: dict) -> State
         url=url,
         title=str(state.get("title") or ""),
         text=_browser_state(entry.get("state_message")),
-        thought=thought.strip() if isinstance(thought, str) else None,
+        thought=(thought.strip() or None) if isinstance(thought, str) else None,
         action=render_actions(output.get("action")) or None,
         action_error=_errors(entry.get("result")),
         timestamp=iso_utc(_dict(entry.get("metadata")).get("step_start_time")),

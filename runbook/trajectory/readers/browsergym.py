@@ -44,45 +44,53 @@ def detect(path: Path) -> bool:
         return False
     if (path / "summary_info.json").is_file():
         return True
-    with os.scandir(path) as entries:
-        return any(_STEP_JSON.match(e.name) or _STEP_PKL.match(e.name) for e in entries)
+    try:
+        with os.scandir(path) as entries:
+            return any(_STEP_JSON.match(e.name) or _STEP_PKL.match(e.name) for e in entries)
+    except OSError:
+        return False
 
 
 def read(path: Path) -> Iterator[Trajectory | InputError]:
     """Yield the folder's one episode, or an InputError naming the step file and field at fault."""
     folder = Path(path)
-    files = _step_files(folder)
+    numbered = _step_files(folder)
     try:
-        yield _trajectory(folder, files)
+        yield _trajectory(folder, numbered)
     except _FolderUnreadable:
         raise
     except InputError as exc:
         yield exc
 
 
-def _step_files(folder: Path) -> list[Path]:
+def _step_files(folder: Path) -> dict[int, Path]:
     if not folder.is_dir():
         raise InputError("is not a folder (a BrowserGym/AgentLab result folder was expected)", path=str(folder))
-    found = {pattern: {} for pattern in (_STEP_JSON, _STEP_PKL)}
-    for entry in os.scandir(folder):
+    found: dict[re.Pattern, dict[int, Path]] = {_STEP_JSON: {}, _STEP_PKL: {}}
+    try:
+        names = os.listdir(folder)
+    except OSError as exc:
+        raise InputError(f"cannot list: {exc}", path=str(folder)) from exc
+    for name in names:
         for pattern, numbered in found.items():
-            match = pattern.match(entry.name)
+            match = pattern.match(name)
             if match:
-                numbered[int(match.group(1))] = Path(entry.path)
+                numbered[int(match.group(1))] = folder / name
     # JSON is preferred when both exist: it needs no unpickling
     numbered = found[_STEP_JSON] or found[_STEP_PKL]
     if not numbered:
         raise InputError("has no steps_info_<N>.json or step_<N>.pkl.gz files (did the episode crash at reset?)",
                          path=str(folder))
+    return numbered
+
+
+def _trajectory(folder: Path, numbered: dict[int, Path]) -> Trajectory:
+    tid = folder.name
     missing = next((n for n in range(len(numbered)) if n not in numbered), None)
     if missing is not None:
-        raise InputError(f"step {missing} is missing: step files must be numbered 0..{len(numbered) - 1}",
-                         path=str(folder))
-    return [numbered[n] for n in range(len(numbered))]
-
-
-def _trajectory(folder: Path, files: list[Path]) -> Trajectory:
-    tid = folder.name
+        raise InputError(f"step {missing} is missing: step files must be numbered 0, 1, 2, ...",
+                         path=str(folder), trajectory_id=tid)
+    files = [numbered[n] for n in range(len(numbered))]
     records = [_load_step(f, tid) for f in files]
     summary = _load_summary(folder, tid)
     states = []
@@ -109,7 +117,7 @@ def _state(n: int, record: dict, following: dict | None, *, file: Path, tid: str
         raise InputError("must be a string", path=str(file), trajectory_id=tid, field="obs.axtree_txt")
     thought, action = split_action(record.get("action"), _fields(record.get("agent_info")).get("think"))
     # BrowserGym reports an action's error in the observation that follows it
-    error = _obs(following, file, tid).get("last_action_error") if following is not None else ""
+    error = _fields(following.get("obs")).get("last_action_error") if following is not None else ""
     return State(index=n, url=url, title=title, text=text, action=action, thought=thought,
                  action_error=str(error or ""),
                  timestamp=iso_utc(_fields(record.get("profiling")).get("env_stop")),
@@ -124,7 +132,7 @@ def _obs(record: dict, file: Path, tid: str) -> dict:
 
 
 def _active_page(obs: dict, file: Path, tid: str) -> tuple[str, str]:
-    urls, titles = obs.get("open_pages_urls"), obs.get("open_pages_titles") or []
+    urls, titles = _as_list(obs.get("open_pages_urls")), _as_list(obs.get("open_pages_titles"))
     if not urls:
         if isinstance(obs.get("url"), str):
             return obs["url"], str(obs.get("title") or "")
@@ -134,12 +142,17 @@ def _active_page(obs: dict, file: Path, tid: str) -> tuple[str, str]:
     return str(urls[active]), str(title or "")
 
 
-def _first_int(value: Any) -> int:
+def _as_list(value: Any) -> list:
     if hasattr(value, "tolist"):  # a numpy array, from an AgentLab pickle
         value = value.tolist()
-    if isinstance(value, (list, tuple)):
-        value = value[0] if value else 0
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def _first_int(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    first = (_as_list(value) or [0])[0]
+    return first if isinstance(first, int) and not isinstance(first, bool) else 0
 
 
 def _goal(obs: dict) -> str:
@@ -178,7 +191,10 @@ def iso_utc(seconds: Any) -> str | None:
     """A unix time as ISO-8601 UTC with milliseconds and a Z, or None when absent."""
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
         return None
-    stamp = datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="milliseconds")
+    try:
+        stamp = datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="milliseconds")
+    except (OverflowError, OSError, ValueError):
+        return None
     return stamp.replace("+00:00", "Z")
 
 
@@ -299,8 +315,9 @@ _SAFE_GLOBALS = {
                                     "list", "dict", "tuple", "object", "int", "float", "str", "bool")
 } | {("copyreg", "_reconstructor"), ("collections", "OrderedDict"), ("collections", "defaultdict"),
      ("datetime", "datetime"), ("datetime", "date"), ("datetime", "time"), ("datetime", "timedelta"),
-     ("datetime", "timezone"), ("pathlib", "PosixPath"), ("pathlib", "PurePosixPath"),
-     ("pathlib", "WindowsPath"), ("pathlib", "PureWindowsPath"), ("uuid", "UUID"), ("decimal", "Decimal")}
+     ("datetime", "timezone"), ("uuid", "UUID"), ("decimal", "Decimal")} | {
+    (module, name) for module in ("pathlib", "pathlib._local")
+    for name in ("PosixPath", "PurePosixPath", "WindowsPath", "PureWindowsPath")}
 _NUMPY_GLOBALS = {(module, name) for module in ("numpy.core.multiarray", "numpy._core.multiarray")
                   for name in ("_reconstruct", "scalar")} | {
     ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.numeric", "_frombuffer"),

@@ -38,7 +38,7 @@ def read(path: Path) -> Iterator[Trajectory | InputError]:
 
 def is_content_form(obj: Any) -> bool:
     """True for an object that carries its states as `content` (with `metadata`) instead of `states`."""
-    return isinstance(obj, dict) and "states" not in obj and ("content" in obj or "metadata" in obj)
+    return isinstance(obj, dict) and "states" not in obj and "content" in obj
 
 
 def from_content_form(obj: dict, *, path: str | None = None, line: int | None = None,
