@@ -13,6 +13,8 @@ from ..errors import RunbookError
 COMMANDS = [
     ("insert", "insert"),
     ("stats", "stats"),
+    ("query", "query"),
+    ("generate", "generate"),
 ]
 
 

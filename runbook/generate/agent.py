@@ -61,6 +61,15 @@ class Sim:
     obs: list[Obs] = field(default_factory=list)
     records: list[Record] = field(default_factory=list)
     screenshots: bool = True
+    hot: list[int] = field(default_factory=list)  # product ids most tasks touch, so values get re-observed
+    looked_up: list[int] = field(default_factory=list)  # products a look-up task reported, newest last
+    used: dict[tuple, list[str]] = field(default_factory=dict)  # every value a key ever held: edits pick new ones
+
+    def remember(self, key: tuple, value: str) -> None:
+        self.used.setdefault(key, []).append(value)
+
+    def fresh(self, key: tuple, value: str) -> bool:
+        return value not in self.used.get(key, [])
 
 
 class Episode:

@@ -22,7 +22,9 @@ class _Tree:
         self.next += 1
         if key:
             self.controls[key] = bid
-        self.lines.append("\t" * depth + f"[{bid}] {role} {_q(name)}" + (f", {props}" if props else ""))
+        # BrowserGym writes `value=` right after the name and other properties after a comma.
+        sep = " " if props.startswith("value=") else ", "
+        self.lines.append("\t" * depth + f"[{bid}] {role} {_q(name)}" + (sep + props if props else ""))
         return bid
 
     def text(self, depth: int, s: str) -> None:

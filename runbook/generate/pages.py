@@ -55,7 +55,9 @@ def _match(keyword: str, *fields: str) -> bool:
     return not k or any(k in f.lower() for f in fields)
 
 
-def products_grid(w: World, keyword: str = "", page: int = 1, notice: B.Notice | None = None) -> B.Page:
+def products_grid(w: World, keyword: str = "", page: int = 1, notice: B.Notice | None = None,
+                  typed: str | None = None) -> B.Page:
+    """`typed` is text in the search box not yet submitted: the grid still shows `keyword`'s rows."""
     rows = [p for p in w.products if _match(keyword, p.name, p.sku)]
     pages = max(1, -(-len(rows) // PER_PAGE))
     shown = rows[(page - 1) * PER_PAGE: page * PER_PAGE]
@@ -67,7 +69,8 @@ def products_grid(w: World, keyword: str = "", page: int = 1, notice: B.Notice |
     if not keyword:
         facts.append((("catalog.count",), str(len(rows))))
     blocks = [notice] if notice else []
-    blocks += [B.Button("add_product", "Add Product"), B.Button("filters", "Filters"), B.Search(keyword),
+    blocks += [B.Button("add_product", "Add Product"), B.Button("filters", "Filters"),
+               B.Search(keyword if typed is None else typed),
                B.Grid(["ID", "Name", "SKU", "Category", "Price", "Quantity", "Status"],
                       [[str(p.id), p.name, p.sku, p.category, money(p.price), str(p.qty), p.status] for p in shown],
                       len(rows), [(f"edit_{p.id}", "Edit") for p in shown], page, pages,
@@ -104,27 +107,28 @@ def product_edit(w: World, pid: int, draft: dict | None = None, notice: B.Notice
                  p.name, "CATALOG", blocks, facts)
 
 
-def _order_rows(w: World, keyword: str) -> list:
+def _order_rows(w: World) -> list:
     rows = sorted(w.orders, key=lambda o: -o.id)
     for field, value in w.order_filters:
         if field == "Status":
             rows = [o for o in rows if o.status == value]
         elif field == "Keyword":
             rows = [o for o in rows if _match(value, o.number, o.customer)]
-    return [o for o in rows if _match(keyword, o.number, o.customer)]
+    return rows
 
 
-def orders_grid(w: World, keyword: str = "", filters_open: bool = False, draft_status: str = "",
+def orders_grid(w: World, typed: str = "", filters_open: bool = False, draft_status: str = "",
                 notice: B.Notice | None = None) -> B.Page:
-    rows = _order_rows(w, keyword)
+    """Rows come from the world's persisted filters only: a submitted keyword is itself a sticky filter."""
+    rows = _order_rows(w)
     shown = rows[:PER_PAGE]
     facts = []
     for o in shown:
         facts += [(("order.status", o.number), o.status), (("order.total", o.number), money(o.total)),
                   (("order.customer", o.number), o.customer), (("order.date", o.number), o.date)]
-    if not keyword and not w.order_filters:
+    if not w.order_filters:
         facts.append((("orders.count",), str(len(rows))))
-    if not keyword and len(w.order_filters) == 1 and w.order_filters[0][0] == "Status":
+    if len(w.order_filters) == 1 and w.order_filters[0][0] == "Status":
         facts.append((("orders.count_status", w.order_filters[0][1]), str(len(rows))))
     blocks = [notice] if notice else []
     blocks += [B.Button("create_order", "Create New Order"), B.Button("filters", "Filters")]
@@ -135,7 +139,7 @@ def orders_grid(w: World, keyword: str = "", filters_open: bool = False, draft_s
                    B.Button("filters_apply", "Apply Filters")]
     if w.order_filters:
         blocks.append(B.Filters([f"{f}: {v}" for f, v in w.order_filters]))
-    blocks += [B.Search(keyword),
+    blocks += [B.Search(typed),
                B.Grid(["ID", "Purchase Date", "Bill-to Name", "Grand Total", "Status"],
                       [[o.number, o.date, o.customer, money(o.total), o.status] for o in shown], len(rows),
                       [(f"view_{o.number}", "View") for o in shown], 1, max(1, -(-len(rows) // PER_PAGE)))]
@@ -164,7 +168,8 @@ def order_view(w: World, number: str, dialog: bool = False, notice: B.Notice | N
                  f"#{number}", "SALES", blocks, facts)
 
 
-def customers_grid(w: World, keyword: str = "", export_open: bool = False, notice: B.Notice | None = None) -> B.Page:
+def customers_grid(w: World, keyword: str = "", export_open: bool = False, notice: B.Notice | None = None,
+                   typed: str | None = None) -> B.Page:
     rows = [c for c in w.customers if _match(keyword, c.name, c.email)]
     shown = rows[:PER_PAGE]
     facts = []
@@ -177,7 +182,7 @@ def customers_grid(w: World, keyword: str = "", export_open: bool = False, notic
     blocks += [B.Button("add_customer", "Add New Customer"), B.Button("export", "Export")]
     if export_open:
         blocks += [B.Options([("export_csv", "CSV"), ("export_xml", "Excel XML")])]
-    blocks += [B.Search(keyword),
+    blocks += [B.Search(keyword if typed is None else typed),
                B.Grid(["ID", "Name", "Email", "Group", "Country", "Customer Since"],
                       [[str(c.id), c.name, c.email, c.group, c.country, c.since] for c in shown], len(rows),
                       [(f"edit_c{c.id}", "Edit") for c in shown], 1, max(1, -(-len(rows) // PER_PAGE)))]

@@ -36,7 +36,7 @@ COUNTRIES = ["United States", "Canada", "United Kingdom", "Germany", "Australia"
 # Settings that exist, and plausible ones that never do (for false-premise questions).
 FAKE_SETTINGS = ["Loyalty Points Rate", "Gift Wrap Fee", "Abandoned Cart Reminder Delay", "Default Warehouse",
                  "Tax Display Mode", "Reward Tier Threshold"]
-FAKE_EXPORT_FORMATS = ["PDF", "JSON", "XLSX with charts"]
+FAKE_EXPORT_FORMATS = ["PDF", "JSON", "XLSX"]
 MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 MONTH_NAMES = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
                "October", "November", "December"]
