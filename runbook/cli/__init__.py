@@ -15,6 +15,7 @@ COMMANDS = [
     ("stats", "stats"),
     ("query", "query"),
     ("generate", "generate"),
+    ("sandbox", "sandbox"),
 ]
 
 

@@ -22,11 +22,11 @@ def stats(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(figures, indent=2))
         return
-    click.echo(f"store        {figures['store']}")
+    click.echo(f"{'store':<15}{figures['store']}")
     for key in ("trajectories", "states", "screenshots", "tokens", "action_errors", "bytes_on_disk"):
-        click.echo(f"{key:<13}{figures[key]:,}")
-    click.echo(f"time span    {figures['first_time'] or '-'} .. {figures['last_time'] or '-'}")
-    click.echo("per outcome  " + ", ".join(f"{k} {v:,}" for k, v in sorted(figures["per_outcome"].items())))
+        click.echo(f"{key:<15}{figures[key]:,}")
+    click.echo(f"{'time span':<15}{figures['first_time'] or '-'} .. {figures['last_time'] or '-'}")
+    click.echo(f"{'per outcome':<15}" + ", ".join(f"{k} {v:,}" for k, v in sorted(figures["per_outcome"].items())))
     click.echo("per site:")
     for site, row in figures["per_site"].items():
         click.echo(f"  {site or '(none)':<28}{row['trajectories']:>6,} trajectories {row['states']:>7,} states "

@@ -1,0 +1,149 @@
+"""DockerSandbox: one container per query (network off, store read-only, root fs read-only, limits on memory,
+processes and CPU), reused by every tool call through `docker exec`, removed at the end even on error or a signal."""
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from pathlib import Path
+
+from ..errors import SandboxError
+from .base import SCRATCH_MOUNT, STORE_MOUNT, ExecResult, SandboxBase, SandboxLimits
+from .output import stdin_env, to_result, wrap
+
+LABEL = "runbook.sandbox"
+"""Every sandbox container carries LABEL=1, so leftovers can be listed: docker ps -a --filter label=runbook.sandbox"""
+USER = "1000:1000"
+
+
+class DockerSandbox(SandboxBase):
+    """The real isolation backend (docker-py)."""
+
+    name = "docker"
+
+    def __init__(self, store_path: str | Path, limits: SandboxLimits | None = None, *, image: str | None = None,
+                 engine=None):
+        super().__init__(store_path, limits)
+        self.image = image
+        self._engine = engine
+        self.container = None
+
+    @property
+    def container_id(self) -> str | None:
+        return self.container.id if self.container is not None else None
+
+    def _start(self) -> None:
+        import docker.errors
+        from .engine import connect
+        from .image import ensure_image
+        self._engine = self._engine or connect()
+        client = self._engine.client
+        reap_leftovers(client)
+        self.image = self.image or ensure_image(self._engine)
+        try:
+            self.container = self._run_container(client)
+        except docker.errors.ImageNotFound:  # a concurrent rebuild for newer tools/ removed it: build and retry
+            self.image = ensure_image(self._engine)
+            self.container = self._run_container(client)
+        self._check_store_readable()
+
+    def _run_container(self, client):
+        import docker.types
+        limits = self.limits
+        tmpfs_opts = f"rw,nosuid,nodev,size={limits.scratch_mb}m,mode=1777"
+        # create + start, not run: run() answers a missing image by pulling it, which only fails slowly here
+        container = client.containers.create(
+            self.image,
+            # the container ends itself after its lifetime, so one whose owner was SIGKILLed cannot linger forever
+            ["sleep", str(int(limits.lifetime_s))],
+            name=f"runbook-sandbox-{uuid.uuid4().hex[:12]}",
+            auto_remove=True, init=True,
+            labels={LABEL: "1", "runbook.owner_pid": str(os.getpid()), "runbook.owner_host": socket.gethostname()},
+            network_mode="none", read_only=True,
+            mounts=[docker.types.Mount(STORE_MOUNT, str(self.store_path), type="bind", read_only=True)],
+            tmpfs={SCRATCH_MOUNT: tmpfs_opts, "/tmp": tmpfs_opts},
+            user=USER, working_dir=SCRATCH_MOUNT,
+            cap_drop=["ALL"], security_opt=["no-new-privileges"],
+            mem_limit=f"{limits.memory_mb}m", memswap_limit=f"{limits.memory_mb}m",
+            pids_limit=limits.pids, nano_cpus=int(limits.cpus * 1e9),
+            environment={"RUNBOOK_STORE_DIR": STORE_MOUNT},
+        )
+        try:
+            container.start()
+        except BaseException:
+            container.remove(force=True)
+            raise
+        return container
+
+    def _check_store_readable(self) -> None:
+        result = self._exec(["test", "-r", STORE_MOUNT, "-a", "-x", STORE_MOUNT], timeout=10, stdin=None)
+        if result.exit_code != 0:
+            raise SandboxError(f"the sandbox user (uid 1000) cannot read the store {self.store_path}; make it "
+                               f"readable: chmod -R o+rX {self.store_path}")
+
+    def _exec(self, argv: list[str], *, timeout: float, stdin: str | None) -> ExecResult:
+        api = self._engine.client.api
+        started = time.monotonic()
+        try:
+            exec_id = api.exec_create(self.container.id, wrap(argv, output_bytes=self.limits.output_bytes,
+                                                                timeout=timeout),
+                                      user=USER, workdir=SCRATCH_MOUNT, environment=stdin_env(stdin))["Id"]
+            raw = api.exec_start(exec_id, demux=False) or b""
+        except Exception as exc:
+            if isinstance(exc, SandboxError):
+                raise
+            raise SandboxError(f"docker exec in {self.container.name} failed: {exc}; the container may have been "
+                               f"removed (its lifetime is {self.limits.lifetime_s:g} s)") from exc
+        seconds = time.monotonic() - started
+        fallback = None
+        if b"\x1erunbook-exit " not in raw[-40:]:  # the wrapper itself died (OOM); ask the engine
+            fallback = api.exec_inspect(exec_id).get("ExitCode")
+        return to_result(raw, fallback_exit=fallback, timeout=timeout, seconds=seconds,
+                         output_bytes=self.limits.output_bytes)
+
+    def _stop(self) -> None:
+        if self.container is None:
+            return
+        import docker.errors
+        try:
+            self.container.remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:
+            if "already in progress" not in str(exc):  # auto_remove raced us: the container is going anyway
+                raise
+        self.container = None
+
+
+def leftover_containers(client) -> list[dict]:
+    """Sandbox containers on the engine, as the engine's summaries (one call; no per-container lookup that could
+    race a container being removed)."""
+    return client.api.containers(all=True, filters={"label": f"{LABEL}=1"})
+
+
+def reap_leftovers(client) -> int:
+    """Remove sandbox containers on this host whose owning process is gone (killed with SIGKILL, a crash).
+    Best effort: never stops a sandbox from starting."""
+    removed = 0
+    try:
+        summaries = leftover_containers(client)
+    except Exception:
+        return 0
+    for summary in summaries:
+        labels = summary.get("Labels") or {}
+        if labels.get("runbook.owner_host") != socket.gethostname():
+            continue
+        try:
+            os.kill(int(labels.get("runbook.owner_pid", "")), 0)
+            continue  # the owner still runs
+        except ProcessLookupError:
+            pass
+        except (PermissionError, ValueError, OverflowError):
+            continue
+        try:
+            client.api.remove_container(summary["Id"], force=True)
+            removed += 1
+        except Exception:
+            pass  # already going (auto_remove) or removed by another process
+    return removed

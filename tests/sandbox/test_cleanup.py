@@ -1,0 +1,117 @@
+"""A query's sandbox never outlives it: not after success, not after an error, not after SIGTERM or SIGINT."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from runbook.sandbox import get_sandbox
+
+from conftest import TEST_LIMITS  # noqa: E402  (tests/sandbox/conftest.py)
+
+REPO = Path(__file__).resolve().parents[2]
+
+QUERY_SCRIPT = """
+import sys
+from runbook.sandbox import get_sandbox
+backend, store = sys.argv[1], sys.argv[2]
+with get_sandbox(backend, store, memory_mb=128) as box:
+    handle = box.container_id if backend == "docker" else box.scratch
+    print("READY", handle, flush=True)
+    box.exec("sleep 60", timeout=120)
+print("FINISHED", flush=True)
+"""
+
+
+def gone(backend: str, handle: str, engine=None) -> bool:
+    if backend == "docker":
+        import docker.errors
+        try:
+            engine.client.containers.get(handle)
+            return False
+        except docker.errors.NotFound:
+            return True
+    if Path(handle).exists():
+        return False
+    # no jail process still refers to this query's scratch folder
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if handle.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return False
+        except OSError:
+            continue
+    return True
+
+
+def handle_of(box) -> str:
+    return box.container_id if box.name == "docker" else str(box.scratch)
+
+
+def engine_for(backend, request):
+    return request.getfixturevalue("docker_engine")[0] if backend == "docker" else None
+
+
+def test_nothing_left_after_a_query(backend, tiny_store, request):
+    engine = engine_for(backend, request)
+    with get_sandbox(backend, tiny_store, **TEST_LIMITS) as box:
+        assert box.exec("true", timeout=10).ok
+        handle = handle_of(box)
+        assert not gone(backend, handle, engine)
+    assert gone(backend, handle, engine)
+
+
+def test_nothing_left_after_a_failed_query(backend, tiny_store, request):
+    engine = engine_for(backend, request)
+    with pytest.raises(RuntimeError):
+        with get_sandbox(backend, tiny_store, **TEST_LIMITS) as box:
+            handle = handle_of(box)
+            box.exec("exit 3", timeout=10)
+            raise RuntimeError("the agent crashed")
+    assert gone(backend, handle, engine)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_nothing_left_after_a_killed_query(backend, tiny_store, request, sig):
+    engine = engine_for(backend, request)
+    proc = subprocess.Popen([sys.executable, "-c", QUERY_SCRIPT, backend, str(tiny_store)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("READY"), line + proc.stderr.read()
+        handle = line.split(None, 1)[1].strip()
+        time.sleep(0.5)  # let the exec call start: the signal lands while the query waits on it
+        proc.send_signal(sig)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "FINISHED" not in proc.stdout.read()
+    deadline = time.monotonic() + 10
+    while not gone(backend, handle, engine) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert gone(backend, handle, engine), f"{backend} sandbox {handle} outlived its query"
+
+
+@pytest.mark.docker
+def test_leftover_of_a_dead_owner_is_reaped(docker_engine, tiny_store):
+    """A container whose owner was SIGKILLed (no cleanup possible) is removed by the next sandbox start."""
+    from runbook.sandbox.docker import LABEL
+    engine = docker_engine[0]
+    proc = subprocess.Popen([sys.executable, "-c", QUERY_SCRIPT, "docker", str(tiny_store)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    handle = proc.stdout.readline().split(None, 1)[1].strip()
+    proc.kill()
+    proc.wait()
+    container = engine.client.containers.get(handle)
+    assert container.labels[LABEL] == "1"
+    with get_sandbox("docker", tiny_store, engine=engine, **TEST_LIMITS):
+        pass
+    assert gone("docker", handle, engine)
