@@ -50,8 +50,6 @@ class InsertReport:
             parts.append(f"{self.replaced} replaced")
         parts += [f"{self.unchanged} unchanged", f"{self.refused + len(self.invalid)} refused",
                   f"{self.states:,} states", f"{self.tokens:,} tokens", f"{self.seconds:.1f} s"]
-        if self.seconds and self.input_bytes:
-            parts.append(f"{self.input_bytes / 1e6 / self.seconds:.1f} MB/s")
         return ", ".join(parts)
 
 
@@ -87,7 +85,11 @@ def _size(path: Path) -> int:
 def insert_paths(store: Store, paths: Iterable[str | os.PathLike], *, replace: bool = False,
                  skip_invalid: bool = False, workers: int | None = None,
                  progress: ProgressFn | None = None, listeners=()) -> InsertReport:
-    """Insert every trajectory under `paths`. Invalid input refuses the whole run unless `skip_invalid`."""
+    """Insert every trajectory under `paths`. Invalid input refuses the whole run unless `skip_invalid`.
+
+    A listener with a `deriver` attribute ((name, picklable function)) has that function run in the staging
+    workers; its result reaches the listener as `staged.derived[name]`.
+    """
     paths = list(paths)
     start = time.perf_counter()
     total, errors, size = validate(paths)
@@ -100,7 +102,8 @@ def insert_paths(store: Store, paths: Iterable[str | os.PathLike], *, replace: b
     with store.writer() as writer:
         writer.listeners.extend(listeners)
         valid = (item for item in _read_all(paths) if not isinstance(item, InputError))
-        for staged in _staged(valid, writer, workers):
+        derivers = tuple(listener.deriver for listener in listeners if getattr(listener, "deriver", None))
+        for staged in _staged(valid, writer, workers, derivers):
             report.add(writer.commit(staged, replace=replace))
             done += 1
             if progress:
@@ -109,14 +112,14 @@ def insert_paths(store: Store, paths: Iterable[str | os.PathLike], *, replace: b
     return report
 
 
-def _staged(trajectories: Iterable[Trajectory], writer, workers: int) -> Iterator[StagedTrajectory]:
+def _staged(trajectories: Iterable[Trajectory], writer, workers: int, derivers=()) -> Iterator[StagedTrajectory]:
     """Stage trajectories (render, count tokens, write files), in worker processes when asked; order is kept,
     since it is the insertion order."""
     known = writer.known_fingerprints()
     root = writer.layout.trajectories
     if workers <= 1:
         for traj in trajectories:
-            staged = stage(traj, root, known.get(traj.id))
+            staged = stage(traj, root, known.get(traj.id), derivers=derivers)
             staged.trajectory = traj
             yield staged
         return
@@ -125,7 +128,7 @@ def _staged(trajectories: Iterable[Trajectory], writer, workers: int) -> Iterato
         window: list = []  # a bounded window of futures keeps memory flat however large the input
         try:
             for traj in trajectories:
-                window.append((traj, pool.submit(stage, traj, root, known.get(traj.id))))
+                window.append((traj, pool.submit(stage, traj, root, known.get(traj.id), 1, derivers)))
                 if len(window) >= workers * 4:
                     yield _attach(*window.pop(0))
             while window:

@@ -16,6 +16,7 @@ COMMANDS = [
     ("query", "query"),
     ("generate", "generate"),
     ("sandbox", "sandbox"),
+    ("reindex", "reindex"),
 ]
 
 

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..ingest import insert_paths
+from ..retrieval import insert_listener
 from ..store import Store
 
 
@@ -35,7 +36,8 @@ def insert(ctx: click.Context, paths: tuple[str, ...], replace: bool, skip_inval
                   TimeRemainingColumn(), console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("insert", total=None)
         report = insert_paths(store, paths, replace=replace, skip_invalid=skip_invalid, workers=workers,
-                              progress=lambda done, total: bar.update(task, completed=done, total=total))
+                              progress=lambda done, total: bar.update(task, completed=done, total=total),
+                              listeners=[insert_listener(store)])
     for error in report.invalid:
         click.echo(f"invalid: {error}", err=True)
     for refusal in report.refusals:

@@ -7,6 +7,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 import orjson
 
@@ -35,6 +36,8 @@ class StagedTrajectory:
     """(state_index, url, title, timestamp, action, action_error, tokens, screenshot) per state."""
     trajectory: Trajectory | None = None
     """Attached by the writer's process (it is not sent back from workers)."""
+    derived: dict = field(default_factory=dict)
+    """name -> what a deriver computed from the trajectory in the worker (e.g. method R's pool documents)."""
 
 
 def _file_digest(path: str) -> str:
@@ -64,8 +67,12 @@ def fingerprint(trajectory: Trajectory) -> tuple[str, bytes]:
     return hashlib.sha256(orjson.dumps(canonical, option=orjson.OPT_SORT_KEYS)).hexdigest(), stored
 
 
+Deriver = tuple[str, Callable[[Trajectory, str], Any]]
+"""(name, function(trajectory, dirname)): derived data computed in the worker beside the files; picklable."""
+
+
 def stage(trajectory: Trajectory, staging_root: str | os.PathLike, known_fingerprint: str | None = None,
-          token_threads: int = 1) -> StagedTrajectory:
+          token_threads: int = 1, derivers: tuple[Deriver, ...] = ()) -> StagedTrajectory:
     """Write the trajectory's store files into a fresh folder under `staging_root` (skipped when unchanged)."""
     digest, canonical_json = fingerprint(trajectory)
     dirname = trajectory_dirname(trajectory.id)
@@ -83,8 +90,9 @@ def stage(trajectory: Trajectory, staging_root: str | os.PathLike, known_fingerp
         raise
     rows = [(s.index, s.url, s.title, s.timestamp, s.action, s.action_error, tok,
              shots[s.index][1] if s.index in shots else None) for s, tok in zip(trajectory.states, tokens)]
+    derived = {name: derive(trajectory, dirname) for name, derive in derivers}
     return StagedTrajectory(trajectory.id, dirname, digest, str(folder), len(trajectory.states), sum(tokens), size,
-                            len(shots), n_errors, rows)
+                            len(shots), n_errors, rows, derived=derived)
 
 
 def _write(folder: Path, digest: str, canonical_json: bytes, trajectory: Trajectory, texts: list[str],

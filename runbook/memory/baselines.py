@@ -1,0 +1,80 @@
+"""Reference baselines: plain BM25 over single states' text, the top states packed into the budget."""
+from __future__ import annotations
+
+import time
+
+from ..budget import truncate_to_tokens
+from ..context import Context, EvidenceItem, pack
+from ..store import Store
+from ..trajectory.model import Trajectory
+
+
+class BM25StateMemory:
+    """BM25 over each state's title, URL and page text (no neighbours, notes or events); whole states, best first."""
+
+    name = "bm25"
+
+    def __init__(self, store: Store, top: int = 50, states_per_budget: int = 8, **_options):
+        self.store = store
+        self.top = top
+        self.states_per_budget = states_per_budget
+        """Each state is cut to budget/states_per_budget tokens (head kept), so several states fit; 1 = whole."""
+        self._index = None
+        self._stamp = None
+
+    def _load(self):
+        from ..retrieval.bm25 import load_index
+        from ..retrieval.storage import PoolSnapshot
+
+        snapshot = PoolSnapshot(self.store.layout.pools)
+        if snapshot.stamp != self._stamp:
+            self._snapshot = snapshot
+            self._index = load_index(snapshot, "slices", {"page": 1.0})
+            self._stamp = snapshot.stamp
+        return self._snapshot, self._index
+
+    def insert(self, trajectory: Trajectory) -> str:
+        from ..retrieval import insert_listener
+
+        with self.store.writer() as writer:
+            writer.listeners.append(insert_listener(self.store))
+            return writer.insert(trajectory).status
+
+    def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
+        from ..retrieval.text import tokenize
+
+        start = time.perf_counter()
+        snapshot, index = self._load()
+        query = {t: 1.0 for t in tokenize(question)}  # plain: every word of the question, no analysis
+        docs = snapshot.docs("slices")
+        items = []
+        share = budget // max(1, self.states_per_budget)
+        spent = 0
+        for d, score in index.top(query, self.top):
+            if spent >= budget:
+                break  # enough to fill the budget: reading and cutting more states would only cost time
+            doc = docs[d]
+            header, page = _read(self.store, doc)
+            text = f"title: {header.get('title', '')}\naction: {header.get('action', '')}\n---\n{page}"
+            elided = 0
+            if self.states_per_budget > 1:
+                text, elided = truncate_to_tokens(text, share)
+            items.append(EvidenceItem(trajectory_id=doc["t"], state_index=doc["i"], url=doc.get("u") or "",
+                                      timestamp=doc.get("ts"), kind="state", path=_rel(doc), score=round(score, 4),
+                                      text=text, elided_tokens=elided))
+            spent += share if self.states_per_budget > 1 else budget
+        context = pack(question, budget, items, method=self.name, store_root=str(self.store.root))
+        context.latency_s = time.perf_counter() - start
+        return context
+
+
+def _read(store: Store, doc: dict):
+    from ..store.statefile import parse_state
+
+    return parse_state(store.layout.state_file(doc["d"], doc["i"]).read_text(encoding="utf-8"))
+
+
+def _rel(doc: dict) -> str:
+    from ..store.layout import STATES_DIR, TRAJECTORIES_DIR, state_filename
+
+    return f"{TRAJECTORIES_DIR}/{doc['d']}/{STATES_DIR}/{state_filename(doc['i'])}"

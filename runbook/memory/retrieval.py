@@ -1,0 +1,45 @@
+"""Method R: knowledge pools (state slices, events, notes) built at insert time, searched at query time."""
+from __future__ import annotations
+
+import time
+
+from ..context import Context, pack
+from ..store import Store
+from ..trajectory.model import Trajectory
+
+
+class RetrievalMemory:
+    """Fast retrieval over the store's pools: notes, then events, then state slices, cut to the budget.
+
+    Options: any field of `runbook.retrieval.Settings` (e.g. `context_weight=2.0`, `slice_tokens=600`).
+    """
+
+    name = "r"
+
+    def __init__(self, store: Store, **options):
+        from ..retrieval import Retriever, Settings
+
+        known = {k: v for k, v in options.items() if k in Settings.__dataclass_fields__}
+        self.store = store
+        self.retriever = Retriever(store, Settings(**known))
+
+    def insert(self, trajectory: Trajectory) -> str:
+        from ..retrieval import insert_listener
+
+        with self.store.writer() as writer:
+            writer.listeners.append(insert_listener(self.store))
+            return writer.insert(trajectory).status
+
+    def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
+        start = time.perf_counter()
+        items, analysis = self.retriever.search(question, budget)
+        context = pack(question, budget, items, analysis=analysis.summary(), method=self.name,
+                       store_root=str(self.store.root))
+        context.latency_s = time.perf_counter() - start
+        context.meta["counts"] = {kind: sum(1 for i in context.items if i.kind == kind)
+                                  for kind in ("note", "event", "state")}
+        return context
+
+    def shortlist(self, question: str, k: int = 20) -> list[dict]:
+        """R's top states for `question`: a starting point for method C."""
+        return self.retriever.shortlist(question, k)

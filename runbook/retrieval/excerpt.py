@@ -1,0 +1,153 @@
+"""The part of a page worth showing for a question: the lines that match it, with a little context, in page order.
+
+Works on the raw page: the query's terms and phrases are found with one regex scan each, and only the lines that
+end up shown (and their neighbours) are cleaned and checked against the boilerplate counts.
+"""
+from __future__ import annotations
+
+import functools
+import re
+
+import numpy as np
+
+from .boilerplate import LineCounts
+from .text import _BARE, _HAS_WORD, clean_line, line_hash
+
+BEFORE, AFTER = 1, 4
+"""Context kept around a matching line: grids and forms put a row's values on the lines after its label."""
+HEAD_SHARE = 0.2
+"""Share of an excerpt kept for the top of the page's own content (headings, messages, record counts)."""
+HEAD_SCAN = 400
+"""Lines scanned from the top for that opening content."""
+BOILERPLATE_FACTOR = 0.3
+MIN_IDF = 1.0
+
+
+@functools.lru_cache(maxsize=4096)
+def term_pattern(term: str) -> re.Pattern:
+    """A stem found with its common endings: 'category' matches 'categories', 'order' matches 'orders'."""
+    base = re.escape(term[:-1]) + "(?:y|ies)" if term.endswith("y") and len(term) > 3 else re.escape(term)
+    # no leading look-behind: a pattern that starts with a literal lets the regex engine skip ahead fast;
+    # the word start is checked on the few matches instead (see _word_start)
+    return re.compile(base + r"(?:s|es|'s|ed|ing)?(?![^\W_])")
+
+
+def _word_start(text: str, pos: int) -> bool:
+    return pos == 0 or not (text[pos - 1].isalnum())
+
+
+@functools.lru_cache(maxsize=1024)
+def phrase_pattern(phrase: str) -> re.Pattern:
+    return re.compile(re.escape(phrase.lower()))
+
+
+class Excerpter:
+    """Cuts excerpts for one query; remembers boilerplate verdicts across the pages it reads."""
+
+    def __init__(self, query: dict[str, float], phrases: list[str], idf: dict[str, float],
+                 lines_df: LineCounts | None):
+        # terms on most pages (idf under MIN_IDF) would mark half the page as matching: they only count in BM25
+        self.weights = {t: w * idf.get(t, 1.0) for t, w in query.items() if idf.get(t, 1.0) >= MIN_IDF}
+        self.phrases = [p for p in phrases if len(p) >= 2]
+        self.bonus = 2.0 * (max(self.weights.values()) if self.weights else 1.0)
+        self.lines_df = lines_df
+        self._boiler: dict[tuple[str, str], bool] = {}
+        self.site = ""
+
+    def is_boilerplate(self, body: str) -> bool:
+        key = (self.site, body)
+        found = self._boiler.get(key)
+        if found is None:
+            found = bool(self.lines_df is not None and self.lines_df.is_boilerplate(
+                np.asarray([line_hash(body, self.site)], dtype="<u8"), self.site)[0])
+            self._boiler[key] = found
+        return found
+
+    def excerpt(self, text: str, max_tokens: int, site: str = "") -> tuple[str, float]:
+        """(excerpt, match score) of one page of `site` within about `max_tokens`."""
+        self.site = site
+        lines = text.split("\n")
+        scores = self._line_scores(text, lines)
+        chosen = self._choose(lines, scores, max_tokens)
+        top = sorted(scores.values(), reverse=True)[:5]
+        return _render(lines, chosen), float(sum(top))
+
+    def header_score(self, header: str) -> float:
+        """Phrases found in a state's URL or title (e.g. '/f/books'): they count like a matching page line."""
+        low = header.lower()
+        return self.bonus * sum(1 for p in self.phrases if phrase_pattern(p).search(low))
+
+    def _line_scores(self, text: str, lines: list[str]) -> dict[int, float]:
+        low = text.lower()
+        # line number of a character offset: newline positions found in C, looked up in one batch per pattern
+        newlines = np.flatnonzero(np.frombuffer(low.encode("utf-32-le"), dtype=np.uint32) == 10)
+        scores: dict[int, float] = {}
+        for term, weight in self.weights.items():
+            starts = [m.start() for m in term_pattern(term).finditer(low) if _word_start(low, m.start())]
+            for n in set(np.searchsorted(newlines, starts).tolist()):
+                scores[n] = scores.get(n, 0.0) + weight
+        for phrase in self.phrases:
+            starts = [m.start() for m in phrase_pattern(phrase).finditer(low)]
+            for n in np.searchsorted(newlines, starts).tolist():
+                scores[n] = scores.get(n, 0.0) + self.bonus
+        for n in list(scores):
+            body = clean_line(lines[n]).strip()
+            if not body or self.is_boilerplate(body):
+                scores[n] *= BOILERPLATE_FACTOR  # the site's furniture: shown only when nothing better matches
+        return scores
+
+    def _choose(self, lines: list[str], scores: dict[int, float], max_tokens: int) -> dict[int, str]:
+        chosen: dict[int, str] = {}
+        spent = 0
+
+        def shown(i: int) -> str | None:
+            line = clean_line(lines[i])
+            return line if line.strip() and _HAS_WORD.search(line) and not _BARE.match(line) else None
+
+        head_limit = int(max_tokens * HEAD_SHARE)
+        for i in range(min(len(lines), HEAD_SCAN)):  # the page's own opening lines, past the site's menus
+            line = shown(i)
+            if line is None or self.is_boilerplate(line.strip()):
+                continue
+            cost = len(line) // 3 + 1
+            if spent + cost > head_limit:
+                break
+            chosen[i] = line
+            spent += cost
+        for i in sorted(scores, key=lambda n: -scores[n]):
+            if scores[i] <= 0 or spent >= max_tokens:
+                break
+            for j in range(max(0, i - BEFORE), min(len(lines), i + AFTER + 1)):
+                if j in chosen:
+                    continue
+                line = shown(j)
+                if line is None:
+                    continue
+                cost = len(line) // 3 + 1  # a close, cheap estimate; packing counts exactly
+                if spent + cost > max_tokens:
+                    break
+                chosen[j] = line
+                spent += cost
+        return chosen
+
+
+_INDENT = re.compile(r"^[\t ]+")
+
+
+def _render(lines: list[str], chosen: dict[int, str]) -> str:
+    """Chosen lines in page order, indentation as one space per level, gaps marked."""
+    out, last = [], -1
+    for i in sorted(chosen):
+        if i != last + 1:
+            out.append("…")
+        out.append(_INDENT.sub(lambda m: " " * min(len(m.group(0)), 8), chosen[i]))
+        last = i
+    if chosen and last < len(lines) - 1:
+        out.append("…")
+    return "\n".join(out)
+
+
+def page_excerpt(text: str, query: dict[str, float], phrases: list[str], idf: dict[str, float],
+                 lines_df: LineCounts | None, max_tokens: int, site: str = "") -> tuple[str, float]:
+    """(excerpt, match score) of `text` for one query (see Excerpter)."""
+    return Excerpter(query, phrases, idf, lines_df).excerpt(text, max_tokens, site)

@@ -1,0 +1,66 @@
+"""Combining rankings, ordering hits in time, and collapsing duplicates."""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Hashable, Iterable, Sequence
+
+RRF_K = 60
+
+
+def rrf(rankings: Iterable[Sequence[Hashable]], weights: Sequence[float] | None = None, k: int = RRF_K
+        ) -> list[tuple[Hashable, float]]:
+    """Reciprocal rank fusion: sum of weight/(k + rank) over the rankings that hold a key; best first."""
+    scores: dict[Hashable, float] = defaultdict(float)
+    for n, ranking in enumerate(rankings):
+        weight = weights[n] if weights else 1.0
+        for rank, key in enumerate(ranking):
+            scores[key] += weight / (k + rank + 1)
+    return sorted(scores.items(), key=lambda kv: -kv[1])
+
+
+def latest_first(hits: list[dict], key_of, *, reorder: bool = True, keep: int = 3) -> list[dict]:
+    """Hits that show the same page (same `key_of(hit)`) at different times: the newest is labelled 'latest of N
+    views' and the others 'older view'. With `reorder` (questions about the current value) a group is put
+    newest first where its best hit ranked; otherwise relevance order stays and only the first `keep` hits of a
+    group keep their place, the rest go to the end (room for other pages)."""
+    groups: dict[Hashable, list[dict]] = {}
+    order: list[Hashable] = []
+    for hit in hits:
+        key = key_of(hit)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(hit)
+    for group in groups.values():
+        by_time = sorted(group, key=lambda h: h.get("ts") or "", reverse=True)
+        if len(by_time) > 1:
+            newest = by_time[0]
+            newest["label"] = f"latest of {len(group)} views of this page"
+            for hit in by_time[1:]:
+                hit["label"] = (f"older view ({(hit.get('ts') or '?')[:10]}); newer: {newest['t']} state "
+                                f"{newest['i']} ({(newest.get('ts') or '?')[:10]})")
+        if reorder:
+            group[:] = by_time
+    if reorder:
+        return [hit for key in order for hit in groups[key]]
+    seen: dict[Hashable, int] = {}
+    head, tail = [], []
+    for hit in hits:
+        key = key_of(hit)
+        seen[key] = seen.get(key, 0) + 1
+        (head if seen[key] <= keep else tail).append(hit)
+    return head + tail
+
+
+def collapse_duplicates(texts: list[str]) -> list[int | None]:
+    """For each text, the index of an earlier identical one (None for the first of its kind)."""
+    first: dict[str, int] = {}
+    out: list[int | None] = []
+    for n, text in enumerate(texts):
+        key = " ".join(text.split())
+        if key and key in first:
+            out.append(first[key])
+        else:
+            first.setdefault(key, n)
+            out.append(None)
+    return out
