@@ -17,6 +17,9 @@ COMMANDS = [
     ("generate", "generate"),
     ("sandbox", "sandbox"),
     ("reindex", "reindex"),
+    ("answer", "answer"),
+    ("replay", "replay"),
+    ("config", "config"),
 ]
 
 

@@ -1,0 +1,65 @@
+"""Why an agent loop stops: each stop is an exception that carries its reason.
+
+    AgentStop                 the loop ends; `reason` says why in one line
+    ├── Finished              the policy called `finish` (carries the analysis and spans)
+    ├── PolicyFailed          the policy could not produce a next step (the provider kept failing)
+    └── LimitReached          a limit ran out before `finish`
+        ├── StepLimit         too many policy steps
+        ├── TimeLimit         too much wall time
+        ├── TokenLimit        too many model tokens (input + output)
+        └── CostLimit         too much money spent, where the model's price is known
+
+A bad key or an unknown model is not a stop: the policy raises runbook.errors.ConfigError, which the caller sees.
+"""
+from __future__ import annotations
+
+from .types import Span
+
+
+class AgentStop(Exception):
+    """The loop ends."""
+
+    kind = "stop"
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Finished(AgentStop):
+    """The policy called `finish`."""
+
+    kind = "finished"
+
+    def __init__(self, analysis: str, spans: list[Span]):
+        super().__init__(f"finish called with {len(spans)} span(s)")
+        self.analysis = analysis
+        self.spans = spans
+
+
+class PolicyFailed(AgentStop):
+    """The policy raised an error it could not retry its way out of."""
+
+    kind = "policy_failed"
+
+
+class LimitReached(AgentStop):
+    """A limit ran out before `finish`."""
+
+    kind = "limit"
+
+
+class StepLimit(LimitReached):
+    kind = "steps"
+
+
+class TimeLimit(LimitReached):
+    kind = "time"
+
+
+class TokenLimit(LimitReached):
+    kind = "tokens"
+
+
+class CostLimit(LimitReached):
+    kind = "cost"

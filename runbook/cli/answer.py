@@ -1,0 +1,57 @@
+"""`runbook answer`."""
+from __future__ import annotations
+
+import json
+
+import click
+
+from ..budget import parse_budget
+from ..llm.config import load_settings
+from ..llm.reader import Reader
+from ..memory import METHODS, get_memory
+from ..store import Store
+
+
+@click.command()
+@click.argument("question")
+@click.option("--budget", default="8k", show_default=True, help="Token budget of the evidence: 8000, 8k, 32K.")
+@click.option("--method", type=click.Choice(sorted(METHODS)), default="c", show_default=True,
+              help="How the evidence is gathered (as in `runbook query`).")
+@click.option("--policy", default=None, help="Method c's policy: offline, anthropic, openai.")
+@click.option("--model", default=None, help="Model name for the anthropic/openai policy.")
+@click.option("--sandbox", default=None, help="Method c's sandbox: auto, docker, bwrap, local.")
+@click.option("--image", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="An image that belongs to the question (a screenshot).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: answer, response, context.")
+@click.pass_context
+def answer(ctx, question, budget, method, policy, model, sandbox, image, as_json):
+    """Answer QUESTION: gather evidence as `runbook query` does, then a fixed reader model answers from it.
+
+    The reader uses LongMemEval-V2's reader prompt and answers in \\boxed{...} (UNKNOWN when the evidence does
+    not say; an explanation when the question's premise is wrong). Configure it with RUNBOOK_READER_PROVIDER
+    and RUNBOOK_READER_MODEL (see `runbook config show`).
+
+    Example:
+
+        RUNBOOK_READER_PROVIDER=anthropic RUNBOOK_READER_MODEL=claude-sonnet-4-5 \\
+            runbook answer "What is the latest price of the Quest Lumaflex Band?" --budget 8k
+    """
+    reader = Reader.from_settings(load_settings())  # before the query: no reader, no point gathering evidence
+    options = {k: v for k, v in {"policy": policy, "model": model, "sandbox": sandbox}.items() if v}
+    context = get_memory(method, Store(ctx.obj["store_path"]), **options).query(
+        question, budget=parse_budget(budget), image=image)
+    result = reader.answer(context, image=image)
+    if as_json:
+        click.echo(json.dumps({"question": question, "answer": result.answer, "response": result.response,
+                               "context": context.to_json()}, ensure_ascii=False))
+        return
+    click.echo(f"answer: {result.answer}")
+    click.echo(f"\nreader: {result.response.strip()}")
+    click.echo(f"\nevidence ({len(context.items)} items, {context.tokens:,} of {context.budget:,} tokens, "
+               f"{context.latency_s:.1f} s):")
+    if context.analysis:
+        click.echo(f"  analysis: {context.analysis}")
+    for n, item in enumerate(context.items, 1):
+        click.echo(f"  {n}. {item.citation()}  {item.path}")
+    if context.meta.get("transcript"):
+        click.echo(f"transcript: {context.meta['transcript']}  (runbook replay shows it)")

@@ -1,0 +1,170 @@
+"""A policy backed by an OpenAI or OpenAI-compatible model (tools / tool_calls / role: tool), with retries.
+
+`base_url` points it at any server that speaks the protocol: llama.cpp's server, vLLM, Ollama (`/v1`).
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ..agent.types import Message, ToolCall, ToolSpec
+from ..errors import ConfigError
+from .shared import WaitPolicy, call_with_retries, config_error, image_base64
+
+DEFAULT_MODEL = "gpt-4.1-mini"
+KEY_ENV = "OPENAI_API_KEY"
+LOCAL_KEY = "not-needed"
+"""Sent to a base_url server when no key is set: local servers ignore it, the SDK insists on one."""
+
+_FENCED = re.compile(r"```(?:json|tool_call)?\s*(\{.*?\})\s*```", re.S)
+
+
+class OpenAIPolicy:
+    """Asks an OpenAI(-compatible) chat model for the next tool calls."""
+
+    name = "openai"
+
+    def __init__(self, model: str | None = None, *, api_key: str | None = None, base_url: str | None = None,
+                 max_output_tokens: int = 4096, timeout: float = 120.0, attempts: int = 5,
+                 wait: WaitPolicy | None = None, client: Any = None):
+        import openai
+
+        self.base_url = base_url
+        self.max_output_tokens = max_output_tokens
+        self.attempts = attempts
+        self.wait = wait
+        if client is None and not api_key and not base_url:
+            raise ConfigError(f"the openai policy needs {KEY_ENV}, or OPENAI_BASE_URL for a compatible server "
+                              f"(llama.cpp, vLLM, Ollama); or choose --policy offline")
+        # retries are tenacity's job here (one place, honouring retry-after), so the SDK's own are off
+        self.client = client or openai.OpenAI(api_key=api_key or LOCAL_KEY, base_url=base_url, timeout=timeout,
+                                              max_retries=0)
+        self.model = model or (self.served_model() if base_url else DEFAULT_MODEL)
+
+    def served_model(self) -> str:
+        """The first model a compatible server lists: llama.cpp serves one; vLLM and Ollama want its name."""
+        try:
+            models = call_with_retries(lambda: list(self.client.models.list()), attempts=2, wait=self.wait)
+        except Exception as exc:
+            raise ConfigError(f"no model name is set and {self.base_url}/models did not list one ({exc}); "
+                              f"set RUNBOOK_MODEL") from exc
+        if not models:
+            raise ConfigError(f"no model name is set and {self.base_url}/models lists none; set RUNBOOK_MODEL")
+        return models[0].id
+
+    @classmethod
+    def from_settings(cls, settings, *, model: str | None = None, **options: Any) -> "OpenAIPolicy":
+        return cls(model or settings.model, api_key=settings.openai_api_key, base_url=settings.openai_base_url,
+                   **options)
+
+    def next(self, messages: list[Message], tools: list[ToolSpec]) -> Message:
+        request: dict[str, Any] = {"model": self.model, "messages": to_openai(messages)}
+        # OpenAI's newer models refuse `max_tokens`; compatible servers do not all know its successor
+        request["max_tokens" if self.base_url else "max_completion_tokens"] = self.max_output_tokens
+        if tools:
+            request["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                                   "parameters": t.parameters}} for t in tools]
+        try:
+            response = call_with_retries(lambda: self.client.chat.completions.create(**request),
+                                         attempts=self.attempts, wait=self.wait)
+        except Exception as exc:
+            error = config_error(exc, provider="the OpenAI-compatible server" if self.base_url else "OpenAI",
+                                 model=self.model, base_url=self.base_url, key_env=KEY_ENV)
+            if error is not None:
+                raise error from exc
+            raise
+        return from_openai(response, {t.name for t in tools})
+
+
+def to_openai(messages: list[Message]) -> list[dict[str, Any]]:
+    """Chat messages in OpenAI's shape: one `role: tool` message per tool result."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "tool" and message.tool_result is not None:
+            result = message.tool_result
+            out.append({"role": "tool", "tool_call_id": result.call_id, "content": result.output or "(no output)"})
+        elif message.role == "assistant":
+            # content may be null only beside tool calls
+            content = message.text or (None if message.tool_calls else "")
+            turn: dict[str, Any] = {"role": "assistant", "content": content}
+            if message.tool_calls:
+                turn["tool_calls"] = [{"id": c.id, "type": "function",
+                                       "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                                      for c in message.tool_calls]
+            out.append(turn)
+        else:
+            out.append({"role": message.role, "content": _content(message)})
+    return out
+
+
+def _content(message: Message) -> str | list[dict[str, Any]]:
+    if not message.parts:
+        return message.text
+    parts: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text else []
+    for part in message.parts:
+        if part.get("type") == "image":
+            media, data = image_base64(part["value"])
+            parts.append({"type": "image_url", "image_url": {"url": f"data:{media};base64,{data}"}})
+        elif part.get("value"):
+            parts.append({"type": "text", "text": part["value"]})
+    return parts
+
+
+def from_openai(response: Any, tool_names: set[str]) -> Message:
+    """An assistant Message from a chat completion; a tool call written as JSON in the text counts too."""
+    if not response.choices:
+        raise RuntimeError("the server returned no choices")
+    message = response.choices[0].message
+    text = (message.content or "").strip()
+    calls = [_call(n, c) for n, c in enumerate(message.tool_calls or [])]
+    if not calls and tool_names:
+        calls = calls_from_text(text, tool_names)
+    usage = response.usage
+    details = getattr(usage, "prompt_tokens_details", None) if usage else None
+    return Message("assistant", text, calls,
+                   usage={"input_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+                          "output_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+                          "cached_tokens": int(getattr(details, "cached_tokens", 0) or 0)})
+
+
+def _call(n: int, raw: Any) -> ToolCall:
+    function = raw.function
+    call_id = raw.id or f"call_{n}"
+    arguments = function.arguments
+    if isinstance(arguments, dict):
+        return ToolCall(call_id, function.name, arguments)
+    try:
+        parsed = json.loads(arguments or "{}")
+    except json.JSONDecodeError as exc:
+        return ToolCall(call_id, function.name, {}, error=f"not valid JSON: {exc.msg} at {exc.pos} in "
+                                                          f"{(arguments or '')[:200]!r}")
+    if not isinstance(parsed, dict):
+        return ToolCall(call_id, function.name, {}, error=f"a JSON {type(parsed).__name__}, not an object")
+    return ToolCall(call_id, function.name, parsed)
+
+
+def calls_from_text(text: str, tool_names: set[str]) -> list[ToolCall]:
+    """Tool calls a small local model wrote as JSON text ({"name": ..., "arguments": {...}}), fenced or bare."""
+    candidates = [m.group(1) for m in _FENCED.finditer(text)]
+    stripped = text.strip()
+    if not candidates and stripped.startswith("{") and stripped.endswith("}"):
+        candidates = [stripped]
+    calls = []
+    for n, candidate in enumerate(candidates):
+        try:
+            obj = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(obj, dict) or obj.get("name") not in tool_names:
+            continue
+        arguments = obj.get("arguments", obj.get("parameters", {}))
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError:
+                calls.append(ToolCall(f"text_call_{n}", obj["name"], {}, error="arguments are not valid JSON"))
+                continue
+        if isinstance(arguments, dict):
+            calls.append(ToolCall(f"text_call_{n}", obj["name"], arguments))
+    return calls

@@ -1,0 +1,110 @@
+"""The openai policy through the real openai SDK against the fake OpenAI-compatible server on loopback."""
+from __future__ import annotations
+
+import pytest
+
+from runbook.agent.tools import TOOL_SPECS
+from runbook.agent.types import Message, ToolCall, ToolResult
+from runbook.errors import ConfigError
+from runbook.llm.fakes import FakeOpenAIServer, Reply, call, fail, raw_call, text
+from runbook.llm.openai_policy import OpenAIPolicy, calls_from_text
+from runbook.llm.shared import WaitPolicy
+
+FAST = WaitPolicy(base=0.01, cap=0.05)
+CONVERSATION = [
+    Message("system", "you gather evidence"),
+    Message("user", "Question: where?"),
+    Message("assistant", "looking", [ToolCall("call_a", "search", {"pattern": "x"})]),
+    Message("tool", tool_result=ToolResult("call_a", "search", "t-1 state 2 @ ...")),
+]
+
+
+def policy(server, **options):
+    return OpenAIPolicy("fake-model", api_key="test-key", base_url=server.base_url, wait=FAST, **options)
+
+
+def test_messages_and_tools_are_sent_in_openai_shape():
+    with FakeOpenAIServer([call("show", trajectory_id="t-1", states="2")], api_key="test-key") as server:
+        reply = policy(server).next(CONVERSATION, TOOL_SPECS)
+    request = server.requests[0]
+    assert request["model"] == "fake-model" and request["max_tokens"] == 4096
+    assert [m["role"] for m in request["messages"]] == ["system", "user", "assistant", "tool"]
+    assistant, tool = request["messages"][2], request["messages"][3]
+    assert assistant["tool_calls"] == [{"id": "call_a", "type": "function",
+                                        "function": {"name": "search", "arguments": '{"pattern": "x"}'}}]
+    assert tool == {"role": "tool", "tool_call_id": "call_a", "content": "t-1 state 2 @ ..."}
+    assert [t["function"]["name"] for t in request["tools"]] == ["search", "show", "read", "python", "finish"]
+    assert request["tools"][0]["function"]["parameters"] == TOOL_SPECS[0].parameters
+    assert reply.role == "assistant" and reply.tool_calls[0].name == "show"
+    assert reply.tool_calls[0].arguments == {"trajectory_id": "t-1", "states": "2"}
+    assert reply.usage["input_tokens"] > 0 and reply.usage["output_tokens"] > 0
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_rate_limits_and_server_errors_are_retried(status):
+    with FakeOpenAIServer([fail(status), fail(status), call("search", pattern="x")]) as server:
+        reply = policy(server).next(CONVERSATION, TOOL_SPECS)
+    assert reply.tool_calls[0].name == "search" and len(server.requests) == 3
+
+
+def test_retries_give_up_after_the_attempts():
+    with FakeOpenAIServer([fail(500)] * 5) as server:
+        with pytest.raises(Exception, match="500"):
+            policy(server, attempts=3).next(CONVERSATION, TOOL_SPECS)
+    assert len(server.requests) == 3
+
+
+def test_a_timeout_is_retried():
+    with FakeOpenAIServer([Reply(text="late", delay=1.0), text("on time")]) as server:
+        reply = policy(server, timeout=0.3).next(CONVERSATION, TOOL_SPECS)
+    assert reply.text == "on time" and len(server.requests) == 2
+
+
+def test_a_bad_key_is_a_config_error_that_names_the_variable():
+    with FakeOpenAIServer([], api_key="right") as server:
+        with pytest.raises(ConfigError, match="rejected the API key .* set a valid key in OPENAI_API_KEY"):
+            policy(server).next(CONVERSATION, TOOL_SPECS)
+    assert len(server.requests) == 1  # not retried
+
+
+def test_an_unknown_model_is_a_config_error_that_says_what_to_set():
+    with FakeOpenAIServer([], models=["qwen"]) as server:
+        with pytest.raises(ConfigError, match="has no model 'fake-model' .* set RUNBOOK_MODEL"):
+            policy(server).next(CONVERSATION, TOOL_SPECS)
+
+
+def test_broken_json_arguments_become_a_call_error():
+    with FakeOpenAIServer([raw_call("show", '{"trajectory_id": "t-1",')]) as server:
+        reply = policy(server).next(CONVERSATION, TOOL_SPECS)
+    (bad,) = reply.tool_calls
+    assert bad.name == "show" and bad.arguments == {} and bad.error.startswith("not valid JSON")
+
+
+def test_no_key_and_no_base_url_is_a_config_error():
+    with pytest.raises(ConfigError, match="needs OPENAI_API_KEY, or OPENAI_BASE_URL"):
+        OpenAIPolicy("gpt-4.1-mini")
+
+
+def test_a_local_server_needs_no_key():
+    with FakeOpenAIServer([text("hi")]) as server:
+        assert OpenAIPolicy("local", base_url=server.base_url).next(CONVERSATION, []).text == "hi"
+    assert server.headers[0]["authorization"] == "Bearer not-needed"
+    assert "tools" not in server.requests[0]
+
+
+def test_tool_calls_written_as_text_are_understood():
+    fenced = 'I will search.\n```json\n{"name": "search", "arguments": {"pattern": "Grand Total"}}\n```'
+    assert calls_from_text(fenced, {"search"})[0].arguments == {"pattern": "Grand Total"}
+    bare = '{"name": "show", "parameters": "{\\"trajectory_id\\": \\"t-1\\"}"}'
+    assert calls_from_text(bare, {"show"})[0].arguments == {"trajectory_id": "t-1"}
+    assert calls_from_text('{"name": "rm", "arguments": {}}', {"show"}) == []
+    with FakeOpenAIServer([text(fenced)]) as server:
+        reply = policy(server).next(CONVERSATION, TOOL_SPECS)
+    assert reply.tool_calls[0].name == "search"
+
+
+def test_without_a_model_name_a_compatible_server_is_asked_for_its_model():
+    with FakeOpenAIServer([text("hi")], models=["qwen2.5-coder"]) as server:
+        local = OpenAIPolicy(base_url=server.base_url)
+        assert local.model == "qwen2.5-coder" and local.next(CONVERSATION, []).text == "hi"
+    assert server.requests[0]["model"] == "qwen2.5-coder"
