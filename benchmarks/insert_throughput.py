@@ -1,6 +1,6 @@
 """Insert throughput and peak memory for the 810 WebArena trajectories (177 MB of JSON).
 
-usage: python benchmarks/insert_throughput.py [SOURCE.jsonl.gz] [--workers N]
+usage: python benchmarks/insert_throughput.py [SOURCE.jsonl.gz] [--workers N] [--pools]
 Prints input MB/s (uncompressed JSON), trajectories/s, and peak RSS of the writer and of its workers.
 Goal on a 2-core machine: at least 15 MB/s, peak RSS under 500 MB.
 """
@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from runbook.ingest import insert_paths
+from runbook.retrieval import insert_listener
 from runbook.store import Store
 
 DEFAULT = Path(__file__).resolve().parents[1].parent / "shared/data/webarena/trajectories.jsonl.gz"
@@ -31,6 +32,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source", nargs="?", default=str(DEFAULT))
     parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--pools", action="store_true", help="also build method R's pools, as `runbook insert` does")
     args = parser.parse_args()
     source = Path(args.source)
     size = uncompressed_size(source)
@@ -38,14 +40,15 @@ def main() -> None:
     try:
         store = Store(root / "store", create=True)
         start = time.perf_counter()
-        report = insert_paths(store, [source], workers=args.workers)
+        listeners = [insert_listener(store)] if args.pools else []
+        report = insert_paths(store, [source], workers=args.workers, listeners=listeners)
         seconds = time.perf_counter() - start
-        rerun = insert_paths(store, [source], workers=args.workers)
+        rerun = insert_paths(store, [source], workers=args.workers, listeners=listeners)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(f"source            {source} ({size / 1e6:.1f} MB uncompressed)")
+    print(f"source            {source} ({size / 1e6:.1f} MB uncompressed), pools {'on' if args.pools else 'off'}")
     print(f"inserted          {report.inserted} trajectories, {report.states:,} states, {report.tokens:,} tokens")
     print(f"first insert      {seconds:.1f} s = {size / 1e6 / seconds:.1f} MB/s, {report.inserted / seconds:.0f} trajectories/s")
     print(f"re-insert (no-op) {rerun.seconds:.1f} s, {rerun.unchanged} unchanged")

@@ -128,7 +128,7 @@ def _staged(trajectories: Iterable[Trajectory], writer, workers: int, derivers=(
         window: list = []  # a bounded window of futures keeps memory flat however large the input
         try:
             for traj in trajectories:
-                window.append((traj, pool.submit(stage, traj, root, known.get(traj.id), 1, derivers)))
+                window.append((traj, pool.submit(stage, traj, root, known.get(traj.id), derivers)))
                 if len(window) >= workers * 4:
                     yield _attach(*window.pop(0))
             while window:

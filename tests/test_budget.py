@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from runbook.budget import count_tokens, head_and_tail, parse_budget, truncate_to_tokens
 from runbook.errors import BudgetError
@@ -52,3 +53,32 @@ def test_head_and_tail_keeps_both_ends():
     text = "\n".join(f"line {i}" for i in range(3000))
     cut, elided = head_and_tail(text, 200)
     assert count_tokens(cut) <= 200 and "line 0" in cut and "line 2999" in cut and f"{elided} tokens elided" in cut
+
+
+_PIECES = st.sampled_from(["\n", "\n\n", "\t", "\t\t", " ", "  ", "\r\n", "'", "[12]", "link", "Item", " 's",
+                           "3.5", "é", "\u2028", "\x1c", "!!", "StaticText", "\n\t\t[149] image 'X'", "$24.00", "you're"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, min_size=0, max_size=400))
+def test_piecewise_counts_equal_whole_text_counts(parts):
+    from runbook.budget import encoding
+
+    text = "".join(parts) * 3
+    assert count_tokens(text) == len(encoding().encode_ordinary(text))
+
+
+def test_piecewise_counts_on_real_pages():
+    import gzip
+
+    import orjson
+
+    from runbook.budget import encoding
+    from tests.conftest import require_shared
+
+    data = require_shared()
+    with gzip.open(data / "webarena/trajectories.jsonl.gz") as fh:
+        for _, line in zip(range(40), fh):
+            for state in orjson.loads(line)["states"]:
+                text = state["accessibility_tree"] or ""
+                assert count_tokens(text) == len(encoding().encode_ordinary(text))

@@ -102,7 +102,7 @@ class PoolWriter:
                 if counts is None:
                     counts = Counter(tokenize(doc.fields.get(field, "")))
                 if counts:
-                    ids = np.fromiter((self._term_id(t) for t in counts), dtype="<u4", count=len(counts))
+                    ids = np.array(self._term_ids(counts), dtype="<u4")
                     block = np.empty(len(counts), dtype=POSTING)
                     block["doc"], block["term"] = first + offset, ids
                     block["tf"] = np.minimum(np.fromiter(counts.values(), dtype=np.int64, count=len(counts)), 65535)
@@ -115,12 +115,18 @@ class PoolWriter:
         pool["docs"] += len(docs)
         pool["docs_bytes"] += len(lines)
 
-    def _term_id(self, term: str) -> int:
-        found = self.vocab.get(term)
-        if found is None:
-            found = self.vocab[term] = len(self.vocab)
-            self._new_terms.append(term)
-        return found
+    def _term_ids(self, terms) -> list[int]:
+        """Ids of `terms`, new ones added to the vocabulary (the hot loop of an insert: kept to plain dict calls)."""
+        get = self.vocab.get
+        ids = [get(term) for term in terms]
+        if None in ids:
+            for pos, term in enumerate(terms):
+                if ids[pos] is None:
+                    ids[pos] = self.vocab.get(term)
+                    if ids[pos] is None:
+                        ids[pos] = self.vocab[term] = len(self.vocab)
+                        self._new_terms.append(term)
+        return ids
 
     def _append_raw(self, rel: str, data: bytes) -> None:
         self._buffers.setdefault(rel, []).append(data)

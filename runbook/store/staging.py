@@ -72,7 +72,7 @@ Deriver = tuple[str, Callable[[Trajectory, str], Any]]
 
 
 def stage(trajectory: Trajectory, staging_root: str | os.PathLike, known_fingerprint: str | None = None,
-          token_threads: int = 1, derivers: tuple[Deriver, ...] = ()) -> StagedTrajectory:
+          derivers: tuple[Deriver, ...] = ()) -> StagedTrajectory:
     """Write the trajectory's store files into a fresh folder under `staging_root` (skipped when unchanged)."""
     digest, canonical_json = fingerprint(trajectory)
     dirname = trajectory_dirname(trajectory.id)
@@ -81,7 +81,7 @@ def stage(trajectory: Trajectory, staging_root: str | os.PathLike, known_fingerp
         return StagedTrajectory(trajectory.id, dirname, digest, None, len(trajectory.states), n_errors=n_errors)
     shots = _screenshot_paths(trajectory)
     texts = [render_state(trajectory, s, shots[s.index][1] if s.index in shots else None) for s in trajectory.states]
-    tokens = count_tokens_batch(texts, threads=token_threads)
+    tokens = count_tokens_batch(texts)
     folder = Path(staging_root) / f"{TMP_PREFIX}{dirname}-{os.getpid()}-{os.urandom(4).hex()}"
     try:
         size = _write(folder, digest, canonical_json, trajectory, texts, shots)
