@@ -46,6 +46,8 @@ def main(ctx: click.Context, store_path: str) -> None:
 
     Example:
 
+
+    \b
         runbook insert trajectories/ && runbook stats
     """
     ctx.ensure_object(dict)

@@ -33,6 +33,8 @@ def answer(ctx, question, budget, method, policy, model, sandbox, image, as_json
 
     Example:
 
+
+    \b
         RUNBOOK_READER_PROVIDER=anthropic RUNBOOK_READER_MODEL=claude-sonnet-4-5 \\
             runbook answer "What is the latest price of the Quest Lumaflex Band?" --budget 8k
     """

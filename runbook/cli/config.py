@@ -10,7 +10,13 @@ from ..llm.config import SETTING_BY_NAME, config_path, load_settings
 
 @click.group()
 def config():
-    """Inspect runbook's settings: models, limits, the reader (environment variables and the config file)."""
+    """Inspect runbook's settings: models, limits, the reader (environment variables and the config file).
+
+    Example:
+
+    \b
+        RUNBOOK_POLICY=openai OPENAI_BASE_URL=http://127.0.0.1:8765/v1 runbook config show
+    """
 
 
 @config.command()
@@ -23,6 +29,8 @@ def show(as_json):
 
     Example:
 
+
+    \b
         RUNBOOK_POLICY=openai OPENAI_BASE_URL=http://127.0.0.1:8765/v1 runbook config show
     """
     rows = load_settings().masked()

@@ -27,6 +27,8 @@ def insert(ctx: click.Context, paths: tuple[str, ...], replace: bool, skip_inval
 
     Example:
 
+
+    \b
         runbook insert trajectories/
         runbook --store /data/rb insert runs/*.jsonl.gz --skip-invalid
     """

@@ -26,6 +26,8 @@ def query(ctx, question, budget, method, policy, model, sandbox, image, as_json,
 
     Example:
 
+
+    \b
         runbook query "What price does the admin currently list for SKU WS05-XS-Black?" --budget 8k
         runbook query "How is a pending order canceled?" --method r --json
     """

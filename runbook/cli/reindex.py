@@ -17,6 +17,8 @@ def reindex(ctx: click.Context, workers: int | None) -> None:
 
     Example:
 
+
+    \b
         runbook --store /data/rb reindex
     """
     from ..retrieval import reindex as rebuild

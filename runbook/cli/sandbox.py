@@ -42,6 +42,8 @@ def build(method: str, force: bool) -> None:
 
     Example:
 
+
+    \b
         runbook sandbox build --method offline
     """
     from ..sandbox.engine import connect
@@ -63,6 +65,8 @@ def check(ctx: click.Context, name: str, as_json: bool) -> None:
 
     Example:
 
+
+    \b
         runbook sandbox check --sandbox bwrap --json
     """
     from ..sandbox.check import check_sandbox

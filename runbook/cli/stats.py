@@ -16,6 +16,8 @@ def stats(ctx: click.Context, as_json: bool) -> None:
 
     Example:
 
+
+    \b
         runbook stats --json
     """
     figures = Store(ctx.obj["store_path"]).stats()
