@@ -22,6 +22,7 @@ class RetrievalMemory:
         known = {k: v for k, v in options.items() if k in Settings.__dataclass_fields__}
         self.store = store
         self.retriever = Retriever(store, Settings(**known))
+        self.retriever.warm()  # a memory is long-lived: loading belongs to its set-up, not to each query
 
     def insert(self, trajectory: Trajectory) -> str:
         from ..retrieval import insert_listener

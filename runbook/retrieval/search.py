@@ -49,6 +49,16 @@ class Retriever:
         self.settings = settings or Settings()
         self._stamp = None
 
+    def warm(self) -> None:
+        """Load the pools and the tokenizer now, so that the first query pays only for its own work."""
+        from ..budget import encoding
+
+        encoding()
+        try:
+            self._load()
+        except StoreError:
+            pass  # no pools yet: the query says what to run
+
     def _load(self) -> None:
         snapshot = PoolSnapshot(self.store.layout.pools)
         if self._stamp == snapshot.stamp:
