@@ -9,6 +9,8 @@ SUDO=""
 missing=()
 command -v rg >/dev/null 2>&1 || missing+=(ripgrep)
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+# the bwrap sandbox runs the system's python3: Pillow there lets a query compare a question's image with screenshots
+[[ -x /usr/bin/python3 ]] && ! /usr/bin/python3 -c "import PIL" 2>/dev/null && missing+=(python3-pil)
 if ((${#missing[@]})) && command -v apt-get >/dev/null 2>&1; then
   echo "install.sh: installing ${missing[*]} from the system's packages" >&2
   export DEBIAN_FRONTEND=noninteractive

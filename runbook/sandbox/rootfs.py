@@ -31,7 +31,8 @@ class RootfsSpec:
     """Debian release; bookworm's python3 is 3.11, like the python image the Dockerfile pulls."""
     variant: str = "minbase"
     """debootstrap variant: essential packages and apt only."""
-    packages: tuple[str, ...] = ("python3", "ripgrep", "coreutils")
+    packages: tuple[str, ...] = ("python3", "python3-pil", "ripgrep", "coreutils")
+    """python3-pil lets a query compare a question's image with the stored screenshots."""
     """Installed on top (bash, util-linux and passwd come with minbase)."""
 
     def key(self) -> str:

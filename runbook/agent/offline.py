@@ -1,0 +1,216 @@
+"""OfflinePlanner: the policy used when no model is configured. Deterministic, no model, the same tools and loop.
+
+One query takes three or four tool calls, each a step of a fixed plan:
+
+    1. python: scan      one ripgrep pass over every state for the question's phrases and stemmed terms, BM25 with
+                         the goal, url/title and the site the question names; prints the best states, the newest
+                         strong matches ('current'/'latest' questions), the best runs, terms found nowhere, and
+                         with a question image the stored screenshots that look most alike (dHash)
+    2. python: detail    for the states chosen by kind (runbook.agent.offline_choose): the action with the element
+                         it clicked, the error, and the page lines worth quoting
+    3. search            gotchas only, when the run that went wrong typed something: where other pages show a
+                         different value (runbook.agent.offline_probe)
+    4. finish            spans (most important first) and an analysis: the kind, latest vs older values with their
+                         times, terms found nowhere (a possibly false premise), a procedure's steps
+
+The planner only reads tool outputs: the sandbox is its only access to the store. A failed call is not retried
+with the same arguments; the planner finishes with what it has.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from ..question import QuestionAnalysis, analyze
+from .offline_choose import (SPAN_GAP, Choice, Scan, Step, choose, read_scan, read_steps, spans_of,
+                             write_analysis)
+from .offline_image import question_image
+from .offline_probe import probe_pattern, read_probe, typed_values
+from .offline_terms import patterns_for
+from .prompts import question_from
+from .types import Message, ToolCall, ToolSpec
+
+SCAN_CHARS = 3800
+"""Characters a scan or detail prints: JSON runs about 2.4 characters a token, so this stays under the loop's
+default 2,000-token view of one output."""
+DETAIL_LINES = 2
+QUOTE_AFTER = 6
+"""Lines of text quoted after a matching line: values follow their labels."""
+
+
+def sandbox_program() -> str:
+    """The source of the programs the planner runs in the sandbox (offline_scan.py, stdlib and rbk only)."""
+    return resources.files(__package__).joinpath("offline_scan.py").read_text(encoding="utf-8")
+
+
+def program_call(entry: str, params: dict[str, Any]) -> str:
+    """Python code for the `python` tool: the sandbox program, then one call of `entry` with `params`."""
+    return f"{sandbox_program()}\n\n{entry}(json.loads({json.dumps(json.dumps(params, ensure_ascii=False))}))\n"
+
+
+@dataclass
+class Plan:
+    """What the planner knows about one question so far."""
+
+    question: str
+    analysis: QuestionAnalysis
+    patterns: list[dict[str, Any]]
+    image: str | None = None
+    scan: Scan | None = None
+    choice: Choice | None = None
+    steps: list[Step] = field(default_factory=list)
+    typed: list[str] = field(default_factory=list)
+    """Values the walked-through run typed (gotchas): probed for what the site shows instead."""
+    calls: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return self.analysis.kind
+
+
+class OfflinePlanner:
+    """A Policy that needs no model: a fixed, question-kind-aware plan over the sandbox tools."""
+
+    name = "offline"
+    model = None
+
+    def __init__(self, **_options: Any):
+        self.plan: Plan | None = None
+
+    def next(self, messages: list[Message], tools: list[ToolSpec]) -> Message:
+        """The next call of the plan, given the tool results so far."""
+        question = question_from(messages)
+        if self.plan is None or self.plan.question != question or _fresh(messages):
+            self.plan = self.start(question, _image_of(messages))
+        results = _latest_results(messages)
+        if self.plan.calls == 0:
+            return self.call("python", code=program_call("scan", self.scan_params()))
+        if self.plan.scan is None:
+            self.plan.scan = read_scan(_output(results, "python", self.plan))
+            self.plan.choice = choose(self.plan.kind, self.plan.analysis.wants_latest, self.plan.scan)
+            if self.plan.choice.keys:
+                return self.call("python", code=program_call("detail", self.detail_params()))
+        elif self.plan.calls == 2:
+            self.plan.steps = read_steps(_output(results, "python", self.plan))
+            probe = self.probe_arguments()
+            if probe:
+                return self.call("search", **probe)
+        elif self.plan.calls == 3 and self.plan.typed:
+            self.take_probe(_output(results, "search", self.plan))
+        return self.finish()
+
+    # -- the plan ------------------------------------------------------------------------------------------------
+    def start(self, question: str, image: str | None) -> Plan:
+        analysis = analyze(question)
+        return Plan(question=question, analysis=analysis, patterns=patterns_for(analysis), image=image)
+
+    def scan_params(self) -> dict[str, Any]:
+        plan = self.plan
+        params: dict[str, Any] = {"patterns": plan.patterns, "max_chars": SCAN_CHARS, "top": 30,
+                                  "states_before_trajectories": 10,
+                                  "latest": plan.analysis.wants_latest or plan.kind == "dynamic",
+                                  "trajectories": 10, "prefer": "trouble" if plan.kind == "gotcha" else None,
+                                  "answers": plan.kind in ("static", "dynamic")}
+        if plan.image:
+            signature = question_image(plan.image)
+            if signature is not None:
+                params.update(image=signature, image_top=6)
+        return params
+
+    def detail_params(self) -> dict[str, Any]:
+        plan = self.plan
+        walked = {run.t for run in plan.choice.runs}
+        # a walked-through run speaks through its actions; other states through their best lines
+        quoted = {k for k in plan.choice.keys if k[0] not in walked}
+        states = [[t, i, DETAIL_LINES if (t, i) in quoted else 0] for t, i in plan.choice.keys]
+        return {"states": states, "patterns": weighted(plan.patterns, plan.scan), "max_chars": SCAN_CHARS,
+                "after": QUOTE_AFTER}
+
+    def probe_arguments(self) -> dict[str, Any] | None:
+        """For a gotcha whose run typed something: search other pages for what the site has instead."""
+        plan = self.plan
+        if plan.kind != "gotcha" or plan.choice.run is None:
+            return None
+        plan.typed = typed_values(plan.steps, plan.choice.run.t)
+        pattern = probe_pattern(plan.typed)
+        if not pattern:
+            return None
+        return {"pattern": pattern, "ignore_case": True, "field": "text", "sort": "newest", "max_results": 30}
+
+    def take_probe(self, output: str) -> None:
+        plan = self.plan
+        for sighting in read_probe(output, plan.choice.run.t, plan.typed):
+            if plan.choice.add(sighting.key, f"shows '{sighting.seen}'"):
+                plan.choice.contrasts.append((sighting.typed, sighting.seen, sighting.key, sighting.time))
+
+    def finish(self) -> Message:
+        plan = self.plan
+        scan = plan.scan or Scan()
+        choice = plan.choice or Choice()
+        analysis = write_analysis(plan.kind, plan.analysis.wants_latest, scan, choice, plan.steps,
+                                  weak_missing=_weak_labels(plan.patterns))
+        if plan.failures:
+            analysis += "\n(Some tool calls failed: " + "; ".join(plan.failures)[:300] + ")"
+        if scan.image_error:
+            analysis += f"\n(The question's image was not compared: {scan.image_error}.)"
+        spans = [span.to_json() for span in spans_of(choice.keys, gap=SPAN_GAP)]
+        return self.call("finish", analysis=analysis, spans=spans)
+
+    def call(self, name: str, **arguments: Any) -> Message:
+        self.plan.calls += 1
+        return Message("assistant", tool_calls=[ToolCall(f"offline-{self.plan.calls}", name, arguments)])
+
+
+def weighted(patterns: list[dict[str, Any]], scan: Scan) -> list[dict[str, Any]]:
+    """The patterns with weights by rarity (from the scan's counts), so that quoted lines favour rare terms."""
+    total = max(1, scan.n_states)
+    out = []
+    for p in patterns:
+        states = (scan.df.get(p.get("label", p["text"])) or [0])[0]
+        rarity = math.log(1 + (total - states + 0.5) / (states + 0.5))
+        out.append({**p, "weight": round(p.get("weight", 1.0) * rarity * (2 if p["kind"] == "phrase" else 1), 3)})
+    return out
+
+
+def _fresh(messages: list[Message]) -> bool:
+    """A conversation that has had no assistant turn yet: a new query, even for the same question."""
+    return not any(m.role == "assistant" for m in messages)
+
+
+def _image_of(messages: list[Message]) -> str | None:
+    first = next((m for m in messages if m.role == "user"), None)
+    if first is None:
+        return None
+    return next((p.get("value") for p in first.parts if p.get("type") == "image" and p.get("value")), None)
+
+
+def _latest_results(messages: list[Message]) -> list[Message]:
+    """The tool results after the last assistant turn."""
+    out: list[Message] = []
+    for message in reversed(messages):
+        if message.role == "assistant":
+            break
+        if message.role == "tool" and message.tool_result is not None:
+            out.append(message)
+    return list(reversed(out))
+
+
+def _output(results: list[Message], name: str, plan: Plan) -> str:
+    """The output of the last call named `name`; a failed call is noted and gives no output."""
+    for message in reversed(results):
+        result = message.tool_result
+        if result.name != name:
+            continue
+        if result.error or result.exit_code:
+            plan.failures.append(f"{name}: {(result.error or result.output)[-200:]}")
+        return result.output
+    return ""
+
+
+def _weak_labels(patterns: list[dict[str, Any]]) -> set[str]:
+    """Patterns whose absence says little: low-weight words, and compounds the planner made up from a term."""
+    return {p.get("label", p["text"]) for p in patterns if p.get("weight", 1.0) < 1.0 or p.get("derived")}
