@@ -128,6 +128,8 @@ class AgentLoop:
 
     def _ask(self, messages: list[Message]) -> Message:
         started = time.monotonic()
+        if hasattr(self.policy, "deadline"):  # a model policy bounds its requests and retries by the query's time
+            self.policy.deadline = started + max(1.0, self._seconds_left())
         try:
             reply = self.policy.next(messages, self.toolbox.specs)
         except ConfigError:

@@ -30,7 +30,7 @@ from .offline_choose import (SPAN_GAP, Choice, Scan, Step, choose, read_scan, re
 from .offline_image import question_image
 from .offline_probe import probe_pattern, read_probe, typed_values
 from .offline_terms import patterns_for
-from .prompts import question_from
+from .prompts import question_from, shortlist_from
 from .types import Message, ToolCall, ToolSpec
 
 SCAN_CHARS = 3800
@@ -64,6 +64,8 @@ class Plan:
     steps: list[Step] = field(default_factory=list)
     typed: list[str] = field(default_factory=list)
     """Values the walked-through run typed (gotchas): probed for what the site shows instead."""
+    shortlist: list[tuple[str, int]] = field(default_factory=list)
+    """Method R's top states, when the query offered them (the `shortlist` setting)."""
     calls: int = 0
     failures: list[str] = field(default_factory=list)
 
@@ -85,7 +87,7 @@ class OfflinePlanner:
         """The next call of the plan, given the tool results so far."""
         question = question_from(messages)
         if self.plan is None or self.plan.question != question or _fresh(messages):
-            self.plan = self.start(question, _image_of(messages))
+            self.plan = self.start(question, _image_of(messages), shortlist_from(messages))
         results = _latest_results(messages)
         if self.plan.calls == 0:
             return self.call("python", code=program_call("scan", self.scan_params()))
@@ -104,9 +106,10 @@ class OfflinePlanner:
         return self.finish()
 
     # -- the plan ------------------------------------------------------------------------------------------------
-    def start(self, question: str, image: str | None) -> Plan:
+    def start(self, question: str, image: str | None, shortlist: list[tuple[str, int]] = ()) -> Plan:
         analysis = analyze(question)
-        return Plan(question=question, analysis=analysis, patterns=patterns_for(analysis), image=image)
+        return Plan(question=question, analysis=analysis, patterns=patterns_for(analysis), image=image,
+                    shortlist=list(shortlist))
 
     def scan_params(self) -> dict[str, Any]:
         plan = self.plan
@@ -151,6 +154,8 @@ class OfflinePlanner:
         plan = self.plan
         scan = plan.scan or Scan()
         choice = plan.choice or Choice()
+        for key in plan.shortlist:  # method R's picks fill what room the plan's own choice leaves
+            choice.add(key, "fast retrieval's pick")
         analysis = write_analysis(plan.kind, plan.analysis.wants_latest, scan, choice, plan.steps,
                                   weak_missing=_weak_labels(plan.patterns))
         if plan.failures:

@@ -1,6 +1,8 @@
 """What a model policy is told: the store's layout, the tools, the finish contract, and how to weigh evidence."""
 from __future__ import annotations
 
+import re
+
 import ast
 import functools
 import textwrap
@@ -90,16 +92,35 @@ def rbk_guide() -> str:
     return textwrap.indent(body, "  ") or RBK_FALLBACK
 
 
-def user_prompt(question: str, *, overview: Iterable[str] = (), has_image: bool = False) -> str:
-    """The first user message: the question, whether an image comes with it, and a few facts about the store."""
+SHORTLIST_HEADER = "Fast retrieval's best states for this question (a starting point, not proof):"
+_SHORTLIST_LINE = re.compile(r"^- (\S+) state (\d+)\b")
+
+
+def user_prompt(question: str, *, overview: Iterable[str] = (), has_image: bool = False,
+                shortlist: Iterable[dict] = ()) -> str:
+    """The first user message: the question, whether an image comes with it, a few facts about the store, and
+    (when asked for) method R's shortlist of states."""
     parts = [QUESTION_PREFIX + " ".join(question.split())]
     if has_image:
         parts.append("The question comes with the image attached below; find the stored state it shows.")
     facts = [line for line in overview if line]
     if facts:
         parts.append("About the memory:\n" + "\n".join(f"- {line}" for line in facts))
+    hints = [f"- {h['trajectory_id']} state {h['state_index']} ({h.get('url') or ''}, {h.get('timestamp') or ''})"
+             for h in shortlist]
+    if hints:
+        parts.append(SHORTLIST_HEADER + "\n" + "\n".join(hints))
     parts.append("Find the evidence, then call finish.")
     return "\n\n".join(parts)
+
+
+def shortlist_from(messages) -> list[tuple[str, int]]:
+    """The (trajectory id, state index) pairs of the shortlist in the first user message, best first."""
+    first = next((m for m in messages if m.role == "user"), None)
+    if first is None or SHORTLIST_HEADER not in first.text:
+        return []
+    block = first.text.split(SHORTLIST_HEADER, 1)[1].split("\n\n", 1)[0]
+    return [(m.group(1), int(m.group(2))) for m in map(_SHORTLIST_LINE.match, block.splitlines()) if m]
 
 
 def question_from(messages) -> str:

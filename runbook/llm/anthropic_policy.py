@@ -5,7 +5,7 @@ from typing import Any
 
 from ..agent.types import Message, ToolCall, ToolSpec
 from ..errors import ConfigError
-from .shared import WaitPolicy, call_with_retries, config_error, image_base64
+from .shared import WaitPolicy, call_with_retries, config_error, image_base64, request_timeout
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 KEY_ENV = "ANTHROPIC_API_KEY"
@@ -31,6 +31,9 @@ class AnthropicPolicy:
         self.max_output_tokens = max_output_tokens
         self.attempts = attempts
         self.wait = wait
+        self.timeout = timeout
+        self.deadline: float | None = None
+        """time.monotonic() by which the query must end; the agent loop sets it before each turn."""
         if client is None and not api_key:
             raise ConfigError(f"the anthropic policy needs an API key: set {KEY_ENV} (or anthropic_api_key in the "
                               f"config file), or choose --policy offline")
@@ -52,8 +55,8 @@ class AnthropicPolicy:
             request["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
                                 for t in tools]
         try:
-            response = call_with_retries(lambda: self.client.messages.create(**request),
-                                         attempts=self.attempts, wait=self.wait)
+            response = call_with_retries(lambda: self.client.messages.create(**request, timeout=request_timeout(self.timeout, self.deadline)),
+                                         attempts=self.attempts, wait=self.wait, deadline=self.deadline)
         except Exception as exc:
             error = config_error(exc, provider="Anthropic", model=self.model, base_url=self.base_url,
                                  key_env=KEY_ENV)

@@ -49,6 +49,8 @@ SETTINGS = [
     Setting("price_input", "RUNBOOK_PRICE_INPUT", float, "US dollars per million input tokens (overrides the table)"),
     Setting("price_output", "RUNBOOK_PRICE_OUTPUT", float, "US dollars per million output tokens"),
     Setting("transcripts", "RUNBOOK_TRANSCRIPTS", str, "folder for query transcripts"),
+    Setting("shortlist", "RUNBOOK_SHORTLIST", int,
+            "method R's top states offered to method C's agent as a starting point (0: off)"),
     Setting("reader_provider", "RUNBOOK_READER_PROVIDER", str, "reader for `runbook answer`: anthropic or openai"),
     Setting("reader_model", "RUNBOOK_READER_MODEL", str, "the reader's model name"),
     Setting("reader_base_url", "RUNBOOK_READER_BASE_URL", str, "an OpenAI-compatible URL for the reader only"),
@@ -62,7 +64,8 @@ SETTINGS = [
 SETTING_BY_NAME = {s.name: s for s in SETTINGS}
 
 DEFAULTS: dict[str, Any] = {"policy": "offline", "sandbox": "auto", "max_steps": 30, "max_seconds": 300.0,
-                            "max_tokens": 1_000_000, "output_tokens": 2_000, "reader_domain": "generic"}
+                            "max_tokens": 1_000_000, "output_tokens": 2_000, "reader_domain": "generic",
+                            "shortlist": 0}
 
 PRICES = {
     "claude-opus-4": (15.0, 75.0),

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..agent.types import Message, ToolCall, ToolSpec
 from ..errors import ConfigError
-from .shared import WaitPolicy, call_with_retries, config_error, image_base64
+from .shared import WaitPolicy, call_with_retries, config_error, image_base64, request_timeout
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 KEY_ENV = "OPENAI_API_KEY"
@@ -34,6 +34,9 @@ class OpenAIPolicy:
         self.max_output_tokens = max_output_tokens
         self.attempts = attempts
         self.wait = wait
+        self.timeout = timeout
+        self.deadline: float | None = None
+        """time.monotonic() by which the query must end; the agent loop sets it before each turn."""
         if client is None and not api_key and not base_url:
             raise ConfigError(f"the openai policy needs {KEY_ENV}, or OPENAI_BASE_URL for a compatible server "
                               f"(llama.cpp, vLLM, Ollama); or choose --policy offline")
@@ -66,8 +69,8 @@ class OpenAIPolicy:
             request["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                                    "parameters": t.parameters}} for t in tools]
         try:
-            response = call_with_retries(lambda: self.client.chat.completions.create(**request),
-                                         attempts=self.attempts, wait=self.wait)
+            response = call_with_retries(lambda: self.client.chat.completions.create(**request, timeout=request_timeout(self.timeout, self.deadline)),
+                                         attempts=self.attempts, wait=self.wait, deadline=self.deadline)
         except Exception as exc:
             error = config_error(exc, provider="the OpenAI-compatible server" if self.base_url else "OpenAI",
                                  model=self.model, base_url=self.base_url, key_env=KEY_ENV)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import mimetypes
 import random
+import time
 from pathlib import Path
 from typing import Callable, TypeVar
 
@@ -57,16 +58,29 @@ class WaitPolicy:
         return min(self.cap, self.base * 2 ** (state.attempt_number - 1)) * (0.5 + random.random() / 2)
 
 
+def request_timeout(default: float, deadline: float | None) -> float:
+    """Seconds one request may take: the client's own timeout, or less when the query's deadline is nearer."""
+    if deadline is None:
+        return default
+    return max(1.0, min(default, deadline - time.monotonic()))
+
+
 def call_with_retries(fn: Callable[[], T], *, attempts: int = 5, wait: WaitPolicy | None = None,
-                      on_retry: Callable[[BaseException, float], None] | None = None) -> T:
-    """`fn()` retried on transient provider errors; other errors (and the last transient one) propagate."""
+                      on_retry: Callable[[BaseException, float], None] | None = None,
+                      deadline: float | None = None) -> T:
+    """`fn()` retried on transient provider errors; other errors (and the last transient one) propagate.
+
+    No retry starts after `deadline` (time.monotonic()): a query's wall-time limit bounds its model calls too."""
     waiter = wait or WaitPolicy()
 
     def before_sleep(state: tenacity.RetryCallState) -> None:
         if on_retry and state.outcome is not None and state.next_action is not None:
             on_retry(state.outcome.exception(), state.next_action.sleep)
 
-    retrying = tenacity.Retrying(stop=tenacity.stop_after_attempt(attempts), wait=waiter,
+    stop = tenacity.stop_after_attempt(attempts)
+    if deadline is not None:
+        stop = stop | (lambda state: time.monotonic() >= deadline)
+    retrying = tenacity.Retrying(stop=stop, wait=waiter,
                                  retry=tenacity.retry_if_exception(is_transient), reraise=True,
                                  before_sleep=before_sleep)
     return retrying(fn)

@@ -25,6 +25,7 @@ from ..budget import count_tokens, count_tokens_batch, truncate_to_tokens
 from ..context import Context, EvidenceItem, pack
 from ..llm.config import Settings, load_settings
 from ..question import analyze
+from ..errors import StoreError
 from ..store import Store
 from ..store.catalog import TrajectoryRow
 
@@ -44,16 +45,18 @@ class CodingAgentMemory:
                  model: str | None = None, sandbox: str | None = None, max_steps: int | None = None,
                  max_seconds: float | None = None, max_tokens: int | None = None, max_cost: float | None = None,
                  output_tokens: int | None = None, transcripts: str | os.PathLike | None = None,
-                 settings: Settings | None = None, sandbox_options: dict[str, Any] | None = None):
+                 shortlist: int | None = None, settings: Settings | None = None,
+                 sandbox_options: dict[str, Any] | None = None):
         self.store = store if isinstance(store, Store) else Store(store)
         self._policy_object = None if policy is None or isinstance(policy, str) else policy
         overrides = {"policy": policy if isinstance(policy, str) else None, "model": model, "sandbox": sandbox,
                      "max_steps": max_steps, "max_seconds": max_seconds, "max_tokens": max_tokens,
                      "max_cost": max_cost, "output_tokens": output_tokens,
-                     "transcripts": str(transcripts) if transcripts else None}
+                     "transcripts": str(transcripts) if transcripts else None, "shortlist": shortlist}
         self.settings = (settings or load_settings()).with_overrides(**overrides)
         self.sandbox_options = dict(sandbox_options or {})
         self._row_cache: dict[str, TrajectoryRow] | None = None
+        self._retriever = None
         self.limits = Limits(max_steps=int(self.settings.max_steps), max_seconds=float(self.settings.max_seconds),
                              max_tokens=int(self.settings.max_tokens), max_cost=self.settings.max_cost,
                              output_tokens=int(self.settings.output_tokens))
@@ -79,7 +82,8 @@ class CodingAgentMemory:
         model = getattr(policy, "model", None)
         path = transcript_path(question, self.settings.transcripts)
         self._row_cache = None  # the store may have grown since the last query
-        user = Message("user", user_prompt(question, overview=self.overview(), has_image=bool(image)),
+        user = Message("user", user_prompt(question, overview=self.overview(), has_image=bool(image),
+                                           shortlist=self.shortlist(question)),
                        parts=[{"type": "image", "value": str(image)}] if image else [])
         with TranscriptWriter(path) as transcript:
             with get_sandbox(self.settings.get("sandbox", "auto"), self.store.root, **self.sandbox_options) as box:
@@ -94,6 +98,20 @@ class CodingAgentMemory:
                               latency_s=round(context.latency_s, 3), analysis=context.analysis,
                               citations=[item.citation() for item in context.items])
         return context
+
+    def shortlist(self, question: str) -> list[dict]:
+        """Method R's top states, when the `shortlist` setting asks for them and the store has pools."""
+        k = int(self.settings.get("shortlist", 0) or 0)
+        if k <= 0:
+            return []
+        if self._retriever is None:
+            from ..retrieval import Retriever
+
+            self._retriever = Retriever(self.store)
+        try:
+            return self._retriever.shortlist(question, k)
+        except StoreError:
+            return []  # no pools: the agent starts from the question alone
 
     # -- the store's view ----------------------------------------------------------------------------------------
     def overview(self) -> list[str]:

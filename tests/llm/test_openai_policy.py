@@ -108,3 +108,18 @@ def test_without_a_model_name_a_compatible_server_is_asked_for_its_model():
         local = OpenAIPolicy(base_url=server.base_url)
         assert local.model == "qwen2.5-coder" and local.next(CONVERSATION, []).text == "hi"
     assert server.requests[0]["model"] == "qwen2.5-coder"
+
+
+def test_the_query_deadline_bounds_a_slow_request_and_its_retries():
+    import time
+
+    script = [call("search", pattern="x")]
+    for reply in script:
+        reply.delay = 3.0
+    with FakeOpenAIServer(script * 4, api_key="test-key") as server:
+        agent = policy(server, timeout=60.0)
+        agent.deadline = time.monotonic() + 1.0
+        started = time.monotonic()
+        with pytest.raises(Exception):
+            agent.next(CONVERSATION, TOOL_SPECS)
+    assert time.monotonic() - started < 2.9, "the request should be cut at the deadline, with no retry after it"
