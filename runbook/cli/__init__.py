@@ -46,7 +46,6 @@ def main(ctx: click.Context, store_path: str) -> None:
 
     Example:
 
-
     \b
         runbook insert trajectories/ && runbook stats
     """

@@ -8,20 +8,14 @@ import click
 from ..budget import parse_budget
 from ..llm.config import load_settings
 from ..llm.reader import Reader
-from ..memory import METHODS, get_memory
+from ..memory import get_memory
 from ..store import Store
+from .options import evidence_options, memory_options
 
 
 @click.command()
 @click.argument("question")
-@click.option("--budget", default="8k", show_default=True, help="Token budget of the evidence: 8000, 8k, 32K.")
-@click.option("--method", type=click.Choice(sorted(METHODS)), default="c", show_default=True,
-              help="How the evidence is gathered (as in `runbook query`).")
-@click.option("--policy", default=None, help="Method c's policy: offline, anthropic, openai.")
-@click.option("--model", default=None, help="Model name for the anthropic/openai policy.")
-@click.option("--sandbox", default=None, help="Method c's sandbox: auto, docker, bwrap, local.")
-@click.option("--image", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="An image that belongs to the question (a screenshot).")
+@evidence_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: answer, response, context.")
 @click.pass_context
 def answer(ctx, question, budget, method, policy, model, sandbox, image, as_json):
@@ -33,14 +27,12 @@ def answer(ctx, question, budget, method, policy, model, sandbox, image, as_json
 
     Example:
 
-
     \b
         RUNBOOK_READER_PROVIDER=anthropic RUNBOOK_READER_MODEL=claude-sonnet-4-5 \\
             runbook answer "What is the latest price of the Quest Lumaflex Band?" --budget 8k
     """
     reader = Reader.from_settings(load_settings())  # before the query: no reader, no point gathering evidence
-    options = {k: v for k, v in {"policy": policy, "model": model, "sandbox": sandbox}.items() if v}
-    context = get_memory(method, Store(ctx.obj["store_path"]), **options).query(
+    context = get_memory(method, Store(ctx.obj["store_path"]), **memory_options(policy, model, sandbox)).query(
         question, budget=parse_budget(budget), image=image)
     result = reader.answer(context, image=image)
     if as_json:

@@ -29,7 +29,6 @@ def show(as_json):
 
     Example:
 
-
     \b
         RUNBOOK_POLICY=openai OPENAI_BASE_URL=http://127.0.0.1:8765/v1 runbook config show
     """

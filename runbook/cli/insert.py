@@ -27,7 +27,6 @@ def insert(ctx: click.Context, paths: tuple[str, ...], replace: bool, skip_inval
 
     Example:
 
-
     \b
         runbook insert trajectories/
         runbook --store /data/rb insert runs/*.jsonl.gz --skip-invalid

@@ -17,7 +17,6 @@ def reindex(ctx: click.Context, workers: int | None) -> None:
 
     Example:
 
-
     \b
         runbook --store /data/rb reindex
     """

@@ -21,7 +21,6 @@ def replay(transcript, full, lines, as_json):
 
     Example:
 
-
     \b
         runbook replay
         runbook replay ~/.cache/runbook/transcripts/20251216T064736Z-what-is-the-top-seller.jsonl --full

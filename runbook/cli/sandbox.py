@@ -42,7 +42,6 @@ def build(method: str, force: bool) -> None:
 
     Example:
 
-
     \b
         runbook sandbox build --method offline
     """
@@ -64,7 +63,6 @@ def check(ctx: click.Context, name: str, as_json: bool) -> None:
     Exits 1 if any probe fails.
 
     Example:
-
 
     \b
         runbook sandbox check --sandbox bwrap --json

@@ -16,7 +16,6 @@ def stats(ctx: click.Context, as_json: bool) -> None:
 
     Example:
 
-
     \b
         runbook stats --json
     """

@@ -34,11 +34,9 @@ class BM25StateMemory:
         return self._snapshot, self._index
 
     def insert(self, trajectory: Trajectory) -> str:
-        from ..retrieval import insert_listener
+        from ..retrieval.build import insert_with_pools
 
-        with self.store.writer() as writer:
-            writer.listeners.append(insert_listener(self.store))
-            return writer.insert(trajectory).status
+        return insert_with_pools(self.store, trajectory)
 
     def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
         from ..retrieval.text import tokenize

@@ -25,11 +25,9 @@ class RetrievalMemory:
         self.retriever.warm()  # a memory is long-lived: loading belongs to its set-up, not to each query
 
     def insert(self, trajectory: Trajectory) -> str:
-        from ..retrieval import insert_listener
+        from ..retrieval.build import insert_with_pools
 
-        with self.store.writer() as writer:
-            writer.listeners.append(insert_listener(self.store))
-            return writer.insert(trajectory).status
+        return insert_with_pools(self.store, trajectory)
 
     def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
         start = time.perf_counter()

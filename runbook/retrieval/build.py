@@ -44,6 +44,13 @@ def _derive_docs(trajectory: Trajectory, dirname: str) -> TrajectoryDocs:
     return count_terms(trajectory_docs(trajectory, dirname, None))
 
 
+def insert_with_pools(store: Store, trajectory: Trajectory) -> str:
+    """Insert one trajectory and append it to the pools (what `Memory.insert` does for the pool-based methods)."""
+    with store.writer() as writer:
+        writer.listeners.append(insert_listener(store))
+        return writer.insert(trajectory).status
+
+
 def insert_listener(store: Store, note_writer: NoteWriter | None = None) -> PoolListener:
     """The callable to put in `StoreWriter.listeners` so that `runbook insert` updates the pools incrementally."""
     return PoolListener(store, note_writer)
