@@ -4,6 +4,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -124,7 +125,8 @@ def _staged(trajectories: Iterable[Trajectory], writer, workers: int, derivers=(
             yield staged
         return
     # spawned workers hold no copy of the writer's lock file, so a killed writer's lock dies with it
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_exit_with_parent, initargs=(os.getpid(),)) as pool:
         window: list = []  # a bounded window of futures keeps memory flat however large the input
         try:
             for traj in trajectories:
@@ -138,6 +140,16 @@ def _staged(trajectories: Iterable[Trajectory], writer, workers: int, derivers=(
                 fut.cancel()
                 if fut.done() and not fut.cancelled() and fut.exception() is None and fut.result().folder:
                     shutil.rmtree(fut.result().folder, ignore_errors=True)
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """In a worker: end when the writer is gone (killed with -9, its workers would otherwise wait forever)."""
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.2)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
 
 
 def _attach(traj: Trajectory, future) -> StagedTrajectory:

@@ -115,9 +115,13 @@ def test_kill_9_during_insert_keeps_committed_trajectories_and_rerun_completes(t
         if (root / "runbook.json").exists() and len(Store(root)) >= 5:
             break
         time.sleep(0.05)
+    workers = _children(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    time.sleep(0.5)  # the killed writer's worker processes notice and exit
+    deadline = time.time() + 5
+    while time.time() < deadline and any(_alive(pid) for pid in workers):
+        time.sleep(0.1)
+    assert workers and not any(_alive(pid) for pid in workers), "the killed writer's workers must exit too"
     store = Store(root)
     committed = [r.id for r in store.rows()]
     assert 5 <= len(committed) < 60, "the kill should land mid-insert"
@@ -129,3 +133,26 @@ def test_kill_9_during_insert_keeps_committed_trajectories_and_rerun_completes(t
     assert f"{60 - len(committed)} inserted, {len(committed)} unchanged" in rerun.stdout
     names = sorted(p.name for p in (root / "trajectories").iterdir())
     assert names == sorted(t.id for t in trajs)
+
+
+def _children(pid: int) -> list[int]:
+    """Process ids whose parent is `pid` (from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
