@@ -38,3 +38,15 @@ def require_shared() -> Path:
     if not SHARED_DATA.exists():
         pytest.skip("../shared/data is not beside the repository")
     return SHARED_DATA
+
+
+@pytest.fixture
+def clean_env(monkeypatch, tmp_path):
+    """No keys or runbook settings from the machine (so the default policy is offline); transcripts in tmp_path."""
+    from runbook.llm.config import CONFIG_ENV, SETTINGS
+
+    for setting in SETTINGS:
+        monkeypatch.delenv(setting.env, raising=False)
+    monkeypatch.delenv(CONFIG_ENV, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("RUNBOOK_TRANSCRIPTS", str(tmp_path / "transcripts"))

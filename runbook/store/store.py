@@ -6,7 +6,6 @@ import hashlib
 import os
 import shutil
 import sqlite3
-import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path

@@ -12,13 +12,12 @@ import pytest
 
 from runbook.agent import get_policy
 from runbook.agent.offline import OfflinePlanner, program_call
-from runbook.agent.offline_choose import (MAX_STATES, Run, Scan, choose, read_scan, read_steps, spans_of,
+from runbook.agent.offline_choose import (MAX_STATES, choose, read_scan, read_steps, spans_of,
                                           write_analysis)
 from runbook.agent.offline_scan import pattern_regex, python_regex
 from runbook.agent.offline_terms import patterns_for, stem, word_pairs
 from runbook.agent.prompts import user_prompt
 from runbook.agent.types import Message, ToolResult
-from runbook.llm.config import CONFIG_ENV, SETTINGS
 from runbook.question import analyze
 from runbook.store import Store
 from runbook.ingest import insert_paths
@@ -180,14 +179,6 @@ def sample_store(tmp_path_factory) -> Store:
     return store
 
 
-@pytest.fixture
-def clean_env(monkeypatch, tmp_path):
-    """No keys or settings from the machine, so the default policy is the offline planner."""
-    for setting in SETTINGS:
-        monkeypatch.delenv(setting.env, raising=False)
-    monkeypatch.delenv(CONFIG_ENV, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("RUNBOOK_TRANSCRIPTS", str(tmp_path / "transcripts"))
 
 
 def run_program(store: Store, entry: str, params: dict) -> list[dict]:

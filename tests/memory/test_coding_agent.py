@@ -13,7 +13,6 @@ import pytest
 from runbook.agent import POLICIES, get_policy
 from runbook.agent.transcript import read_transcript
 from runbook.errors import ConfigError
-from runbook.llm.config import CONFIG_ENV, SETTINGS
 from runbook.llm.fakes import FakeAnthropicServer, FakeOpenAIServer, call, fail, finish, raw_call, text
 from runbook.memory.coding_agent import NOT_CHOSEN, CodingAgentMemory, focus_page, water_level
 from runbook.store import Store
@@ -29,13 +28,8 @@ PRICE_OLD = PRICE_PAGE.format(filler=FILLER, price="$19.00")
 PRICE_NEW = PRICE_PAGE.format(filler=FILLER, price="$24.00")
 
 @pytest.fixture(autouse=True)
-def clean_env(monkeypatch, tmp_path):
-    """No keys or settings from the machine; transcripts under tmp_path."""
-    for setting in SETTINGS:
-        monkeypatch.delenv(setting.env, raising=False)
-    monkeypatch.delenv(CONFIG_ENV, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("RUNBOOK_TRANSCRIPTS", str(tmp_path / "transcripts"))
+def _no_machine_settings(clean_env):
+    """Every test here runs without the machine's keys and settings (tests/conftest.py)."""
 
 
 @pytest.fixture

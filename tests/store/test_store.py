@@ -1,7 +1,6 @@
 """The store: layout, idempotent atomic insert, conflicts, replace, recovery, catalog and summaries."""
 from __future__ import annotations
 
-import os
 import sqlite3
 
 import pytest
