@@ -5,7 +5,8 @@ from typing import Any
 
 from ..agent.types import Message, ToolCall, ToolSpec
 from ..errors import ConfigError
-from .shared import WaitPolicy, call_with_retries, config_error, image_base64, request_timeout
+from .shared import (DEFAULT_REPLY_TOKENS, WaitPolicy, call_with_retries, config_error, image_base64,
+                     reply_tokens_option, request_timeout)
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 KEY_ENV = "ANTHROPIC_API_KEY"
@@ -22,7 +23,7 @@ class AnthropicPolicy:
     name = "anthropic"
 
     def __init__(self, model: str | None = None, *, api_key: str | None = None, base_url: str | None = None,
-                 max_output_tokens: int = 4096, timeout: float = 120.0, attempts: int = 5,
+                 max_output_tokens: int = DEFAULT_REPLY_TOKENS, timeout: float = 120.0, attempts: int = 5,
                  wait: WaitPolicy | None = None, client: Any = None):
         import anthropic
 
@@ -44,7 +45,7 @@ class AnthropicPolicy:
     @classmethod
     def from_settings(cls, settings, *, model: str | None = None, **options: Any) -> "AnthropicPolicy":
         return cls(model or settings.model, api_key=settings.anthropic_api_key,
-                   base_url=settings.anthropic_base_url, **options)
+                   base_url=settings.anthropic_base_url, **reply_tokens_option(settings, options))
 
     def next(self, messages: list[Message], tools: list[ToolSpec]) -> Message:
         system, turns = to_anthropic(messages)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from .shared import DEFAULT_REPLY_TOKENS
 
 CONFIG_ENV = "RUNBOOK_CONFIG"
 
@@ -46,6 +47,8 @@ SETTINGS = [
     Setting("max_tokens", "RUNBOOK_MAX_TOKENS", int, "model tokens (input + output) of one query"),
     Setting("max_cost", "RUNBOOK_MAX_COST", float, "US dollars of one query (when the model's price is known)"),
     Setting("output_tokens", "RUNBOOK_OUTPUT_TOKENS", int, "tokens of one tool output shown to the model"),
+    Setting("reply_tokens", "RUNBOOK_REPLY_TOKENS", int,
+            "tokens the model may write in one turn (lower it for slow local models)"),
     Setting("price_input", "RUNBOOK_PRICE_INPUT", float, "US dollars per million input tokens (overrides the table)"),
     Setting("price_output", "RUNBOOK_PRICE_OUTPUT", float, "US dollars per million output tokens"),
     Setting("transcripts", "RUNBOOK_TRANSCRIPTS", str, "folder for query transcripts"),
@@ -64,7 +67,8 @@ SETTINGS = [
 SETTING_BY_NAME = {s.name: s for s in SETTINGS}
 
 DEFAULTS: dict[str, Any] = {"policy": "offline", "sandbox": "auto", "max_steps": 30, "max_seconds": 300.0,
-                            "max_tokens": 1_000_000, "output_tokens": 2_000, "reader_domain": "generic",
+                            "max_tokens": 1_000_000, "output_tokens": 2_000, "reply_tokens": DEFAULT_REPLY_TOKENS,
+                            "reader_domain": "generic",
                             "shortlist": 0}
 
 PRICES = {

@@ -10,7 +10,8 @@ from typing import Any
 
 from ..agent.types import Message, ToolCall, ToolSpec
 from ..errors import ConfigError
-from .shared import WaitPolicy, call_with_retries, config_error, image_base64, request_timeout
+from .shared import (DEFAULT_REPLY_TOKENS, WaitPolicy, call_with_retries, config_error, image_base64,
+                     reply_tokens_option, request_timeout)
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 KEY_ENV = "OPENAI_API_KEY"
@@ -26,7 +27,7 @@ class OpenAIPolicy:
     name = "openai"
 
     def __init__(self, model: str | None = None, *, api_key: str | None = None, base_url: str | None = None,
-                 max_output_tokens: int = 4096, timeout: float = 120.0, attempts: int = 5,
+                 max_output_tokens: int = DEFAULT_REPLY_TOKENS, timeout: float = 120.0, attempts: int = 5,
                  wait: WaitPolicy | None = None, client: Any = None):
         import openai
 
@@ -59,7 +60,7 @@ class OpenAIPolicy:
     @classmethod
     def from_settings(cls, settings, *, model: str | None = None, **options: Any) -> "OpenAIPolicy":
         return cls(model or settings.model, api_key=settings.openai_api_key, base_url=settings.openai_base_url,
-                   **options)
+                   **reply_tokens_option(settings, options))
 
     def next(self, messages: list[Message], tools: list[ToolSpec]) -> Message:
         request: dict[str, Any] = {"model": self.model, "messages": to_openai(messages)}

@@ -15,6 +15,9 @@ from ..errors import ConfigError
 
 T = TypeVar("T")
 
+DEFAULT_REPLY_TOKENS = 4096
+"""Tokens a policy's model may write in one turn unless the `reply_tokens` setting says otherwise."""
+
 TRANSIENT_STATUS = {408, 409, 429}
 """Besides every 5xx: request timeout, conflict (retried by both SDKs), rate limit."""
 
@@ -56,6 +59,13 @@ class WaitPolicy:
         if asked is not None:
             return min(max(asked, 0.0), self.cap)
         return min(self.cap, self.base * 2 ** (state.attempt_number - 1)) * (0.5 + random.random() / 2)
+
+
+def reply_tokens_option(settings, options: dict) -> dict:
+    """`options` with max_output_tokens taken from the `reply_tokens` setting unless given explicitly."""
+    if "max_output_tokens" not in options and settings.get("reply_tokens") is not None:
+        options = {**options, "max_output_tokens": int(settings.get("reply_tokens"))}
+    return options
 
 
 def request_timeout(default: float, deadline: float | None) -> float:

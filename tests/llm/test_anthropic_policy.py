@@ -96,3 +96,14 @@ def test_images_travel_as_base64_blocks(tmp_path):
     assert turn["content"][0] == {"type": "text", "text": "Question: which page?"}
     assert turn["content"][1]["source"] == {"type": "base64", "media_type": "image/jpeg",
                                             "data": "/9j/4GZha2UtanBlZw=="}
+
+
+def test_the_reply_tokens_setting_caps_each_turn(monkeypatch):
+    from runbook.llm.config import load_settings
+
+    monkeypatch.setenv("RUNBOOK_REPLY_TOKENS", "300")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    with FakeAnthropicServer([text("ok")]) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        AnthropicPolicy.from_settings(load_settings(), model="claude-test", wait=FAST).next(CONVERSATION, [])
+    assert server.requests[0]["max_tokens"] == 300

@@ -123,3 +123,13 @@ def test_the_query_deadline_bounds_a_slow_request_and_its_retries():
         with pytest.raises(Exception):
             agent.next(CONVERSATION, TOOL_SPECS)
     assert time.monotonic() - started < 2.9, "the request should be cut at the deadline, with no retry after it"
+
+
+def test_the_reply_tokens_setting_caps_each_turn(monkeypatch):
+    from runbook.llm.config import load_settings
+
+    monkeypatch.setenv("RUNBOOK_REPLY_TOKENS", "512")
+    with FakeOpenAIServer([text("ok")]) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        OpenAIPolicy.from_settings(load_settings(), model="fake-model", wait=FAST).next(CONVERSATION, [])
+    assert server.requests[0]["max_tokens"] == 512
