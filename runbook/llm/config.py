@@ -51,6 +51,9 @@ SETTINGS = [
             "tokens the model may write in one turn (lower it for slow local models)"),
     Setting("price_input", "RUNBOOK_PRICE_INPUT", float, "US dollars per million input tokens (overrides the table)"),
     Setting("price_output", "RUNBOOK_PRICE_OUTPUT", float, "US dollars per million output tokens"),
+    Setting("tool_results", "RUNBOOK_TOOL_RESULTS", str,
+            "how the openai policy returns tool outputs: tool (role: tool, the protocol) or user (user messages, "
+            "for chat templates that drop tool messages, e.g. llama-cpp-python's chatml-function-calling)"),
     Setting("transcripts", "RUNBOOK_TRANSCRIPTS", str, "folder for query transcripts"),
     Setting("shortlist", "RUNBOOK_SHORTLIST", int,
             "method R's top states offered to method C's agent as a starting point (0: off)"),

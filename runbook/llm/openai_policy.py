@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import ast
 import json
 import re
 from typing import Any
@@ -15,10 +16,14 @@ from .shared import (DEFAULT_REPLY_TOKENS, WaitPolicy, call_with_retries, config
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 KEY_ENV = "OPENAI_API_KEY"
+TOOL_RESULT_ROLES = ("tool", "user")
+"""How tool outputs are sent back: as `role: tool` messages (the protocol) or as user messages."""
 LOCAL_KEY = "not-needed"
 """Sent to a base_url server when no key is set: local servers ignore it, the SDK insists on one."""
 
-_FENCED = re.compile(r"```(?:json|tool_call)?\s*(\{.*?\})\s*```", re.S)
+_FENCED = re.compile(r"```(?:json|tool_call)?\s*(\{.*?\})\s*```"
+                     r"|<tool_call>\s*(\{.*?\})\s*(?:</tool_call>|$)", re.S)
+"""A call in a ```json fence, or in <tool_call> tags (the Hermes / Qwen chat templates' form)."""
 
 
 class OpenAIPolicy:
@@ -28,9 +33,12 @@ class OpenAIPolicy:
 
     def __init__(self, model: str | None = None, *, api_key: str | None = None, base_url: str | None = None,
                  max_output_tokens: int = DEFAULT_REPLY_TOKENS, timeout: float = 120.0, attempts: int = 5,
-                 wait: WaitPolicy | None = None, client: Any = None):
+                 wait: WaitPolicy | None = None, client: Any = None, tool_results: str = "tool"):
         import openai
 
+        if tool_results not in TOOL_RESULT_ROLES:
+            raise ConfigError(f"tool_results must be one of {', '.join(TOOL_RESULT_ROLES)}, got {tool_results!r}")
+        self.tool_results = tool_results
         self.base_url = base_url
         self.max_output_tokens = max_output_tokens
         self.attempts = attempts
@@ -59,16 +67,22 @@ class OpenAIPolicy:
 
     @classmethod
     def from_settings(cls, settings, *, model: str | None = None, **options: Any) -> "OpenAIPolicy":
+        if settings.get("tool_results") and "tool_results" not in options:
+            options = {**options, "tool_results": settings.get("tool_results")}
         return cls(model or settings.model, api_key=settings.openai_api_key, base_url=settings.openai_base_url,
                    **reply_tokens_option(settings, options))
 
     def next(self, messages: list[Message], tools: list[ToolSpec]) -> Message:
-        request: dict[str, Any] = {"model": self.model, "messages": to_openai(messages)}
+        messages_out = to_openai(messages, self.tool_results, null_content=not self.base_url)
+        request: dict[str, Any] = {"model": self.model, "messages": messages_out}
         # OpenAI's newer models refuse `max_tokens`; compatible servers do not all know its successor
         request["max_tokens" if self.base_url else "max_completion_tokens"] = self.max_output_tokens
         if tools:
             request["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                                    "parameters": t.parameters}} for t in tools]
+            # OpenAI's default, said explicitly: llama-cpp-python's chatml-function-calling format leaves the
+            # tools out of the prompt when tool_choice is missing
+            request["tool_choice"] = "auto"
         try:
             response = call_with_retries(lambda: self.client.chat.completions.create(**request, timeout=request_timeout(self.timeout, self.deadline)),
                                          attempts=self.attempts, wait=self.wait, deadline=self.deadline)
@@ -81,16 +95,27 @@ class OpenAIPolicy:
         return from_openai(response, {t.name for t in tools})
 
 
-def to_openai(messages: list[Message]) -> list[dict[str, Any]]:
-    """Chat messages in OpenAI's shape: one `role: tool` message per tool result."""
+def to_openai(messages: list[Message], tool_results: str = "tool", *,
+              null_content: bool = True) -> list[dict[str, Any]]:
+    """Chat messages in OpenAI's shape: one `role: tool` message per tool result, or with `tool_results="user"`
+    the results of one turn together in one user message. `null_content=False` sends "" where OpenAI allows null
+    (beside tool calls): llama-cpp-python's server refuses null."""
     out: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "tool" and message.tool_result is not None:
             result = message.tool_result
-            out.append({"role": "tool", "tool_call_id": result.call_id, "content": result.output or "(no output)"})
+            if tool_results == "tool":
+                out.append({"role": "tool", "tool_call_id": result.call_id,
+                            "content": result.output or "(no output)"})
+                continue
+            shown = f"Output of {result.name} ({result.call_id}):\n{result.output or '(no output)'}"
+            if out and out[-1]["role"] == "user" and out[-1].get("tool_results"):
+                out[-1]["content"] += "\n\n" + shown
+            else:
+                out.append({"role": "user", "content": shown, "tool_results": True})
         elif message.role == "assistant":
             # content may be null only beside tool calls
-            content = message.text or (None if message.tool_calls else "")
+            content = message.text or (None if message.tool_calls and null_content else "")
             turn: dict[str, Any] = {"role": "assistant", "content": content}
             if message.tool_calls:
                 turn["tool_calls"] = [{"id": c.id, "type": "function",
@@ -99,6 +124,8 @@ def to_openai(messages: list[Message]) -> list[dict[str, Any]]:
             out.append(turn)
         else:
             out.append({"role": message.role, "content": _content(message)})
+    for turn in out:
+        turn.pop("tool_results", None)  # only a marker for merging above
     return out
 
 
@@ -149,26 +176,57 @@ def _call(n: int, raw: Any) -> ToolCall:
 
 
 def calls_from_text(text: str, tool_names: set[str]) -> list[ToolCall]:
-    """Tool calls a small local model wrote as JSON text ({"name": ..., "arguments": {...}}), fenced or bare."""
-    candidates = [m.group(1) for m in _FENCED.finditer(text)]
+    """Tool calls a small local model wrote as text ({"name": ..., "arguments": {...}}): fenced, tagged or bare.
+
+    Small models often write Python literals instead of JSON (r"..." strings, True, None); those are read too. A
+    block that names a tool but cannot be read becomes a call error, so the model is told what was wrong."""
+    candidates = [m.group(1) or m.group(2) for m in _FENCED.finditer(text)]
+    candidates += [json.dumps({"name": m.group(1)})[:-1] + ', "arguments": ' + (m.group(2) or "null") + "}"
+                   for m in _FUNCTIONS_FORM.finditer(text)]
     stripped = text.strip()
     if not candidates and stripped.startswith("{") and stripped.endswith("}"):
         candidates = [stripped]
     calls = []
     for n, candidate in enumerate(candidates):
-        try:
-            obj = json.loads(candidate)
-        except json.JSONDecodeError:
+        call_id = f"text_call_{n}"
+        obj, problem = _object_from_text(candidate)
+        if obj is None:
+            named = _NAMED.search(candidate)
+            if named and named.group(1) in tool_names:
+                calls.append(ToolCall(call_id, named.group(1), {}, error=f"the call is not valid JSON: {problem}"))
             continue
-        if not isinstance(obj, dict) or obj.get("name") not in tool_names:
+        if obj.get("name") not in tool_names:
             continue
         arguments = obj.get("arguments", obj.get("parameters", {}))
         if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except json.JSONDecodeError:
-                calls.append(ToolCall(f"text_call_{n}", obj["name"], {}, error="arguments are not valid JSON"))
+            arguments, problem = _object_from_text(arguments)
+            if arguments is None:
+                calls.append(ToolCall(call_id, obj["name"], {}, error=f"arguments are not valid JSON: {problem}"))
                 continue
         if isinstance(arguments, dict):
-            calls.append(ToolCall(f"text_call_{n}", obj["name"], arguments))
+            calls.append(ToolCall(call_id, obj["name"], arguments))
+        elif arguments is None:
+            calls.append(ToolCall(call_id, obj["name"], {}, error="the call has no arguments object"))
     return calls
+
+
+_FUNCTIONS_FORM = re.compile(r"^functions\.(\w+):[ \t]*(?:\n(\{.*?\})[ \t]*(?=\nfunctions\.|\Z))?", re.S | re.M)
+"""llama-cpp-python's chatml-function-calling form, `functions.NAME:` then the arguments on the next line."""
+_NAMED = re.compile(r"""["']name["']\s*:\s*["'](\w+)["']""")
+
+
+def _object_from_text(candidate: str) -> tuple[dict | None, str]:
+    """(the object, "") from JSON or a Python literal; (None, what JSON objected to) otherwise."""
+    try:
+        obj = json.loads(candidate)
+    except json.JSONDecodeError as exc:
+        problem = f"{exc.msg} at {exc.pos} in {candidate[:200]!r}"
+        try:
+            obj = ast.literal_eval(_PY_CONSTANTS.sub(lambda m: _PY_NAMES[m.group(0)], candidate))
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None, problem
+    return (obj, "") if isinstance(obj, dict) else (None, f"a JSON {type(obj).__name__}, not an object")
+
+
+_PY_NAMES = {"true": "True", "false": "False", "null": "None"}
+_PY_CONSTANTS = re.compile(r"\b(?:true|false|null)\b")

@@ -7,7 +7,7 @@ from runbook.agent.tools import TOOL_SPECS
 from runbook.agent.types import Message, ToolCall, ToolResult
 from runbook.errors import ConfigError
 from runbook.llm.fakes import FakeOpenAIServer, Reply, call, fail, raw_call, text
-from runbook.llm.openai_policy import OpenAIPolicy, calls_from_text
+from runbook.llm.openai_policy import OpenAIPolicy, calls_from_text, to_openai
 from runbook.llm.shared import WaitPolicy
 
 FAST = WaitPolicy(base=0.01, cap=0.05)
@@ -34,6 +34,7 @@ def test_messages_and_tools_are_sent_in_openai_shape():
                                         "function": {"name": "search", "arguments": '{"pattern": "x"}'}}]
     assert tool == {"role": "tool", "tool_call_id": "call_a", "content": "t-1 state 2 @ ..."}
     assert [t["function"]["name"] for t in request["tools"]] == ["search", "show", "read", "python", "finish"]
+    assert request["tool_choice"] == "auto"
     assert request["tools"][0]["function"]["parameters"] == TOOL_SPECS[0].parameters
     assert reply.role == "assistant" and reply.tool_calls[0].name == "show"
     assert reply.tool_calls[0].arguments == {"trajectory_id": "t-1", "states": "2"}
@@ -98,6 +99,17 @@ def test_tool_calls_written_as_text_are_understood():
     bare = '{"name": "show", "parameters": "{\\"trajectory_id\\": \\"t-1\\"}"}'
     assert calls_from_text(bare, {"show"})[0].arguments == {"trajectory_id": "t-1"}
     assert calls_from_text('{"name": "rm", "arguments": {}}', {"show"}) == []
+    tagged = 'Let me look.\n<tool_call>\n{"name": "search", "arguments": {"pattern": "Bestsellers"}}\n</tool_call>'
+    assert calls_from_text(tagged, {"search"})[0].arguments == {"pattern": "Bestsellers"}
+    python_literal = '```json\n{"name": "search", "arguments": {"pattern": r"Total: (\\d+)", "count": true}}\n```'
+    assert calls_from_text(python_literal, {"search"})[0].arguments == {"pattern": "Total: (\\d+)", "count": True}
+    (broken,) = calls_from_text('```json\n{"name": "show", "arguments": {"states": 3-}}\n```', {"show"})
+    assert broken.name == "show" and broken.arguments == {} and "not valid JSON" in broken.error
+    functions_form = 'functions.show:\n{"trajectory_id": "t-1", "states": "2"}\nfunctions.search:\n{"pattern": "x"}'
+    assert [(c.name, c.arguments) for c in calls_from_text(functions_form, {"show", "search"})] == [
+        ("show", {"trajectory_id": "t-1", "states": "2"}), ("search", {"pattern": "x"})]
+    (bare_name,) = calls_from_text("functions.search:", {"search"})
+    assert bare_name.error == "the call has no arguments object"
     with FakeOpenAIServer([text(fenced)]) as server:
         reply = policy(server).next(CONVERSATION, TOOL_SPECS)
     assert reply.tool_calls[0].name == "search"
@@ -133,3 +145,28 @@ def test_the_reply_tokens_setting_caps_each_turn(monkeypatch):
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         OpenAIPolicy.from_settings(load_settings(), model="fake-model", wait=FAST).next(CONVERSATION, [])
     assert server.requests[0]["max_tokens"] == 512
+
+
+def test_tool_results_can_travel_as_user_messages_for_templates_that_drop_tool_messages(monkeypatch):
+    from runbook.llm.config import load_settings
+
+    turns = CONVERSATION + [Message("tool", tool_result=ToolResult("call_b", "show", "state 3 text"))]
+    monkeypatch.setenv("RUNBOOK_TOOL_RESULTS", "user")
+    with FakeOpenAIServer([text("ok")]) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        OpenAIPolicy.from_settings(load_settings(), model="fake-model", wait=FAST).next(turns, TOOL_SPECS)
+    sent = server.requests[0]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+    assert sent[3] == {"role": "user", "content": "Output of search (call_a):\nt-1 state 2 @ ...\n\n"
+                                                  "Output of show (call_b):\nstate 3 text"}
+    with pytest.raises(ConfigError, match="tool_results must be one of tool, user"):
+        OpenAIPolicy("m", base_url=server.base_url, tool_results="system")
+
+
+def test_a_compatible_server_gets_empty_content_beside_tool_calls_instead_of_null():
+    turn = [Message("assistant", "", [ToolCall("call_a", "search", {"pattern": "x"})])]
+    assert to_openai(turn)[0]["content"] is None  # what OpenAI documents
+    assert to_openai(turn, null_content=False)[0]["content"] == ""  # llama-cpp-python's server refuses null
+    with FakeOpenAIServer([text("ok")]) as server:
+        policy(server).next([Message("system", "s"), Message("user", "q")] + turn, TOOL_SPECS)
+    assert server.requests[0]["messages"][2]["content"] == ""
