@@ -18,6 +18,7 @@ DEFAULT_MODEL = "gpt-4.1-mini"
 KEY_ENV = "OPENAI_API_KEY"
 TOOL_RESULT_ROLES = ("tool", "user")
 """How tool outputs are sent back: as `role: tool` messages (the protocol) or as user messages."""
+NO_ARGUMENTS = "the call has no arguments object"
 LOCAL_KEY = "not-needed"
 """Sent to a base_url server when no key is set: local servers ignore it, the SDK insists on one."""
 
@@ -83,9 +84,24 @@ class OpenAIPolicy:
             # OpenAI's default, said explicitly: llama-cpp-python's chatml-function-calling format leaves the
             # tools out of the prompt when tool_choice is missing
             request["tool_choice"] = "auto"
+        reply = self._complete(request, tools)
+        named = reply.tool_calls[0].name if len(reply.tool_calls) == 1 else None
+        if named and reply.tool_calls[0].error == NO_ARGUMENTS:
+            # the model named a tool and stopped (llama-cpp-python's "message" path does this): ask again with
+            # that tool chosen, which makes such servers write its arguments
+            forced = self._complete({**request, "tool_choice": {"type": "function", "function": {"name": named}}},
+                                    tools)
+            forced.usage = {key: forced.usage.get(key, 0) + reply.usage.get(key, 0)
+                            for key in set(forced.usage) | set(reply.usage)}
+            return forced
+        return reply
+
+    def _complete(self, request: dict[str, Any], tools: list[ToolSpec]) -> Message:
         try:
-            response = call_with_retries(lambda: self.client.chat.completions.create(**request, timeout=request_timeout(self.timeout, self.deadline)),
-                                         attempts=self.attempts, wait=self.wait, deadline=self.deadline)
+            response = call_with_retries(
+                lambda: self.client.chat.completions.create(**request,
+                                                            timeout=request_timeout(self.timeout, self.deadline)),
+                attempts=self.attempts, wait=self.wait, deadline=self.deadline)
         except Exception as exc:
             error = config_error(exc, provider="the OpenAI-compatible server" if self.base_url else "OpenAI",
                                  model=self.model, base_url=self.base_url, key_env=KEY_ENV)
@@ -206,7 +222,7 @@ def calls_from_text(text: str, tool_names: set[str]) -> list[ToolCall]:
         if isinstance(arguments, dict):
             calls.append(ToolCall(call_id, obj["name"], arguments))
         elif arguments is None:
-            calls.append(ToolCall(call_id, obj["name"], {}, error="the call has no arguments object"))
+            calls.append(ToolCall(call_id, obj["name"], {}, error=NO_ARGUMENTS))
     return calls
 
 

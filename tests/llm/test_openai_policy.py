@@ -170,3 +170,13 @@ def test_a_compatible_server_gets_empty_content_beside_tool_calls_instead_of_nul
     with FakeOpenAIServer([text("ok")]) as server:
         policy(server).next([Message("system", "s"), Message("user", "q")] + turn, TOOL_SPECS)
     assert server.requests[0]["messages"][2]["content"] == ""
+
+
+def test_a_tool_named_without_arguments_is_asked_for_again_with_that_tool_chosen():
+    with FakeOpenAIServer([text("functions.search:"), call("search", pattern="Bestsellers")]) as server:
+        reply = policy(server).next(CONVERSATION, TOOL_SPECS)
+    assert [(c.name, c.arguments, c.error) for c in reply.tool_calls] == [("search", {"pattern": "Bestsellers"}, None)]
+    assert [r["tool_choice"] for r in server.requests] == ["auto", {"type": "function", "function": {"name": "search"}}]
+    with FakeOpenAIServer([call("search", pattern="Bestsellers")]) as server:
+        single = policy(server).next(CONVERSATION, TOOL_SPECS)
+    assert reply.usage["output_tokens"] > single.usage["output_tokens"]  # both requests are counted
