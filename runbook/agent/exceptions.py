@@ -3,6 +3,7 @@
     AgentStop                 the loop ends; `reason` says why in one line
     ├── Finished              the policy called `finish` (carries the analysis and spans)
     ├── PolicyFailed          the policy could not produce a next step (the provider kept failing)
+    ├── Stuck                 the policy kept repeating a call it was told would not change
     └── LimitReached          a limit ran out before `finish`
         ├── StepLimit         too many policy steps
         ├── TimeLimit         too much wall time
@@ -41,6 +42,12 @@ class PolicyFailed(AgentStop):
     """The policy raised an error it could not retry its way out of."""
 
     kind = "policy_failed"
+
+
+class Stuck(AgentStop):
+    """Every call of several turns in a row was a repeat the loop refused to run (a weak model in a rut)."""
+
+    kind = "stuck"
 
 
 class LimitReached(AgentStop):

@@ -1,8 +1,8 @@
 """The agent loop: ask the policy for tool calls, run them in the sandbox, feed trimmed output back, until a stop.
 
 Stops are exceptions carrying their reason (runbook.agent.exceptions): `finish`, a step/time/token/cost limit, or a
-policy that keeps failing. Identical calls are counted: from the third one on the call is not run and the policy is
-told to change course. Output sent back to the policy is trimmed head-and-tail by tokens with the elided amount
+policy that keeps failing, or one that keeps repeating itself. Identical calls are counted: from the third one on
+the call is not run and the policy is told to change course; turns made only of such refused calls end the loop. Output sent back to the policy is trimmed head-and-tail by tokens with the elided amount
 stated; the transcript keeps it whole.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from ..budget import head_and_tail
 from ..errors import ConfigError
-from .exceptions import AgentStop, CostLimit, Finished, PolicyFailed, StepLimit, TimeLimit, TokenLimit
+from .exceptions import AgentStop, CostLimit, Finished, PolicyFailed, StepLimit, Stuck, TimeLimit, TokenLimit
 from .prompts import question_from
 from .tools import ToolBox
 from .transcript import TranscriptWriter
@@ -23,6 +23,9 @@ from .types import Message, Policy, Span, ToolCall, ToolResult
 
 NUDGE = ("Reply with a tool call. Use search, show, read or python to look at the memory; when you have the "
          "evidence, call finish(analysis, spans).")
+
+REFUSED_REPEAT = -2
+"""exit_code of a repeated call the loop refused to run (no real process exits with a negative code)."""
 
 
 @dataclass
@@ -43,6 +46,8 @@ class Limits:
     """Wall time of one tool call in the sandbox."""
     repeat_limit: int = 3
     """The n-th identical call is not run; the policy is told instead."""
+    stuck_turns: int = 3
+    """Turns in a row made only of refused repeats before the loop gives up on the policy."""
 
 
 @dataclass
@@ -87,6 +92,8 @@ class AgentLoop:
         self.steps = 0
         self.tokens: Counter[str] = Counter()
         self.calls: Counter[str] = Counter()
+        self.refused_turns = 0
+        """Turns in a row whose every call was a refused repeat."""
         self._t0 = 0.0
 
     def run(self, system: str, user: Message) -> AgentRun:
@@ -114,9 +121,15 @@ class AgentLoop:
         if not reply.tool_calls:
             messages.append(Message("user", NUDGE))
             self._record("nudge", text=NUDGE)
+        refused = 0
         for call in reply.tool_calls:
             result = self._run_call(call)
+            refused += result.exit_code == REFUSED_REPEAT
             messages.append(Message("tool", tool_result=result))
+        self.refused_turns = self.refused_turns + 1 if reply.tool_calls and refused == len(reply.tool_calls) else 0
+        if self.refused_turns >= self.limits.stuck_turns:
+            raise Stuck(f"stuck: {self.refused_turns} turns in a row repeated calls that were already made "
+                        f"{self.limits.repeat_limit - 1} times")
         self._check_tokens_and_cost()
 
     @property
@@ -151,7 +164,7 @@ class AgentLoop:
         if self.calls[key] >= self.limits.repeat_limit:
             message = (f"this exact {call.name} call was already made {self.calls[key] - 1} times and its output "
                        f"will not change: use the output you have, change the arguments, or call finish")
-            result = ToolResult(call.id, call.name, f"error: {message}", exit_code=2, error=message)
+            result = ToolResult(call.id, call.name, f"error: {message}", exit_code=REFUSED_REPEAT, error=message)
         else:
             try:
                 result = self.toolbox.run(call, timeout=max(1.0, self._seconds_left()))

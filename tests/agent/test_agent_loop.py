@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from runbook.agent.exceptions import CostLimit, Finished, PolicyFailed, StepLimit, TimeLimit, TokenLimit
+from runbook.agent.exceptions import CostLimit, Finished, PolicyFailed, StepLimit, Stuck, TimeLimit, TokenLimit
 from runbook.agent.loop import NUDGE, AgentLoop, Limits
 from runbook.agent.tools import ToolBox
 from runbook.agent.transcript import TranscriptWriter, read_transcript, render_replay
@@ -75,6 +75,20 @@ def test_the_third_identical_call_is_caught_and_the_policy_told(box):
     assert run.finished and len(box.calls) == 2  # the third was not run
     told = policy.seen[-1][-1].tool_result
     assert told.error.startswith("this exact search call was already made 2 times")
+
+
+def test_a_policy_that_keeps_repeating_a_refused_call_is_stopped_as_stuck(box):
+    script = [call("search", pattern="x")] * 2 + [call("search", pattern="x")] * 3 + [finish("never", [])]
+    run = run_loop(box, script, stuck_turns=3)
+    assert isinstance(run.stop, Stuck) and run.steps == 5 and len(box.calls) == 2
+    assert run.stop.reason.startswith("stuck: 3 turns in a row repeated calls")
+    assert run.seen  # what the two real searches showed is still returned
+
+
+def test_a_new_call_between_refused_repeats_resets_the_count(box):
+    script = [call("search", pattern="x")] * 4 + [call("search", pattern="y")] + [call("search", pattern="x")] * 2
+    run = run_loop(box, script + [finish("done", [])], stuck_turns=3)
+    assert run.finished
 
 
 def test_plain_text_gets_a_nudge(box):
