@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 from ..agent.types import Message, ToolCall, ToolSpec
 from ..errors import ConfigError
@@ -108,7 +108,7 @@ class OpenAIPolicy:
             if error is not None:
                 raise error from exc
             raise
-        return from_openai(response, {t.name for t in tools})
+        return from_openai(response, {t.name: t.parameters for t in tools})
 
 
 def to_openai(messages: list[Message], tool_results: str = "tool", *,
@@ -158,15 +158,15 @@ def _content(message: Message) -> str | list[dict[str, Any]]:
     return parts
 
 
-def from_openai(response: Any, tool_names: set[str]) -> Message:
+def from_openai(response: Any, tools: Mapping[str, dict[str, Any]] | Iterable[str]) -> Message:
     """An assistant Message from a chat completion; a tool call written as JSON in the text counts too."""
     if not response.choices:
         raise RuntimeError("the server returned no choices")
     message = response.choices[0].message
     text = (message.content or "").strip()
     calls = [_call(n, c) for n, c in enumerate(message.tool_calls or [])]
-    if not calls and tool_names:
-        calls = calls_from_text(text, tool_names)
+    if not calls and tools:
+        calls = calls_from_text(text, tools)
     usage = response.usage
     details = getattr(usage, "prompt_tokens_details", None) if usage else None
     return Message("assistant", text, calls,
@@ -191,11 +191,15 @@ def _call(n: int, raw: Any) -> ToolCall:
     return ToolCall(call_id, function.name, parsed)
 
 
-def calls_from_text(text: str, tool_names: set[str]) -> list[ToolCall]:
+def calls_from_text(text: str, tools: Mapping[str, dict[str, Any]] | Iterable[str]) -> list[ToolCall]:
     """Tool calls a small local model wrote as text ({"name": ..., "arguments": {...}}): fenced, tagged or bare.
 
-    Small models often write Python literals instead of JSON (r"..." strings, True, None); those are read too. A
-    block that names a tool but cannot be read becomes a call error, so the model is told what was wrong."""
+    `tools` names the tools, or maps each name to its JSON Schema. Small models also write OpenAI's nested form
+    ({"function": {"name": ..., "arguments": ...}}), Python literals instead of JSON (r"..." strings, True, None),
+    or only the arguments: an object whose keys fit exactly one tool's schema is a call of that tool. A block that
+    names a tool but cannot be read becomes a call error, so the model is told what was wrong."""
+    schemas = dict(tools) if isinstance(tools, Mapping) else {name: {} for name in tools}
+    tool_names = set(schemas)
     candidates = [m.group(1) or m.group(2) for m in _FENCED.finditer(text)]
     candidates += [json.dumps({"name": m.group(1)})[:-1] + ', "arguments": ' + (m.group(2) or "null") + "}"
                    for m in _FUNCTIONS_FORM.finditer(text)]
@@ -211,6 +215,11 @@ def calls_from_text(text: str, tool_names: set[str]) -> list[ToolCall]:
             if named and named.group(1) in tool_names:
                 calls.append(ToolCall(call_id, named.group(1), {}, error=f"the call is not valid JSON: {problem}"))
             continue
+        if isinstance(obj.get("function"), dict) and "name" not in obj:
+            obj = obj["function"]
+        if "name" not in obj:
+            fitting = _fitting_tool(obj, schemas)
+            obj = {"name": fitting, "arguments": obj} if fitting else obj
         if obj.get("name") not in tool_names:
             continue
         arguments = obj.get("arguments", obj.get("parameters", {}))
@@ -229,6 +238,14 @@ def calls_from_text(text: str, tool_names: set[str]) -> list[ToolCall]:
 _FUNCTIONS_FORM = re.compile(r"^functions\.(\w+):[ \t]*(?:\n(\{.*?\})[ \t]*(?=\nfunctions\.|\Z))?", re.S | re.M)
 """llama-cpp-python's chatml-function-calling form, `functions.NAME:` then the arguments on the next line."""
 _NAMED = re.compile(r"""["']name["']\s*:\s*["'](\w+)["']""")
+
+
+def _fitting_tool(arguments: dict[str, Any], schemas: dict[str, dict[str, Any]]) -> str | None:
+    """The one tool whose schema these keys fit (all its required keys, no unknown ones), if exactly one does."""
+    keys = set(arguments)
+    fitting = [name for name, schema in schemas.items()
+               if schema.get("required") and set(schema["required"]) <= keys <= set(schema.get("properties", {}))]
+    return fitting[0] if len(fitting) == 1 else None
 
 
 def _object_from_text(candidate: str) -> tuple[dict | None, str]:

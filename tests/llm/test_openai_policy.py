@@ -108,6 +108,13 @@ def test_tool_calls_written_as_text_are_understood():
     functions_form = 'functions.show:\n{"trajectory_id": "t-1", "states": "2"}\nfunctions.search:\n{"pattern": "x"}'
     assert [(c.name, c.arguments) for c in calls_from_text(functions_form, {"show", "search"})] == [
         ("show", {"trajectory_id": "t-1", "states": "2"}), ("search", {"pattern": "x"})]
+    nested = '```json\n{"function": {"name": "search", "arguments": {"pattern": "Cancel"}}}\n```'
+    assert [(c.name, c.arguments) for c in calls_from_text(nested, {"search"})] == [("search", {"pattern": "Cancel"})]
+    schemas = {t.name: t.parameters for t in TOOL_SPECS}
+    only_arguments = '```json\n{"analysis": "none found", "spans": []}\n```'
+    assert [(c.name, c.arguments) for c in calls_from_text(only_arguments, schemas)] == [
+        ("finish", {"analysis": "none found", "spans": []})]
+    assert calls_from_text('{"pattern": "x", "colour": "red"}', schemas) == []  # fits no tool: not a call
     (bare_name,) = calls_from_text("functions.search:", {"search"})
     assert bare_name.error == "the call has no arguments object"
     with FakeOpenAIServer([text(fenced)]) as server:

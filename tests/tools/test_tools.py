@@ -182,6 +182,9 @@ def test_search_no_match_and_bad_pattern(store_dir):
     assert none.returncode == 1 and none.stdout.strip() == "# 'zebra-crossing': no matches"
     bad = run_tool("search", "(unclosed", store=store_dir, check=False)
     assert bad.returncode == 2 and "ripgrep failed" in bad.stderr and "unclosed" in bad.stderr
+    escaped = run_tool("search", "Edit Product&#39;", store=store_dir)
+    assert escaped.stdout.startswith("# no matches for 'Edit Product&#39;'; it looks HTML-escaped, so its unescaped "
+                                     "form \"Edit Product'\" was searched\n# \"Edit Product'\": 3 matching lines")
     missing = run_tool("search", "x", "--store", str(store_dir / "nope"), store=store_dir, check=False)
     assert missing.returncode == 2 and "no runbook store" in missing.stderr
 
