@@ -232,7 +232,19 @@ def calls_from_text(text: str, tools: Mapping[str, dict[str, Any]] | Iterable[st
             calls.append(ToolCall(call_id, obj["name"], arguments))
         elif arguments is None:
             calls.append(ToolCall(call_id, obj["name"], {}, error=NO_ARGUMENTS))
-    return calls
+    return _distinct(calls)
+
+
+def _distinct(calls: list[ToolCall]) -> list[ToolCall]:
+    """The calls without repeats: a model that writes one call in two forms means it once."""
+    seen: set[str] = set()
+    out = []
+    for call in calls:
+        key = call.name + json.dumps(call.arguments, sort_keys=True, default=str) + (call.error or "")
+        if key not in seen:
+            seen.add(key)
+            out.append(call)
+    return out
 
 
 _FUNCTIONS_FORM = re.compile(r"^functions\.(\w+):[ \t]*(?:\n(\{.*?\})[ \t]*(?=\nfunctions\.|\Z))?", re.S | re.M)

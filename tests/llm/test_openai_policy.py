@@ -115,6 +115,9 @@ def test_tool_calls_written_as_text_are_understood():
     assert [(c.name, c.arguments) for c in calls_from_text(only_arguments, schemas)] == [
         ("finish", {"analysis": "none found", "spans": []})]
     assert calls_from_text('{"pattern": "x", "colour": "red"}', schemas) == []  # fits no tool: not a call
+    twice = only_arguments + '\n```json\n{"name": "finish", "arguments": "{\\"analysis\\": \\"none found\\", ' \
+                             '\\"spans\\": []}"}\n```'
+    assert len(calls_from_text(twice, schemas)) == 1  # one call written in two forms is one call
     (bare_name,) = calls_from_text("functions.search:", {"search"})
     assert bare_name.error == "the call has no arguments object"
     with FakeOpenAIServer([text(fenced)]) as server:
