@@ -150,6 +150,10 @@ class AgentLoop:
         except AgentStop:
             raise
         except Exception as exc:  # the policy already retried what can be retried: stop, keep the evidence
+            if self._seconds_left() <= 1.0:  # the request was cut off by the query's own deadline
+                raise TimeLimit(f"time limit reached: {time.monotonic() - self._t0:.1f} s of "
+                                f"{self.limits.max_seconds:g} s without finish (the last model request was cut "
+                                f"off: {type(exc).__name__})") from exc
             raise PolicyFailed(f"the {self.policy.name} policy failed: {type(exc).__name__}: {exc}") from exc
         self.steps += 1
         for key in ("input_tokens", "output_tokens", "cached_tokens"):

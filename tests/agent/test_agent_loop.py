@@ -91,6 +91,18 @@ def test_a_new_call_between_refused_repeats_resets_the_count(box):
     assert run.finished
 
 
+def test_a_model_request_cut_off_by_the_deadline_is_a_time_limit(box):
+    class SlowPolicy:
+        name, deadline = "slow", None
+
+        def next(self, messages, tools):
+            time.sleep(max(0.0, self.deadline - time.monotonic()))
+            raise TimeoutError("Request timed out.")
+
+    run = AgentLoop(SlowPolicy(), ToolBox(box), Limits(max_seconds=1.5)).run("system", Message("user", "Question: q"))
+    assert isinstance(run.stop, TimeLimit) and "the last model request was cut off: TimeoutError" in run.stop.reason
+
+
 def test_plain_text_gets_a_nudge(box):
     policy = ScriptedPolicy([text("let me think"), finish("done", [])])
     AgentLoop(policy, ToolBox(box)).run("system", Message("user", "Question: q"))
