@@ -75,10 +75,17 @@ def test_nothing_left_after_a_failed_query(backend, tiny_store, request):
     assert gone(backend, handle, engine)
 
 
+def interruptible() -> None:
+    """SIGINT as at a terminal: a test run started in the background (`cmd &`) inherits it ignored, and Python then
+    never raises KeyboardInterrupt, so Ctrl-C could not be tested."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_nothing_left_after_a_killed_query(backend, tiny_store, request, sig):
     engine = engine_for(backend, request)
     proc = subprocess.Popen([sys.executable, "-c", QUERY_SCRIPT, backend, str(tiny_store)], cwd=REPO,
+                            preexec_fn=interruptible,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
