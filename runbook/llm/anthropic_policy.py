@@ -5,15 +5,14 @@ from typing import Any
 
 from ..agent.types import Message, ToolCall, ToolSpec
 from ..errors import ConfigError
-from .shared import (DEFAULT_REPLY_TOKENS, WaitPolicy, call_with_retries, config_error, image_base64,
-                     reply_tokens_option, request_timeout)
+from .shared import DEFAULT_REPLY_TOKENS, ModelPolicy, WaitPolicy, image_base64
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 KEY_ENV = "ANTHROPIC_API_KEY"
 CACHE = {"type": "ephemeral"}
 
 
-class AnthropicPolicy:
+class AnthropicPolicy(ModelPolicy):
     """Asks an Anthropic model for the next tool calls.
 
     The system prompt carries a cache breakpoint, and so does the newest message (a breakpoint that moves with the
@@ -27,14 +26,9 @@ class AnthropicPolicy:
                  wait: WaitPolicy | None = None, client: Any = None):
         import anthropic
 
+        super().__init__(base_url=base_url, max_output_tokens=max_output_tokens, timeout=timeout, attempts=attempts,
+                         wait=wait)
         self.model = model or DEFAULT_MODEL
-        self.base_url = base_url
-        self.max_output_tokens = max_output_tokens
-        self.attempts = attempts
-        self.wait = wait
-        self.timeout = timeout
-        self.deadline: float | None = None
-        """time.monotonic() by which the query must end; the agent loop sets it before each turn."""
         if client is None and not api_key:
             raise ConfigError(f"the anthropic policy needs an API key: set {KEY_ENV} (or anthropic_api_key in the "
                               f"config file), or choose --policy offline")
@@ -45,7 +39,7 @@ class AnthropicPolicy:
     @classmethod
     def from_settings(cls, settings, *, model: str | None = None, **options: Any) -> "AnthropicPolicy":
         return cls(model or settings.model, api_key=settings.anthropic_api_key,
-                   base_url=settings.anthropic_base_url, **reply_tokens_option(settings, options))
+                   base_url=settings.anthropic_base_url, **cls.options_from(settings, options))
 
     def next(self, messages: list[Message], tools: list[ToolSpec]) -> Message:
         system, turns = to_anthropic(messages)
@@ -55,15 +49,7 @@ class AnthropicPolicy:
         if tools:
             request["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
                                 for t in tools]
-        try:
-            response = call_with_retries(lambda: self.client.messages.create(**request, timeout=request_timeout(self.timeout, self.deadline)),
-                                         attempts=self.attempts, wait=self.wait, deadline=self.deadline)
-        except Exception as exc:
-            error = config_error(exc, provider="Anthropic", model=self.model, base_url=self.base_url,
-                                 key_env=KEY_ENV)
-            if error is not None:
-                raise error from exc
-            raise
+        response = self.call_api(self.client.messages.create, request, provider="Anthropic", key_env=KEY_ENV)
         return from_anthropic(response)
 
 

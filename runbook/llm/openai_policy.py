@@ -11,8 +11,7 @@ from typing import Any, Iterable, Mapping
 
 from ..agent.types import Message, ToolCall, ToolSpec
 from ..errors import ConfigError
-from .shared import (DEFAULT_REPLY_TOKENS, WaitPolicy, call_with_retries, config_error, image_base64,
-                     reply_tokens_option, request_timeout)
+from .shared import DEFAULT_REPLY_TOKENS, ModelPolicy, WaitPolicy, call_with_retries, image_base64
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 KEY_ENV = "OPENAI_API_KEY"
@@ -27,10 +26,11 @@ _FENCED = re.compile(r"```(?:json|tool_call)?\s*(\{.*?\})\s*```"
 """A call in a ```json fence, or in <tool_call> tags (the Hermes / Qwen chat templates' form)."""
 
 
-class OpenAIPolicy:
+class OpenAIPolicy(ModelPolicy):
     """Asks an OpenAI(-compatible) chat model for the next tool calls."""
 
     name = "openai"
+    SETTING_OPTIONS = {**ModelPolicy.SETTING_OPTIONS, "tool_results": "tool_results"}
 
     def __init__(self, model: str | None = None, *, api_key: str | None = None, base_url: str | None = None,
                  max_output_tokens: int = DEFAULT_REPLY_TOKENS, timeout: float = 120.0, attempts: int = 5,
@@ -39,14 +39,9 @@ class OpenAIPolicy:
 
         if tool_results not in TOOL_RESULT_ROLES:
             raise ConfigError(f"tool_results must be one of {', '.join(TOOL_RESULT_ROLES)}, got {tool_results!r}")
+        super().__init__(base_url=base_url, max_output_tokens=max_output_tokens, timeout=timeout, attempts=attempts,
+                         wait=wait)
         self.tool_results = tool_results
-        self.base_url = base_url
-        self.max_output_tokens = max_output_tokens
-        self.attempts = attempts
-        self.wait = wait
-        self.timeout = timeout
-        self.deadline: float | None = None
-        """time.monotonic() by which the query must end; the agent loop sets it before each turn."""
         if client is None and not api_key and not base_url:
             raise ConfigError(f"the openai policy needs {KEY_ENV}, or OPENAI_BASE_URL for a compatible server "
                               f"(llama.cpp, vLLM, Ollama); or choose --policy offline")
@@ -68,10 +63,8 @@ class OpenAIPolicy:
 
     @classmethod
     def from_settings(cls, settings, *, model: str | None = None, **options: Any) -> "OpenAIPolicy":
-        if settings.get("tool_results") and "tool_results" not in options:
-            options = {**options, "tool_results": settings.get("tool_results")}
         return cls(model or settings.model, api_key=settings.openai_api_key, base_url=settings.openai_base_url,
-                   **reply_tokens_option(settings, options))
+                   **cls.options_from(settings, options))
 
     def next(self, messages: list[Message], tools: list[ToolSpec]) -> Message:
         messages_out = to_openai(messages, self.tool_results, null_content=not self.base_url)
@@ -97,17 +90,8 @@ class OpenAIPolicy:
         return reply
 
     def _complete(self, request: dict[str, Any], tools: list[ToolSpec]) -> Message:
-        try:
-            response = call_with_retries(
-                lambda: self.client.chat.completions.create(**request,
-                                                            timeout=request_timeout(self.timeout, self.deadline)),
-                attempts=self.attempts, wait=self.wait, deadline=self.deadline)
-        except Exception as exc:
-            error = config_error(exc, provider="the OpenAI-compatible server" if self.base_url else "OpenAI",
-                                 model=self.model, base_url=self.base_url, key_env=KEY_ENV)
-            if error is not None:
-                raise error from exc
-            raise
+        response = self.call_api(self.client.chat.completions.create, request, key_env=KEY_ENV,
+                                 provider="the OpenAI-compatible server" if self.base_url else "OpenAI")
         return from_openai(response, {t.name: t.parameters for t in tools})
 
 
@@ -201,7 +185,7 @@ def calls_from_text(text: str, tools: Mapping[str, dict[str, Any]] | Iterable[st
     schemas = dict(tools) if isinstance(tools, Mapping) else {name: {} for name in tools}
     tool_names = set(schemas)
     candidates = [m.group(1) or m.group(2) for m in _FENCED.finditer(text)]
-    candidates += [json.dumps({"name": m.group(1)})[:-1] + ', "arguments": ' + (m.group(2) or "null") + "}"
+    candidates += ['{"name": %s, "arguments": %s}' % (json.dumps(m.group(1)), m.group(2) or "null")
                    for m in _FUNCTIONS_FORM.finditer(text)]
     stripped = text.strip()
     if not candidates and stripped.startswith("{") and stripped.endswith("}"):

@@ -7,7 +7,7 @@ import mimetypes
 import random
 import time
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 import tenacity
 
@@ -61,11 +61,39 @@ class WaitPolicy:
         return min(self.cap, self.base * 2 ** (state.attempt_number - 1)) * (0.5 + random.random() / 2)
 
 
-def reply_tokens_option(settings, options: dict) -> dict:
-    """`options` with max_output_tokens taken from the `reply_tokens` setting unless given explicitly."""
-    if "max_output_tokens" not in options and settings.get("reply_tokens") is not None:
-        options = {**options, "max_output_tokens": int(settings.get("reply_tokens"))}
-    return options
+class ModelPolicy:
+    """What the model policies share: request limits, the query's deadline, and one guarded way to call the API."""
+
+    SETTING_OPTIONS: dict[str, str] = {"max_output_tokens": "reply_tokens"}
+    """Constructor option -> the setting it comes from when `from_settings` is not given it explicitly."""
+
+    def __init__(self, *, base_url: str | None, max_output_tokens: int, timeout: float, attempts: int,
+                 wait: WaitPolicy | None):
+        self.base_url = base_url
+        self.max_output_tokens = max_output_tokens
+        self.attempts = attempts
+        self.wait = wait
+        self.timeout = timeout
+        self.deadline: float | None = None
+        """time.monotonic() by which the query must end; the agent loop sets it before each turn."""
+
+    @classmethod
+    def options_from(cls, settings, options: dict[str, Any]) -> dict[str, Any]:
+        """`options` completed from the settings named in SETTING_OPTIONS (explicit options win)."""
+        taken = {option: settings.get(name) for option, name in cls.SETTING_OPTIONS.items()
+                 if option not in options and settings.get(name) is not None}
+        return {**taken, **options}
+
+    def call_api(self, create: Callable[..., T], request: dict[str, Any], *, provider: str, key_env: str) -> T:
+        """`create(**request)` with retries, bounded by the deadline; a bad key or model becomes a ConfigError."""
+        try:
+            return call_with_retries(lambda: create(**request, timeout=request_timeout(self.timeout, self.deadline)),
+                                     attempts=self.attempts, wait=self.wait, deadline=self.deadline)
+        except Exception as exc:
+            error = config_error(exc, provider=provider, model=self.model, base_url=self.base_url, key_env=key_env)
+            if error is not None:
+                raise error from exc
+            raise
 
 
 def request_timeout(default: float, deadline: float | None) -> float:
