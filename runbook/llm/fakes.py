@@ -7,7 +7,9 @@ the real SDK clients and the real loop without a network or a key.
 
 `FakeOpenAIServer` answers POST /v1/chat/completions and GET /v1/models; `FakeAnthropicServer` answers
 POST /v1/messages. Each request takes the next scripted Reply; `fail(429)` scripts an HTTP error instead.
-Every request body is kept in `server.requests` for assertions. `ScriptedPolicy` replays the same script with no
+Every request body is kept in `server.requests` for assertions. `respond=` (request body -> Reply) answers each
+request from what it asks instead of from a script: concurrent callers (a bench's reader and judge running several
+questions at once) get the reply that belongs to their request. `ScriptedPolicy` replays the same script with no
 HTTP at all.
 """
 from __future__ import annotations
@@ -18,7 +20,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from ..agent.types import Message, ToolCall, ToolSpec
 
@@ -89,9 +91,12 @@ class FakeServer:
 
     path = "/"
 
-    def __init__(self, script: Iterable[Reply], *, api_key: str | None = None, models: Iterable[str] | None = None,
-                 repeat_last: bool = False):
+    def __init__(self, script: Iterable[Reply] = (), *, api_key: str | None = None,
+                 models: Iterable[str] | None = None, repeat_last: bool = False,
+                 respond: Callable[[dict[str, Any]], Reply] | None = None):
         self.script = deque(script)
+        self.respond = respond
+        """When set, every request is answered by respond(request body); the script is not used."""
         self.api_key = api_key
         """When set, requests with another key get 401."""
         self.models = set(models) if models is not None else None
@@ -127,7 +132,9 @@ class FakeServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def next_reply(self) -> Reply | None:
+    def next_reply(self, request: dict[str, Any] | None = None) -> Reply | None:
+        if self.respond is not None:
+            return self.respond(request or {})
         with self._lock:
             if self.script:
                 self._last = self.script.popleft()
@@ -159,7 +166,7 @@ class FakeServer:
             return 401, self.error_body(401, "invalid api key"), {}
         if self.models is not None and request.get("model") not in self.models:
             return 404, self.error_body(404, f"model {request.get('model')!r} not found"), {}
-        reply = self.next_reply()
+        reply = self.next_reply(request)
         if reply is None:
             return 400, self.error_body(400, f"fake server: the script ran out after {n - 1} replies"), {}
         if reply.delay:

@@ -49,6 +49,10 @@ class ReaderAnswer:
     response: str
     answer: str
     usage: dict[str, int]
+    context_tokens: int = 0
+    """Tokens of the memory items the reader was shown (after the cut to `max_context_tokens`)."""
+    original_tokens: int = 0
+    """Tokens of the memory items before that cut."""
 
     @property
     def is_unknown(self) -> bool:
@@ -58,11 +62,13 @@ class ReaderAnswer:
 class Reader:
     """Answers questions from a Context with a chat model (any object with the Policy interface)."""
 
-    def __init__(self, model_client: Any, *, domain: str = "generic"):
+    def __init__(self, model_client: Any, *, domain: str = "generic", images: bool = True):
         if domain not in READER_PROMPTS:
             raise ConfigError(f"unknown reader domain {domain!r}; choose one of {', '.join(READER_PROMPTS)}")
         self.client = model_client
         self.domain = domain
+        self.images = images
+        """False for a text-only model: screenshots and the question's image are left out of the messages."""
 
     @classmethod
     def from_settings(cls, settings) -> "Reader":
@@ -72,26 +78,62 @@ class Reader:
         provider, model = settings.reader_provider, settings.reader_model
         if not provider or not model:
             raise ConfigError(HOW_TO_CONFIGURE.format(config_path=config_path()))
-        if provider == "anthropic":
-            from .anthropic_policy import AnthropicPolicy
-
-            client = AnthropicPolicy(model, api_key=settings.anthropic_api_key, base_url=settings.anthropic_base_url)
-        elif provider == "openai":
-            from .openai_policy import OpenAIPolicy
-
-            client = OpenAIPolicy(model, api_key=settings.openai_api_key,
-                                  base_url=settings.reader_base_url or settings.openai_base_url)
-        else:
-            raise ConfigError(f"unknown reader provider {provider!r}: set RUNBOOK_READER_PROVIDER to anthropic or "
-                              f"openai")
+        client = chat_model(provider, model, settings,
+                            base_url=settings.reader_base_url if provider == "openai" else None)
         return cls(client, domain=settings.get("reader_domain", "generic"))
 
-    def answer(self, context: Context, *, question: str | None = None, image: str | None = None) -> ReaderAnswer:
-        """The reader's answer to `question` (default: the context's own) given the context's items."""
-        messages = reader_messages(READER_PROMPTS[self.domain], question or context.question,
-                                   context.to_lme_items(), image)
-        reply = self.client.next(messages, [])
-        return ReaderAnswer(reply.text, extract_boxed(reply.text), reply.usage)
+    def answer(self, context: Context, *, question: str | None = None, image: str | None = None,
+               max_context_tokens: int | None = None, domain: str | None = None) -> ReaderAnswer:
+        """The reader's answer to `question` (default: the context's own) given the context's items.
+
+        With `max_context_tokens` the items are cut as LongMemEval-V2's harness cuts them: the longest prefix of
+        whole items within the cap. `domain` picks another of READER_PROMPTS for this one question.
+        """
+        items = context.to_lme_items()
+        if not self.images:
+            items, image = [item for item in items if item["type"] == "text"], None
+        original = lme_items_tokens(items)
+        if max_context_tokens is not None:
+            items = whole_items_within(items, max_context_tokens)
+        prompt = READER_PROMPTS.get(domain or self.domain, READER_PROMPTS[self.domain])
+        reply = self.client.next(reader_messages(prompt, question or context.question, items, image), [])
+        return ReaderAnswer(reply.text, extract_boxed(reply.text), reply.usage,
+                            context_tokens=lme_items_tokens(items), original_tokens=original)
+
+
+def chat_model(provider: str, model: str | None, settings, *, base_url: str | None = None,
+               max_output_tokens: int | None = None, timeout: float | None = None):
+    """A chat client (the Policy interface, used without tools) for `provider`, keys taken from `settings`."""
+    options = {k: v for k, v in {"max_output_tokens": max_output_tokens, "timeout": timeout}.items() if v}
+    if provider == "anthropic":
+        from .anthropic_policy import AnthropicPolicy
+
+        return AnthropicPolicy(model, api_key=settings.anthropic_api_key,
+                               base_url=base_url or settings.anthropic_base_url, **options)
+    if provider == "openai":
+        from .openai_policy import OpenAIPolicy
+
+        return OpenAIPolicy(model, api_key=settings.openai_api_key, base_url=base_url or settings.openai_base_url,
+                            **options)
+    raise ConfigError(f"unknown model provider {provider!r}: choose anthropic or openai")
+
+
+def lme_items_tokens(items: list[dict[str, str]]) -> int:
+    """Tokens of LongMemEval-V2 memory items: text counted with cl100k_base, an image at its stated cost."""
+    from ..budget import IMAGE_TOKENS, count_tokens
+
+    return sum(IMAGE_TOKENS if item["type"] == "image" else count_tokens(item["value"]) for item in items)
+
+
+def whole_items_within(items: list[dict[str, str]], max_tokens: int) -> list[dict[str, str]]:
+    """The longest prefix of whole items within `max_tokens` (the harness drops the tail, never cuts an item)."""
+    kept, spent = [], 0
+    for item in items:
+        spent += lme_items_tokens([item])
+        if spent > max_tokens:
+            break
+        kept.append(item)
+    return kept
 
 
 def reader_messages(system: str, question: str, items: list[dict[str, str]], image: str | None) -> list[Message]:

@@ -77,3 +77,37 @@ def test_a_configured_reader_uses_its_own_base_url(monkeypatch):
         monkeypatch.setenv("RUNBOOK_READER_BASE_URL", server.base_url)
         result = Reader.from_settings(load_settings()).answer(Context("q?", 100))
     assert result.answer == "42" and server.requests[0]["model"] == "reader-model"
+
+
+def test_the_context_is_cut_to_whole_items_as_the_harness_cuts_it():
+    from runbook.llm.reader import lme_items_tokens, whole_items_within
+
+    items = [EvidenceItem("t-1", f"state {i}: " + "word " * 60, state_index=i) for i in range(4)]
+    context = Context("q?", 10_000, items=items)
+    lme = context.to_lme_items()
+    one = lme_items_tokens(lme[:1])
+    assert whole_items_within(lme, 2 * one + 1) == lme[:2]
+    assert whole_items_within(lme, one - 1) == []
+    with FakeOpenAIServer([text("\\boxed{x}")]) as server:
+        result = Reader(OpenAIPolicy("r", base_url=server.base_url)).answer(context, max_context_tokens=2 * one + 1)
+    sent = [p["text"] for p in server.requests[0]["messages"][1]["content"]]
+    assert sent[1].startswith("[state] trajectory t-1, state 0") and sent[2].startswith("[state] trajectory t-1, "
+                                                                                        "state 1")
+    assert sent[3].startswith("\n\n### Question to answer:")
+    assert (result.original_tokens, result.context_tokens) == (lme_items_tokens(lme), lme_items_tokens(lme[:2]))
+
+
+def test_a_text_only_reader_is_sent_no_images(tmp_path):
+    shot = tmp_path / "s.png"
+    shot.write_bytes(PNG)
+    context = Context("q?", 1000, store_root=str(tmp_path),
+                      items=[EvidenceItem("t-1", "price", state_index=3, screenshot="s.png")])
+    with FakeOpenAIServer([text("\\boxed{x}")]) as server:
+        Reader(OpenAIPolicy("r", base_url=server.base_url), images=False).answer(context, image=str(shot))
+    assert [p["type"] for p in server.requests[0]["messages"][1]["content"]] == ["text", "text", "text"]
+
+
+def test_a_question_may_pick_another_benchmark_prompt():
+    with FakeOpenAIServer([text("\\boxed{x}")]) as server:
+        Reader(OpenAIPolicy("r", base_url=server.base_url)).answer(Context("q?", 100), domain="enterprise")
+    assert server.requests[0]["messages"][0]["content"] == READER_PROMPTS["enterprise"]
