@@ -2,9 +2,11 @@
 
     Memory.insert(trajectory)                                  add one trajectory to the store (and derived pools)
     Memory.query(question, *, budget, image=None) -> Context   evidence for a question, within `budget` tokens
+    Memory.concurrent_queries (optional, default False)        True when queries may run at once (bench --jobs)
 
 Implementations: `c` (coding agent in a sandbox, runbook.memory.coding_agent), `r` (knowledge pools,
-runbook.memory.retrieval), `bm25` (plain BM25 over single states, runbook.memory.baselines).
+runbook.memory.retrieval); baselines in runbook.memory.baselines: `bm25` (plain BM25 over single states), `full`
+(the whole trajectories, newest first, cut to the budget) and `none` (an empty context).
 """
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ METHODS = {
     "c": "runbook.memory.coding_agent:CodingAgentMemory",
     "r": "runbook.memory.retrieval:RetrievalMemory",
     "bm25": "runbook.memory.baselines:BM25StateMemory",
+    "full": "runbook.memory.baselines:FullTrajectoriesMemory",
+    "none": "runbook.memory.baselines:NoMemory",
 }
 
 
@@ -35,11 +39,16 @@ class Memory(Protocol):
         """Gather evidence for `question` and return it packed into `budget` tokens."""
 
 
-def get_memory(method: str, store, **options) -> Memory:
-    """The Memory implementation named `method` over `store`."""
+def memory_class(method: str) -> type:
+    """The class registered as `method`."""
     try:
         target = METHODS[method.lower()]
     except KeyError:
         raise ConfigError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}") from None
     module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)(store, **options)
+    return getattr(importlib.import_module(module), attr)
+
+
+def get_memory(method: str, store, **options) -> Memory:
+    """The Memory implementation named `method` over `store`."""
+    return memory_class(method)(store, **options)

@@ -1,4 +1,5 @@
-"""Reference baselines: plain BM25 over single states' text, the top states packed into the budget."""
+"""Reference baselines: no memory at all; the full trajectories, newest first, cut to the budget; and plain BM25
+over single states' text, the top states packed into the budget."""
 from __future__ import annotations
 
 import time
@@ -7,6 +8,59 @@ from ..budget import truncate_to_tokens
 from ..context import Context, EvidenceItem, pack
 from ..store import Store
 from ..trajectory.model import Trajectory
+
+
+class NoMemory:
+    """The empty context: what the reader knows without any memory (LongMemEval-V2's no_retrieval)."""
+
+    name = "none"
+
+    def __init__(self, store: Store, **_options):
+        self.store = store
+
+    def insert(self, trajectory: Trajectory) -> str:
+        with self.store.writer() as writer:
+            return writer.insert(trajectory).status
+
+    def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
+        start = time.perf_counter()
+        context = pack(question, budget, [], method=self.name, store_root=str(self.store.root))
+        context.latency_s = time.perf_counter() - start
+        return context
+
+
+class FullTrajectoriesMemory:
+    """The stored trajectories themselves, whole and newest first, until the budget is spent (the last one cut).
+
+    No selection at all: what a long-context reader sees when the history is simply truncated to its window.
+    """
+
+    name = "full"
+
+    def __init__(self, store: Store, **_options):
+        self.store = store
+
+    def insert(self, trajectory: Trajectory) -> str:
+        with self.store.writer() as writer:
+            return writer.insert(trajectory).status
+
+    def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
+        start = time.perf_counter()
+        newest_first = sorted(self.store.rows(), key=lambda row: row.seq, reverse=True)
+        # a generator: packing stops at the first trajectory that does not fit, so the rest are never read
+        items = (self._item(row) for row in newest_first)
+        context = pack(question, budget, items, method=self.name, store_root=str(self.store.root))
+        context.latency_s = time.perf_counter() - start
+        return context
+
+    def _item(self, row) -> EvidenceItem:
+        from ..store.layout import STATES_DIR, TRAJECTORIES_DIR
+
+        states = [self.store.layout.state_file(row.dir, i).read_text(encoding="utf-8") for i in range(row.n_states)]
+        return EvidenceItem(trajectory_id=row.id, state_index=0, end_state_index=row.n_states - 1,
+                            url=row.start_url, timestamp=row.first_ts, kind="span", goal=row.goal,
+                            label=row.outcome or "", path=f"{TRAJECTORIES_DIR}/{row.dir}/{STATES_DIR}",
+                            text="\n\n".join(states))
 
 
 class BM25StateMemory:
