@@ -40,6 +40,8 @@ class CodingAgentMemory:
     """Method C over one store. `policy` is a name (offline, anthropic, openai) or a ready Policy object."""
 
     name = "c"
+    concurrent_queries = True
+    """Queries may run at once: each has its own sandbox, policy and transcript."""
 
     def __init__(self, store: Store | str | os.PathLike, *, policy: str | Policy | None = None,
                  model: str | None = None, sandbox: str | None = None, max_steps: int | None = None,

@@ -1,0 +1,158 @@
+"""One store per distinct haystack, built once and reused: the folder is named by a hash of the haystack's content.
+
+The key covers each trajectory's bytes in haystack order (and the size of every screenshot it names), so the same
+trajectories in another place share a store, and a changed trajectory gets a new one. A store is built in a
+temporary folder (inserted in haystack order, with method R's pools) and renamed into place when complete, so a
+killed build is never reused. `bench.json` in the store records what the build inserted: the write-failure count
+the report shows comes from there and from checking each question's evidence states in the store.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+import orjson
+
+from .. import __version__
+from ..errors import StoreError
+from ..store import Store
+from ..store.layout import FORMAT_VERSION
+from .questions import Haystack, StateRef
+
+MANIFEST = "bench.json"
+
+
+@dataclass
+class HaystackStore:
+    """A ready store for one haystack and what building it did."""
+
+    store: Store
+    key: str
+    manifest: dict
+
+    @property
+    def write_failures(self) -> int:
+        """Trajectories of the haystack that did not make it into the store (0 by construction)."""
+        return int(self.manifest.get("expected", 0)) - int(self.manifest.get("stored", 0))
+
+    def missing_states(self, refs: list[StateRef]) -> list[StateRef]:
+        """The evidence states a question needs that the store does not hold."""
+        missing = []
+        for ref in refs:
+            row = self.store.row(ref.trajectory_id)
+            if row is None or not 0 <= ref.state_index < row.n_states:
+                missing.append(ref)
+        return missing
+
+
+def _records(source: Path) -> Iterator[tuple[str, bytes, dict]]:
+    """(trajectory id, its bytes, the parsed object) for each trajectory of a JSONL(.gz) or JSON-list file."""
+    opener = gzip.open if source.name.endswith(".gz") else open
+    with opener(source, "rb") as fh:
+        if source.name.endswith((".json", ".json.gz")):
+            for obj in orjson.loads(fh.read()):
+                yield str(obj.get("id")), orjson.dumps(obj, option=orjson.OPT_SORT_KEYS), obj
+            return
+        for line in fh:
+            if line.strip():
+                obj = orjson.loads(line)
+                yield str(obj.get("id")), line.strip(), obj
+
+
+def _screenshots(obj: dict) -> list[str]:
+    states = obj.get("states") or obj.get("content") or []
+    shots = [s.get("screenshot") or (s.get("observation") or {}).get("screenshot") for s in states
+             if isinstance(s, dict)]
+    return [s for s in shots if isinstance(s, str) and s]
+
+
+def haystack_trajectories(haystack: Haystack) -> list[tuple[str, bytes, dict]]:
+    """The haystack's trajectories in insertion order; an id the file lacks is an error naming it."""
+    records = list(_records(haystack.source))
+    if haystack.trajectory_ids is None:
+        return records
+    by_id = {r[0]: r for r in records}
+    missing = [t for t in haystack.trajectory_ids if t not in by_id]
+    if missing:
+        raise StoreError(f"haystack {haystack.name}: {len(missing)} trajectory id(s) are not in "
+                         f"{haystack.source}, e.g. {missing[:3]}")
+    return [by_id[t] for t in haystack.trajectory_ids]
+
+
+def haystack_key(records: list[tuple[str, bytes, dict]], base_dir: Path) -> str:
+    """The content hash naming the haystack's store."""
+    digest = hashlib.sha256(f"runbook-store-format-{FORMAT_VERSION}\n".encode())
+    for tid, raw, obj in records:
+        digest.update(tid.encode() + b"\0" + hashlib.sha256(raw).digest())
+        for shot in _screenshots(obj):
+            path = Path(shot) if os.path.isabs(shot) else base_dir / shot
+            digest.update(f"{shot}:{path.stat().st_size if path.exists() else -1}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+ProgressFn = Callable[[int, int], None]
+
+
+def prepare_store(haystack: Haystack, stores_dir: Path, *, progress: ProgressFn | None = None,
+                  rebuild: bool = False, workers: int | None = None) -> HaystackStore:
+    """The store of `haystack` under `stores_dir`, built now if no finished one has its key."""
+    records = haystack_trajectories(haystack)
+    key = haystack_key(records, haystack.base_dir)
+    final = stores_dir / key
+    if final.exists() and (final / MANIFEST).exists() and not rebuild:
+        return HaystackStore(Store(final), key, json.loads((final / MANIFEST).read_text()))
+    if final.exists():
+        shutil.rmtree(final)
+    stores_dir.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=stores_dir))
+    try:
+        manifest = _build(building, haystack, records, progress, workers)
+        (building / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+        os.replace(building, final)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    return HaystackStore(Store(final), key, manifest)
+
+
+def _build(folder: Path, haystack: Haystack, records, progress: ProgressFn | None, workers: int | None) -> dict:
+    from ..ingest import insert_paths
+    from ..retrieval import insert_listener
+
+    start = time.perf_counter()
+    store = Store(folder, create=True)
+    source = haystack.source
+    if haystack.trajectory_ids is not None:
+        source = _write_subset(folder.parent / f"{folder.name}.jsonl", records, haystack.base_dir)
+    try:
+        report = insert_paths(store, [source], skip_invalid=True, progress=progress, workers=workers,
+                              listeners=[insert_listener(store)])
+    finally:
+        if source != haystack.source:
+            source.unlink(missing_ok=True)
+    return {"haystack": haystack.name, "source": str(haystack.source), "expected": len(records),
+            "stored": len(store), "inserted": report.inserted, "unchanged": report.unchanged,
+            "refused": report.refused, "invalid": [str(e) for e in report.invalid],
+            "states": report.states, "tokens": report.tokens, "seconds": round(time.perf_counter() - start, 2),
+            "runbook": __version__, "built": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+
+def _write_subset(path: Path, records, base_dir: Path) -> Path:
+    """The haystack's trajectories as one JSONL file, screenshot paths made absolute (the file is elsewhere)."""
+    with open(path, "wb") as out:
+        for _tid, _raw, obj in records:
+            for state in obj.get("states") or obj.get("content") or []:
+                holder = state.get("observation") if "observation" in state else state
+                shot = holder.get("screenshot") if isinstance(holder, dict) else None
+                if isinstance(shot, str) and shot and not os.path.isabs(shot):
+                    holder["screenshot"] = str(base_dir / shot)
+            out.write(orjson.dumps(obj) + b"\n")
+    return path

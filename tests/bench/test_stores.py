@@ -1,0 +1,58 @@
+"""One store per distinct haystack: keyed by content, built once in haystack order, reused, never half-built."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from runbook.bench.questions import Haystack, StateRef, load_question_set
+from runbook.bench.stores import MANIFEST, prepare_store
+from runbook.errors import StoreError
+
+
+def test_a_haystack_store_is_built_once_and_reused(generated_set, tmp_path):
+    haystack = load_question_set(generated_set).haystacks[0]
+    first = prepare_store(haystack, tmp_path / "stores", workers=1)
+    assert [row.id for row in first.store.rows()] == ["t-cancel", "t-old-price", "t-new-price", "t-filters"]
+    assert first.write_failures == 0 and first.manifest["stored"] == 4
+    assert (first.store.root / "pools").is_dir()  # method R's pools are built with it
+    built = (first.store.root / MANIFEST).stat().st_mtime_ns
+    again = prepare_store(haystack, tmp_path / "stores", workers=1)
+    assert again.key == first.key and (again.store.root / MANIFEST).stat().st_mtime_ns == built
+
+
+def test_the_key_follows_content_not_place(generated_set, tmp_path):
+    copy = tmp_path / "elsewhere"
+    shutil.copytree(generated_set.parent, copy)
+    stores = tmp_path / "stores"
+    a = prepare_store(load_question_set(generated_set).haystacks[0], stores, workers=1)
+    b = prepare_store(load_question_set(copy).haystacks[0], stores, workers=1)
+    assert a.key == b.key
+    trajectories = copy / "trajectories.jsonl"
+    trajectories.write_text(trajectories.read_text().replace("$32.88", "$35.00"))
+    c = prepare_store(load_question_set(copy).haystacks[0], stores, workers=1)
+    assert c.key != a.key and sorted(p.name for p in stores.iterdir()) == sorted([a.key, c.key])
+
+
+def test_a_subset_haystack_is_inserted_in_its_order(lme_root, tmp_path):
+    subset = load_question_set(lme_root).haystacks[1]
+    ready = prepare_store(subset, tmp_path / "stores", workers=1)
+    assert [row.id for row in ready.store.rows()] == ["t-filters", "t-cancel"]
+    assert ready.missing_states([StateRef("t-cancel", 2), StateRef("t-cancel", 3), StateRef("t-new-price", 0)]) \
+        == [StateRef("t-cancel", 3), StateRef("t-new-price", 0)]
+    assert not list((tmp_path / "stores").glob("*.jsonl"))  # the subset file is gone
+
+
+def test_an_unknown_trajectory_id_is_named(lme_root, tmp_path):
+    haystack = Haystack(lme_root / "trajectories.jsonl", ("t-cancel", "t-missing"), name="small-x")
+    with pytest.raises(StoreError, match="t-missing"):
+        prepare_store(haystack, tmp_path / "stores", workers=1)
+
+
+def test_a_build_left_half_done_is_not_reused(generated_set, tmp_path):
+    stores = tmp_path / "stores"
+    haystack = load_question_set(generated_set).haystacks[0]
+    ready = prepare_store(haystack, stores, workers=1)
+    (ready.store.root / MANIFEST).unlink()  # as if killed before the build finished
+    again = prepare_store(haystack, stores, workers=1)
+    assert (again.store.root / MANIFEST).exists() and len(again.store) == 4
