@@ -1,0 +1,151 @@
+"""`runbook bench report RUN...`: runs side by side (a table), the Pareto chart and CSV, and LAFS.
+
+The score of a run is the reader's accuracy (`overall_full_set`, LongMemEval-V2's headline) when every run given
+was reader-scored, otherwise the reader-free share of answerable questions whose answer phrases reached the
+context (`--score` picks explicitly). LAFS integrates that score over latency budgets; it is the leaderboard's
+number only for reader accuracy on LongMemEval-V2 itself.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from .lafs import OperatingPoint, frontier, lafs, lafs_gain
+from .run_folder import METRICS
+
+SCORES = {
+    "accuracy": ("reader accuracy", lambda m: m.get("overall", {}).get("overall_full_set")),
+    "phrases": ("answer phrases in context", lambda m: m.get("reader_free", {}).get("answer_phrases")),
+    "evidence": ("evidence states cited", lambda m: m.get("reader_free", {}).get("evidence")),
+}
+
+
+@dataclass
+class RunSummary:
+    """One run's figures, read from its aggregated_metrics.json."""
+
+    label: str
+    folder: Path
+    metrics: dict[str, Any]
+
+    def value(self, score: str) -> float | None:
+        return SCORES[score][1](self.metrics)
+
+    def row(self) -> dict[str, Any]:
+        m = self.metrics
+        rf, diag, lat = m.get("reader_free", {}), m.get("diagnostics", {}), m.get("memory_query", {})
+        return {"run": self.metrics.get("name", self.folder.name), "questions": m.get("count"),
+                "accuracy": m.get("overall", {}).get("overall_full_set"), "answer_phrases": rf.get("answer_phrases"),
+                "evidence": rf.get("evidence"), "evidence_share": rf.get("evidence_share"),
+                "stale_led": rf.get("stale_led"), "premise_flagged": rf.get("premise_flagged"),
+                "p50_s": lat.get("p50_seconds"), "p95_s": lat.get("p95_seconds"),
+                "avg_tokens": m.get("memory_context", {}).get("avg_final_tokens"),
+                "read_failures": diag.get("read_failures"), "utilization_failures": diag.get("utilization_failures"),
+                "staleness_failures": diag.get("staleness_failures"),
+                "write_failures": diag.get("write_failures", 0) + diag.get("store_write_failures", 0),
+                "tool_calls_avg": m.get("memory_cost", {}).get("tool_calls_avg"), "errors": m.get("errors")}
+
+
+@dataclass
+class Report:
+    runs: list[RunSummary]
+    score: str
+    points: list[OperatingPoint] = field(default_factory=list)
+
+    @property
+    def score_name(self) -> str:
+        return SCORES[self.score][0]
+
+    @property
+    def lafs(self) -> float:
+        return lafs(self.points)
+
+    @property
+    def lafs_gain(self) -> float:
+        return lafs_gain(self.points)
+
+    def frontier_names(self) -> set[str]:
+        return {p.name for p in frontier(self.points)}
+
+
+def find_runs(paths: list[str | Path]) -> list[RunSummary]:
+    """Runs named directly, or found (sorted) under the folders given."""
+    runs = []
+    for path in map(Path, paths):
+        found = [path / METRICS] if (path / METRICS).exists() else sorted(path.rglob(METRICS))
+        if not found:
+            raise ConfigError(f"{path}: no {METRICS} here or below; run `runbook bench run CONFIG` first")
+        for file in found:
+            metrics = json.loads(file.read_text())
+            if metrics.get("count"):
+                runs.append(RunSummary(metrics.get("label") or file.parent.name, file.parent, metrics))
+    return runs
+
+
+def build_report(paths: list[str | Path], score: str = "auto") -> Report:
+    runs = find_runs(paths)
+    if not runs:
+        raise ConfigError("the runs given hold no answered questions yet")
+    if score == "auto":
+        score = "accuracy" if all(r.value("accuracy") is not None for r in runs) else "phrases"
+    if score not in SCORES:
+        raise ConfigError(f"unknown score {score!r}: choose auto, {', '.join(SCORES)}")
+    points = [OperatingPoint(r.label, 100.0 * (r.value(score) or 0.0),
+                             max(r.metrics["memory_query"]["avg_seconds"] or 0.0, 1e-6)) for r in runs]
+    return Report(runs, score, points)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
+
+
+def table(report: Report):
+    """The terminal table (a rich Table): one row per run, best score first.
+
+    Failures are counted in questions: READ (evidence never reached the context), UTIL (it did, the reader was
+    still wrong), STALE (an older value came first), WRITE (an evidence state missing from the store).
+    """
+    from rich.table import Table
+
+    t = Table(title=f"score = {report.score_name} (%); failures: READ/UTIL/STALE/WRITE questions",
+              title_justify="left")
+    for name in ("run", "n", "score", "acc", "phrases", "evid", "stale", "premise", "avg lat", "p95", "tokens",
+                 "R/U/S/W", "front"):
+        t.add_column(name, justify="left" if name == "run" else "right", no_wrap=True)
+    on_front = report.frontier_names()
+    for run, point in sorted(zip(report.runs, report.points), key=lambda rp: -rp[1].accuracy):
+        row = run.row()
+        failures = "/".join("-" if row[k] is None else str(row[k]) for k in
+                            ("read_failures", "utilization_failures", "staleness_failures", "write_failures"))
+        t.add_row(run.label, str(row["questions"]), f"{point.accuracy:.1f}", _pct(row["accuracy"]),
+                  _pct(row["answer_phrases"]), _pct(row["evidence"]), _pct(row["stale_led"]),
+                  _pct(row["premise_flagged"]), _seconds(run.metrics["memory_query"]["avg_seconds"]),
+                  _seconds(row["p95_s"]), "-" if row["avg_tokens"] is None else f"{row['avg_tokens']:.0f}",
+                  failures, "*" if point.name in on_front else "")
+    return t
+
+
+def write_outputs(report: Report, out_dir: Path, *, chart: bool = True, tier: str = "small") -> dict[str, Path]:
+    """pareto.csv (always) and pareto.png (when `chart`) in `out_dir`."""
+    from .pareto import draw_chart, write_csv
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = {"csv": write_csv(out_dir / "pareto.csv", report.points, [r.row() for r in report.runs], tier)}
+    if chart:
+        questions = max(r.metrics.get("count") or 0 for r in report.runs)
+        title = (f"{report.score_name} vs average query latency - {len(report.runs)} runs, up to {questions} "
+                 f"questions; LAFS {report.lafs:.1f}")
+        note = ("Runs: " + report.score_name + " on their own question sets. Grey: LongMemEval-V2 " + tier
+                + " published reader accuracy (other questions), shown for reference only.")
+        files["png"] = draw_chart(out_dir / "pareto.png", report.points, score_name=report.score_name,
+                                  title=title, tier=tier, note=note)
+    return files

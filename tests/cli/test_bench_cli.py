@@ -1,0 +1,56 @@
+"""`runbook bench run` and `runbook bench report` through the real CLI, on a set `runbook generate` wrote."""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from runbook.cli import main
+from runbook.generate import write_dataset
+
+CONFIG = """
+name = "gen"
+questions = ["{questions}"]
+budgets = ["2k"]
+
+[[methods]]
+label = "R"
+method = "r"
+
+[[methods]]
+label = "no memory"
+method = "none"
+"""
+
+
+def test_a_generated_set_runs_through_the_bench_unchanged(tmp_path, clean_env):
+    write_dataset(tmp_path / "gen", seed=3, n=12, screenshots=False)
+    config = tmp_path / "eval" / "gen.toml"
+    config.parent.mkdir()
+    config.write_text(CONFIG.format(questions=tmp_path / "gen"))
+    result = CliRunner().invoke(main, ["bench", "run", str(config), "--limit", "12"])
+    assert result.exit_code == 0, result.output
+    assert "R 2k" in result.output and "no memory 2k" in result.output
+    run = tmp_path / "eval" / "runs" / "gen" / "r-2k"
+    metrics = json.loads((run / "aggregated_metrics.json").read_text())
+    assert metrics["count"] == 12 and metrics["errors"] == 0 and metrics["diagnostics"]["write_failures"] == 0
+    assert metrics["overall"]["overall_full_set"] is None  # no reader in this config
+    assert metrics["reader_free"]["answer_phrases"] > 0
+
+    report = CliRunner().invoke(main, ["bench", "report", str(run.parent), "--out", str(tmp_path / "chart")])
+    assert report.exit_code == 0, report.output
+    assert "LAFS (answer phrases in context" in report.output
+    assert (tmp_path / "chart" / "pareto.png").stat().st_size > 0
+    assert (tmp_path / "chart" / "pareto.csv").read_text().count("\n") == 1 + 2 + 4  # header, 2 runs, 4 published
+
+
+def test_report_of_nothing_says_how_to_get_runs(tmp_path):
+    result = CliRunner().invoke(main, ["bench", "report", str(tmp_path)])
+    assert result.exit_code == 1 and "runbook bench run CONFIG" in result.output
+
+
+def test_a_bad_config_names_the_key(tmp_path):
+    config = tmp_path / "bad.toml"
+    config.write_text('questions = ["q.jsonl"]\nmethods = [{method = "nope"}]\n')
+    result = CliRunner().invoke(main, ["bench", "run", str(config)])
+    assert result.exit_code == 1 and "unknown method 'nope'" in result.output
