@@ -1,6 +1,7 @@
 """A tiny shop admin written by the tests in each question-set layout: real trajectories, real questions."""
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 from pathlib import Path
@@ -8,6 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import make_trajectory
+
+PNG_BYTES = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmM"
+                             "IQAAAABJRU5ErkJggg==")
+"""A real 1x1 PNG."""
 
 ORDERS = ["RootWebArea 'Orders'\n\t[736] button 'Cancel'\n\t[737] button 'Hold'",
           "RootWebArea 'Orders'\n\tdialog ''\n\t\tStaticText 'Are you sure you want to cancel this order?'\n"
@@ -81,7 +86,7 @@ def lme_root(tmp_path) -> Path:
     root = tmp_path / "lme"
     (root / "haystacks").mkdir(parents=True)
     (root / "screenshots").mkdir()
-    (root / "screenshots" / "q.png").write_bytes(b"png")
+    (root / "screenshots" / "q.png").write_bytes(PNG_BYTES)
     _jsonl(root / "trajectories.jsonl", trajectories())
     rows = [{k: v for k, v in q.items() if k not in ("answer_phrases", "evidence", "stale_evidence")}
             | {"domain": "web", "image": None} for q in questions()]

@@ -1,0 +1,155 @@
+"""The LongMemEval-V2 adapter without the harness: a stand-in base class with the harness's signatures, and a
+stand-in harness checkout that the launcher runs in a subprocess exactly as the README says."""
+from __future__ import annotations
+
+import abc
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from runbook.bench.integrations.lme_v2 import MEMORY_TYPE, memory_class
+from tests.bench.conftest import PNG_BYTES, trajectories
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+class StandInMemory(abc.ABC):
+    """The harness's base class, reduced to what a memory sees: its constructor and two abstract calls."""
+
+    memory_type: str = ""
+
+    def __init__(self, memory_params: dict[str, object]) -> None:
+        self.memory_params = dict(memory_params)
+
+    @abc.abstractmethod
+    def insert(self, trajectory: dict[str, object]) -> None: ...
+
+    @abc.abstractmethod
+    def query(self, query: str, query_image: str | None = None) -> list[dict[str, str]]: ...
+
+
+def content_form(obj: dict) -> dict:
+    """The same trajectory in the harness's content + metadata form."""
+    return {"id": obj["id"], "outcome": obj["outcome"], "metadata": {"original_goal": obj["goal"]},
+            "content": [{"url": s["url"], "action": s["action"], "thoughts": s["thought"],
+                         "observation": {"text": s["accessibility_tree"], "screenshot": s.get("screenshot")}}
+                        for s in obj["states"]]}
+
+
+def test_the_memory_subclasses_the_harness_base_and_registers(tmp_path):
+    registry = {}
+    cls = memory_class(StandInMemory, lambda c: registry.setdefault(c.memory_type, c))
+    assert registry == {MEMORY_TYPE: cls} and issubclass(cls, StandInMemory)
+    (tmp_path / "screenshots" / "t-cancel").mkdir(parents=True)
+    (tmp_path / "screenshots" / "t-cancel" / "1.png").write_bytes(PNG_BYTES)
+    memory = cls({"method": "r", "budget": "2k", "screenshot_root": str(tmp_path), "store_dir": str(tmp_path / "s")})
+    assert memory.memory_params["method"] == "r"
+    cancel, *others = trajectories()
+    cancel["states"][1]["screenshot"] = "screenshots/t-cancel/1.png"
+    memory.insert(cancel)
+    for other in others:
+        memory.insert(content_form(other))
+    items = memory.query("What does the dialog ask before an order is canceled?")
+    assert items and all(set(i) == {"type", "value"} and i["type"] in ("text", "image") for i in items)
+    assert items[0]["value"].startswith("Analysis:")
+    text = "\n".join(i["value"] for i in items if i["type"] == "text")
+    assert "Are you sure you want to cancel this order?" in text
+    images = [i["value"] for i in items if i["type"] == "image"]
+    assert all(Path(p).is_file() for p in images)
+
+
+def test_any_registered_method_can_stand_behind_it(tmp_path):
+    memory = memory_class(StandInMemory)({"method": "none", "store_dir": str(tmp_path)})
+    memory.insert(trajectories()[0])
+    assert memory.query("anything?") == []
+
+
+STAND_IN_HARNESS = {
+    "memory_modules/__init__.py": "",
+    "memory_modules/memory.py": '''
+        import abc
+        MEMORY_TYPES = {}
+        class Memory(abc.ABC):
+            memory_type = ""
+            def __init__(self, memory_params):
+                self.memory_params = dict(memory_params)
+            @abc.abstractmethod
+            def insert(self, trajectory): ...
+            @abc.abstractmethod
+            def query(self, query, query_image=None): ...
+        def register_memory(cls):
+            MEMORY_TYPES[cls.memory_type] = cls
+            return cls
+        def build_memory(config):
+            return MEMORY_TYPES[config["memory_type"]](config["memory_params"])
+    ''',
+    "data/__init__.py": "",
+    "data/public_data.py": '''
+        import json
+        def materialize_runtime_questions(*, data_root, domain, question_ids, limit, output_path):
+            rows = [json.loads(l) for l in (data_root / "questions.jsonl").read_text().splitlines()]
+            rows = [r for r in rows if r["domain"] == domain][:limit]
+            output_path.write_text(json.dumps(rows))
+            return rows
+        def materialize_runtime_haystack(*, data_root, tier, selected_questions, output_path):
+            mapping = json.loads((data_root / "haystacks" / f"lme_v2_{tier}.json").read_text())
+            output_path.write_text(json.dumps({q["id"]: mapping[q["id"]] for q in selected_questions}))
+    ''',
+    "evaluation/__init__.py": "",
+    "evaluation/harness.py": '''
+        import argparse, json, time
+        from pathlib import Path
+        from memory_modules.memory import build_memory
+        def main():
+            p = argparse.ArgumentParser()
+            for name in ("--domain", "--questions-path", "--haystack-path", "--trajectories-path",
+                         "--memory-config-path", "--output-dir", "--model", "--memory-context-max-tokens"):
+                p.add_argument(name)
+            a = p.parse_args()
+            config = json.loads(Path(a.memory_config_path).read_text())
+            trajectories = {t["id"]: t for t in map(json.loads, Path(a.trajectories_path).read_text().splitlines())}
+            haystacks = json.loads(Path(a.haystack_path).read_text())
+            out = Path(a.output_dir)
+            with open(out / "per_question.jsonl", "w") as fh:
+                for q in json.loads(Path(a.questions_path).read_text()):
+                    memory = build_memory(config)
+                    for tid in haystacks[q["id"]]:
+                        memory.insert(trajectories[tid])
+                    started = time.perf_counter()
+                    context = memory.query(q["question"], query_image=None)
+                    fh.write(json.dumps({"question_id": q["id"], "memory_context": context, "model": a.model,
+                                         "memory_query_duration_seconds": time.perf_counter() - started}) + "\\n")
+    ''',
+}
+
+
+def test_the_launcher_runs_runbook_inside_the_harness(lme_root, tmp_path):
+    harness = tmp_path / "LongMemEval-V2"
+    for name, body in STAND_IN_HARNESS.items():
+        (harness / name).parent.mkdir(parents=True, exist_ok=True)
+        (harness / name).write_text(textwrap.dedent(body))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "runbook.bench.integrations.lme_v2", "--data-root", str(lme_root),
+               "--domain", "web", "--tier", "small", "--output-dir", str(tmp_path / "out"), "--limit", "2",
+               "--params", json.dumps({"method": "r", "budget": "2k"}), "--",
+               "--model", "Qwen/Qwen3.5-9B", "--memory-context-max-tokens", "8000"]
+    done = subprocess.run(command, cwd=harness, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    config = json.loads((tmp_path / "out" / "runtime_inputs" / "memory_config.json").read_text())
+    assert config == {"memory_type": "runbook", "memory_params": {"screenshot_root": str(lme_root.resolve()),
+                                                                  "method": "r", "budget": "2k"}}
+    rows = [json.loads(line) for line in (tmp_path / "out" / "per_question.jsonl").read_text().splitlines()]
+    assert [r["question_id"] for r in rows] == ["q-static", "q-dynamic"] and rows[0]["model"] == "Qwen/Qwen3.5-9B"
+    assert "Are you sure" in json.dumps(rows[0]["memory_context"]) and "$32.88" in json.dumps(rows[1]["memory_context"])
+
+
+@pytest.mark.parametrize("bad", [{"id": "x"}, {"id": "x", "states": []}])
+def test_a_bad_trajectory_is_named(tmp_path, bad):
+    memory = memory_class(StandInMemory)({"method": "none", "store_dir": str(tmp_path)})
+    with pytest.raises(RuntimeError, match="trajectory 'x'"):
+        memory.insert(bad)
