@@ -1,5 +1,6 @@
 """One run's folder: `config.json`, `per_question.jsonl` (appended as questions finish, so a killed run resumes
-where it stopped) and `aggregated_metrics.json` (written when the run's questions are done).
+where it stopped; a later record of a question replaces an earlier one) and `aggregated_metrics.json` (written when
+the run's questions are done).
 """
 from __future__ import annotations
 
@@ -70,7 +71,9 @@ class RunFolder:
                               f"it over, or give the method another label")
 
     def done(self, question_id: str) -> bool:
-        return question_id in self.records
+        """Answered without an error: a question whose query failed runs again when the run resumes."""
+        record = self.records.get(question_id)
+        return record is not None and not record.get("error")
 
     def append(self, record: dict) -> None:
         with self._lock:

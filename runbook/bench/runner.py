@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..context import Context
-from ..errors import ConfigError
+from ..errors import ConfigError, SandboxError
 from ..memory import get_memory, memory_class
 from .config import BenchConfig, RunPoint
 from .evidence import diagnose, score_context
@@ -98,8 +98,7 @@ def run_bench(config: BenchConfig, options: RunOptions | None = None,
     for haystack in dict.fromkeys(q.haystack for q in questions):
         asked = [q for q in questions if q.haystack == haystack]
         pending = [p for p in points if any(not runs[p.slug].done(q.id) for q in asked)]
-        if not pending:
-            continue
+        # prepared even when every run is done: the write-failure count comes from the store's build
         progress.note(f"store for {haystack.name or haystack.source.name}")
         ready = prepare_store(haystack, config.stores_dir, rebuild=options.rebuild_stores,
                               workers=options.insert_workers)
@@ -166,8 +165,8 @@ def answer_question(question: Question, memory, budget: int, ready: HaystackStor
             started = time.perf_counter()
             context = memory.query(question.question, budget=budget, image=question.image)
             latency = time.perf_counter() - started
-    except ConfigError:
-        raise
+    except (ConfigError, SandboxError):
+        raise  # a missing key, model, engine or image: every question would fail the same way
     except Exception as exc:  # one failed query is a failed question, not a failed run
         record.update(memory_query_duration_seconds=time.perf_counter() - started, memory_context=[],
                       error=f"{type(exc).__name__}: {exc}", score=0.0 if grader else None, score_bool=False,

@@ -113,6 +113,7 @@ def prepare_store(haystack: Haystack, stores_dir: Path, *, progress: ProgressFn 
         shutil.rmtree(final)
     stores_dir.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=stores_dir))
+    building.chmod(0o755)  # mkdtemp's 0700 would lock out the sandbox's own user (uid 1000) from the store
     try:
         manifest = _build(building, haystack, records, progress, workers)
         (building / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")

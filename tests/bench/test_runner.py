@@ -135,3 +135,19 @@ def test_jobs_run_questions_at_once_and_a_failed_query_is_recorded(lme_root, tmp
     assert re.match(r"OSError: disk went away", failed["error"]) and failed["memory_context"] == []
     assert len({r["haystack"] for r in records}) == 2  # the gotcha question has a haystack of its own
     assert len(list((tmp_path / "stores").iterdir())) == 2
+    monkeypatch.setattr(FullTrajectoriesMemory, "query", real_query)  # the disk is back: resume retries it
+    metrics = run_bench(config, RunOptions(insert_workers=1))[0].metrics
+    assert metrics["count"] == 4 and metrics["errors"] == 0
+
+
+def test_a_sandbox_error_stops_the_run(dev_set, tmp_path, clean_env, monkeypatch):
+    from runbook.errors import SandboxError
+    from runbook.memory.baselines import NoMemory
+
+    def no_engine(self, question, *, budget, image=None):
+        raise SandboxError("no Docker engine answers")
+
+    monkeypatch.setattr(NoMemory, "query", no_engine)
+    with pytest.raises(SandboxError, match="no Docker engine"):
+        run_bench(make_config(tmp_path, [dev_set], [{"method": "none"}]), RunOptions(insert_workers=1))
+    assert not (tmp_path / "runs/t/none-2k/per_question.jsonl").exists()

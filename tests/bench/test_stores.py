@@ -16,6 +16,7 @@ def test_a_haystack_store_is_built_once_and_reused(generated_set, tmp_path):
     assert [row.id for row in first.store.rows()] == ["t-cancel", "t-old-price", "t-new-price", "t-filters"]
     assert first.write_failures == 0 and first.manifest["stored"] == 4
     assert (first.store.root / "pools").is_dir()  # method R's pools are built with it
+    assert first.store.root.stat().st_mode & 0o777 == 0o755  # the sandbox user (uid 1000) reads it
     built = (first.store.root / MANIFEST).stat().st_mtime_ns
     again = prepare_store(haystack, tmp_path / "stores", workers=1)
     assert again.key == first.key and (again.store.root / MANIFEST).stat().st_mtime_ns == built
