@@ -88,8 +88,8 @@ def build_grader(reader: ReaderSpec, judge: ModelSpec | None, settings=None) -> 
     base_url = reader.base_url or (settings.reader_base_url if provider == "openai" else None)
     model = reader.model or settings.reader_model
     if not provider or not (model or base_url):
-        raise ConfigError(HOW_TO_CONFIGURE.format(config_path=config_path()).replace("`runbook answer`",
-                                                                                     "A reader-scored bench"))
+        raise ConfigError(HOW_TO_CONFIGURE.format(config_path=config_path()).replace(
+            "`runbook answer`", "A reader-scored bench") + "\nOr run it with --no-reader for reader-free scores.")
     reader_client = chat_model(provider, model, settings, base_url=base_url,
                                max_output_tokens=reader.max_output_tokens, timeout=reader.timeout)
     judge_spec = judge or ModelSpec(provider, model, base_url, reader.max_output_tokens, reader.timeout)
