@@ -29,7 +29,7 @@ class Grade:
     memory_context_token_count: int = 0
     judge_label: int | None = None
     judge_reason: str = ""
-    error: str = ""
+    grade_error: str = ""
     """Why the answer could not be graded (the reader or the judge failed); it then scores 0."""
 
     @property
@@ -57,7 +57,7 @@ class Grader:
         except ConfigError:
             raise  # a bad key or model name: every question would fail the same way
         except Exception as exc:  # a timeout or a server error after retries: this question scores 0
-            return Grade("", "", False, 0.0, error=f"reader: {type(exc).__name__}: {exc}")
+            return Grade("", "", False, 0.0, grade_error=f"reader: {type(exc).__name__}: {exc}")
         grade = Grade(answer.response, answer.answer, is_unknown(answer.answer), 0.0, dict(answer.usage or {}),
                       answer.original_tokens, answer.context_tokens)
         if grade.is_unknown or not answer.response.strip():
@@ -72,7 +72,7 @@ class Grader:
         except ConfigError:
             raise
         except Exception as exc:
-            grade.error = f"judge: {type(exc).__name__}: {exc}"
+            grade.grade_error = f"judge: {type(exc).__name__}: {exc}"
             return grade
         grade.judge_label, grade.judge_reason, grade.score = verdict.label, verdict.reason, float(verdict.label)
         return grade

@@ -119,5 +119,6 @@ def aggregate(records: list[dict], *, store_write_failures: int = 0) -> dict[str
         "diagnostics": _diagnostics(records, store_write_failures),
         "memory_cost": _memory_cost(records),
         "errors": sum(1 for r in records if r.get("error")),
+        "grade_errors": sum(1 for r in records if r.get("grade_error")),
         "completed_at_utc": datetime.now(timezone.utc).isoformat(),
     }

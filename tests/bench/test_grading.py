@@ -47,8 +47,8 @@ def test_a_failing_reader_or_judge_scores_zero_and_says_why(clean_env):
         grader.reader.client.attempts = grader.judge.client.attempts = 2
         broken_reader = grader.grade(question(), CONTEXT)
         broken_judge = grader.grade(question("llm_gotchas_checker", "x"), CONTEXT)
-    assert broken_reader.score == 0.0 and broken_reader.error.startswith("reader: ")
-    assert broken_judge.score == 0.0 and "no label 0 or 1" in broken_judge.error
+    assert broken_reader.score == 0.0 and broken_reader.grade_error.startswith("reader: ")
+    assert broken_judge.score == 0.0 and "no label 0 or 1" in broken_judge.grade_error
 
 
 def test_without_a_reader_the_error_says_how_to_get_one(clean_env):
