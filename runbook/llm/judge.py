@@ -14,6 +14,7 @@ from typing import Any
 
 from ..agent.types import Message
 from ..errors import RunbookError
+from .reader import unescape_html
 
 ABSTENTION_SYSTEM = (
     "You are a strict grader for flawed-premise (abstention) questions. Judge whether a model answer correctly "
@@ -110,5 +111,6 @@ class Judge:
             raise JudgeError(f"no judge for {kind!r}: known are {', '.join(JUDGES)}")
         reply = self.client.next(judge_messages(kind, question=question, reference=reference, response=response,
                                                 final_answer=final_answer), [])
-        label, reason = parse_verdict(reply.text)
-        return Verdict(label, reason, reply.text, dict(reply.usage or {}))
+        raw = unescape_html(reply.text)
+        label, reason = parse_verdict(raw)
+        return Verdict(label, reason, raw, dict(reply.usage or {}))

@@ -7,6 +7,7 @@ what the benchmark's reader would give: system prompt, then one user message `##
 """
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,7 +98,8 @@ class Reader:
             items = whole_items_within(items, max_context_tokens)
         prompt = READER_PROMPTS.get(domain or self.domain, READER_PROMPTS[self.domain])
         reply = self.client.next(reader_messages(prompt, question or context.question, items, image), [])
-        return ReaderAnswer(reply.text, extract_boxed(reply.text), reply.usage,
+        response = unescape_html(reply.text)
+        return ReaderAnswer(response, extract_boxed(response), reply.usage,
                             context_tokens=lme_items_tokens(items), original_tokens=original)
 
 
@@ -143,6 +145,12 @@ def reader_messages(system: str, question: str, items: list[dict[str, str]], ima
     if image:
         parts.append({"type": "image", "value": image})
     return [Message("system", system), Message("user", intro, parts=parts)]
+
+
+def unescape_html(text: str) -> str:
+    """`&gt;` back to `>`: llama-cpp-python's chatml-function-calling template HTML-escapes the prompt, and a model
+    copies the entities into its answer, where they would break phrase matching (`Sales &gt; Orders`)."""
+    return html.unescape(text) if "&" in text else text
 
 
 def extract_boxed(text: str) -> str:

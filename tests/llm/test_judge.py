@@ -64,3 +64,13 @@ def test_unknown_judge_kind():
         with pytest.raises(JudgeError):
             Judge(OpenAIPolicy("m", base_url=server.base_url)).grade("no_such", question="q", reference="r",
                                                                       response="a", final_answer="a")
+
+
+def test_a_server_that_html_escapes_is_understood():
+    # llama-cpp-python's chatml-function-calling escapes the prompt, and small models copy the entities;
+    # this reply was also cut off before its closing brace
+    escaped = '{&#34;label&#34;: 0, &#34;reason&#34;: &#34;misses the filters&#34;'
+    with FakeOpenAIServer([text(escaped)]) as server:
+        verdict = Judge(OpenAIPolicy("m", base_url=server.base_url)).grade(
+            "llm_gotchas_checker", question="q", reference="r", response="a", final_answer="a")
+    assert verdict.label == 0 and verdict.raw.startswith('{"label": 0')

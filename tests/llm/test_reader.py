@@ -111,3 +111,9 @@ def test_a_question_may_pick_another_benchmark_prompt():
     with FakeOpenAIServer([text("\\boxed{x}")]) as server:
         Reader(OpenAIPolicy("r", base_url=server.base_url)).answer(Context("q?", 100), domain="enterprise")
     assert server.requests[0]["messages"][0]["content"] == READER_PROMPTS["enterprise"]
+
+
+def test_html_entities_from_the_server_are_undone():
+    with FakeOpenAIServer([text("Open Sales &gt; Orders: \\boxed{Sales &gt; Orders &amp; View}")]) as server:
+        result = Reader(OpenAIPolicy("r", base_url=server.base_url)).answer(Context("q?", 100))
+    assert result.answer == "Sales > Orders & View" and result.response.startswith("Open Sales > Orders")
