@@ -32,7 +32,9 @@ def bench() -> None:
 @click.option("--fresh", is_flag=True, help="Start the selected runs over instead of resuming them.")
 @click.option("--no-reader", is_flag=True, help="Skip the config's reader: reader-free scores only.")
 @click.option("--rebuild-stores", is_flag=True, help="Build the haystack stores again even when one exists.")
-def run(config, jobs, limit, only, question_files, fresh, no_reader, rebuild_stores):
+@click.option("--workers", type=click.IntRange(1), default=None,
+              help="Processes that stage trajectories when a store is built (default: 2, as for insert).")
+def run(config, jobs, limit, only, question_files, fresh, no_reader, rebuild_stores, workers):
     """Run the bench CONFIG (TOML): every method at every budget over the question sets.
 
     Each (method, budget) writes eval/runs/<name>/<method>-<budget>/: config.json, per_question.jsonl (one
@@ -57,7 +59,7 @@ def run(config, jobs, limit, only, question_files, fresh, no_reader, rebuild_sto
 
     cfg = load_config(config)
     options = RunOptions(jobs=jobs, limit=limit, only=list(only), questions=[Path(q) for q in question_files],
-                         fresh=fresh, reader=not no_reader, rebuild_stores=rebuild_stores)
+                         fresh=fresh, reader=not no_reader, rebuild_stores=rebuild_stores, insert_workers=workers)
     console = Console(stderr=True)
     with _RichProgress(console) as progress:
         results = run_bench(cfg, options, progress)

@@ -28,7 +28,7 @@ def test_a_generated_set_runs_through_the_bench_unchanged(tmp_path, clean_env):
     config = tmp_path / "eval" / "gen.toml"
     config.parent.mkdir()
     config.write_text(CONFIG.format(questions=tmp_path / "gen"))
-    result = CliRunner().invoke(main, ["bench", "run", str(config), "--limit", "12"])
+    result = CliRunner().invoke(main, ["bench", "run", str(config), "--limit", "12", "--workers", "1"])
     assert result.exit_code == 0, result.output
     assert "R 2k" in result.output and "no memory 2k" in result.output
     run = tmp_path / "eval" / "runs" / "gen" / "r-2k"
