@@ -31,10 +31,12 @@ def bench() -> None:
               help="A question file (or LongMemEval-V2 data root) that replaces the config's; repeatable.")
 @click.option("--fresh", is_flag=True, help="Start the selected runs over instead of resuming them.")
 @click.option("--no-reader", is_flag=True, help="Skip the config's reader: reader-free scores only.")
+@click.option("--memory-context-max-tokens", "max_context", type=click.IntRange(1), default=None,
+              help="Cut each context to this many tokens before the reader, as the harness does (whole items).")
 @click.option("--rebuild-stores", is_flag=True, help="Build the haystack stores again even when one exists.")
 @click.option("--workers", type=click.IntRange(1), default=None,
               help="Processes that stage trajectories when a store is built (default: 2, as for insert).")
-def run(config, jobs, limit, only, question_files, fresh, no_reader, rebuild_stores, workers):
+def run(config, jobs, limit, only, question_files, fresh, no_reader, max_context, rebuild_stores, workers):
     """Run the bench CONFIG (TOML): every method at every budget over the question sets.
 
     Each (method, budget) writes eval/runs/<name>/<method>-<budget>/: config.json, per_question.jsonl (one
@@ -58,6 +60,8 @@ def run(config, jobs, limit, only, question_files, fresh, no_reader, rebuild_sto
     from ..bench.runner import RunOptions, run_bench
 
     cfg = load_config(config)
+    if max_context and cfg.reader:
+        cfg.reader.memory_context_max_tokens = max_context
     options = RunOptions(jobs=jobs, limit=limit, only=list(only), questions=[Path(q) for q in question_files],
                          fresh=fresh, reader=not no_reader, rebuild_stores=rebuild_stores, insert_workers=workers)
     console = Console(stderr=True)

@@ -54,3 +54,23 @@ def test_a_bad_config_names_the_key(tmp_path):
     config.write_text('questions = ["q.jsonl"]\nmethods = [{method = "nope"}]\n')
     result = CliRunner().invoke(main, ["bench", "run", str(config)])
     assert result.exit_code == 1 and "unknown method 'nope'" in result.output
+
+
+def test_the_progress_bars_draw_on_a_terminal(tmp_path, clean_env):
+    import io
+
+    from rich.console import Console
+
+    from runbook.bench.config import load_config
+    from runbook.bench.runner import RunOptions, run_bench
+    from runbook.cli.bench import _RichProgress
+
+    write_dataset(tmp_path / "gen", seed=3, n=12, screenshots=False)
+    config = tmp_path / "gen.toml"
+    config.write_text(CONFIG.format(questions=tmp_path / "gen"))
+    screen = io.StringIO()
+    with _RichProgress(Console(file=screen, force_terminal=True, width=100)) as progress:
+        run_bench(load_config(config), RunOptions(limit=3, insert_workers=1), progress)
+        bars = {task.description: (task.completed, task.total) for task in progress.bar.tasks}
+    assert bars == {"R 2k": (3, 3), "no memory 2k": (3, 3)}
+    assert "store for gen" in screen.getvalue()
