@@ -92,7 +92,9 @@ def _diagnostics(records: list[dict], store_write_failures: int) -> dict[str, An
 def _memory_cost(records: list[dict]) -> dict[str, Any]:
     costs = [r.get("memory") or {} for r in records]
     calls = [c.get("tool_calls") for c in costs if c.get("tool_calls") is not None]
-    tokens = [sum((c.get("model_tokens") or {}).values()) for c in costs if c.get("model_tokens")]
+    # input + output only: cached-token counts are part of the input already
+    tokens = [sum((c.get("model_tokens") or {}).get(k, 0) for k in ("input_tokens", "output_tokens"))
+              for c in costs if c.get("model_tokens")]
     dollars = [c.get("cost") for c in costs if c.get("cost") is not None]
     return {"tool_calls_total": sum(calls) if calls else None, "tool_calls_avg": mean(calls),
             "model_tokens_total": sum(tokens) if tokens else None,
