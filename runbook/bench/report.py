@@ -14,7 +14,8 @@ from typing import Any
 
 from ..errors import ConfigError
 from .lafs import OperatingPoint, frontier, lafs, lafs_gain
-from .run_folder import METRICS
+from .metrics import aggregate
+from .run_folder import CONFIG, METRICS, read_records
 
 SCORES = {
     "accuracy": ("reader accuracy", lambda m: m.get("overall", {}).get("overall_full_set")),
@@ -72,17 +73,33 @@ class Report:
 
 
 def find_runs(paths: list[str | Path]) -> list[RunSummary]:
-    """Runs named directly, or found (sorted) under the folders given."""
+    """Runs named directly, or found (sorted) under the folders given. A run still going (no
+    aggregated_metrics.json yet) is aggregated from the records it has, and its label says so."""
     runs = []
     for path in map(Path, paths):
-        found = [path / METRICS] if (path / METRICS).exists() else sorted(path.rglob(METRICS))
+        found = [path / CONFIG] if (path / CONFIG).exists() else sorted(path.rglob(CONFIG))
         if not found:
-            raise ConfigError(f"{path}: no {METRICS} here or below; run `runbook bench run CONFIG` first")
+            raise ConfigError(f"{path}: no run here or below ({CONFIG}); run `runbook bench run CONFIG` first")
         for file in found:
-            metrics = json.loads(file.read_text())
-            if metrics.get("count"):
-                runs.append(RunSummary(metrics.get("label") or file.parent.name, file.parent, metrics))
+            summary = _summary(file.parent)
+            if summary is not None:
+                runs.append(summary)
     return runs
+
+
+def _summary(folder: Path) -> RunSummary | None:
+    if (folder / METRICS).exists():
+        metrics = json.loads((folder / METRICS).read_text())
+        label = metrics.get("label") or folder.name
+    else:
+        records = read_records(folder)
+        if not records:
+            return None
+        config = json.loads((folder / CONFIG).read_text())
+        metrics = {**aggregate(list({r["question_id"]: r for r in records}.values())), "name": config.get("name"),
+                   "count": len({r["question_id"] for r in records})}
+        label = f"{config.get('label') or folder.name} (running)"
+    return RunSummary(label, folder, metrics) if metrics.get("count") else None
 
 
 def build_report(paths: list[str | Path], score: str = "auto") -> Report:

@@ -14,6 +14,7 @@ from runbook.errors import ConfigError
 
 def write_run(folder, label, *, latency, phrases, accuracy=None, count=10):
     folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"label": label}))
     metrics = {"name": f"t/{folder.name}", "label": label, "count": count, "budget": 8000, "method": "x",
                "overall": {"overall_full_set": accuracy}, "memory_query": {"avg_seconds": latency,
                                                                           "p50_seconds": latency,
@@ -79,3 +80,18 @@ def test_without_matplotlib_the_chart_says_how_to_get_it(runs, tmp_path, monkeyp
     with pytest.raises(ConfigError, match=r"pip install 'runbook\[bench\]'"):
         write_outputs(build_report([runs]), tmp_path / "out")
     assert (tmp_path / "out" / "pareto.csv").exists()  # the CSV needs nothing more
+
+
+def test_a_run_still_going_is_read_from_its_records(runs):
+    from runbook.bench.metrics import aggregate
+
+    going = runs / "bm25-8k"
+    going.mkdir()
+    (going / "config.json").write_text(json.dumps({"name": "t/bm25-8k", "label": "BM25 8k"}))
+    records = [{"question_id": f"q{i}", "question_type": "static-environment", "category": "static",
+                "is_abstention_problem": False, "memory_query_duration_seconds": 0.05,
+                "reader_free": {"answer_phrases": i == 0}} for i in range(2)]
+    (going / "per_question.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    report = build_report([runs])
+    point = next(p for p in report.points if p.name == "BM25 8k (running)")
+    assert point.accuracy == 50.0 and point.latency == aggregate(records)["memory_query"]["avg_seconds"]
