@@ -64,7 +64,7 @@ class Grader:
             return grade
         spec = parse_eval_spec(question.eval_function)
         if not spec.judged:
-            grade.score = float(score_rule(spec, answer.response, question.answer))
+            grade.score = float(score_rule(spec, answer.response, question.answer, question.answer_phrases))
             return grade
         try:
             verdict = self.judge.grade(spec.name, question=question.question, reference=question.answer,

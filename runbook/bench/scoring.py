@@ -168,9 +168,15 @@ def is_unknown(answer: str) -> bool:
     return answer.strip().lower() == UNKNOWN.lower()
 
 
-def score_rule(spec: EvalSpec | str, response: str, gold: str) -> bool:
+PHRASE_SEPARATOR = "\x1f"
+"""Joins given gold phrases into one gold string that splits back into exactly those phrases."""
+
+
+def score_rule(spec: EvalSpec | str, response: str, gold: str, phrases: list[str] | None = None) -> bool:
     """A rule-scored answer: the reader's full `response`, its last \\boxed{} compared with `gold`.
 
+    `phrases`, when a question set lists its gold phrases apart from a descriptive answer (this project's dev sets:
+    `answer` "70 records", `answer_phrases` ["70"]), are the phrases the norm_phrase rules look for, each whole.
     UNKNOWN scores 0; a judged spec is refused here (runbook.llm.judge scores those).
     """
     spec = parse_eval_spec(spec) if isinstance(spec, str) else spec
@@ -179,4 +185,7 @@ def score_rule(spec: EvalSpec | str, response: str, gold: str) -> bool:
     answer = extract_boxed(response)
     if is_unknown(answer):
         return False
-    return bool(RULES[spec.name](answer, gold, **spec.options))
+    options = dict(spec.options)
+    if phrases and spec.name.startswith("norm_phrase_set_match"):
+        gold, options["separators"] = PHRASE_SEPARATOR.join(phrases), [PHRASE_SEPARATOR]
+    return bool(RULES[spec.name](answer, gold, **options))

@@ -90,3 +90,16 @@ def test_unknown_scores_zero_whatever_the_rule_says():
 def test_judged_functions_are_not_rules():
     with pytest.raises(ConfigError):
         score_rule("llm_abstention_checker", "\\boxed{no}", "x")
+
+
+def test_listed_gold_phrases_replace_a_descriptive_answer():
+    # the dev sets describe the answer ("70 records ...") and list the phrases a right answer contains
+    reply = "The grid says \\boxed{70 records found}"
+    described = "70 records (as 'records found' shows), checked twice"
+    assert not score_rule("norm_phrase_set_match|separators=,;", reply, described)
+    assert score_rule("norm_phrase_set_match|separators=,;", reply, described, ["70"])
+    # each listed phrase is kept whole, even with a separator inside it
+    assert not score_rule("norm_phrase_set_match|separators=,;", "\\boxed{$440.64}", "x", ["$440.64, Complete"])
+    assert score_rule("norm_phrase_set_match_ordered", "\\boxed{Catalog then Products}", "x", ["catalog", "products"])
+    assert not score_rule("norm_phrase_set_match_ordered", "\\boxed{Products then Catalog}", "x",
+                          ["catalog", "products"])
