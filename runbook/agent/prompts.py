@@ -81,10 +81,10 @@ def system_prompt() -> str:
 def rbk_guide() -> str:
     """The examples from the `rbk` module's docstring: the sandbox's Python helpers, as their author wrote them."""
     try:
-        from ..sandbox.sources import tools_dir
+        from ..sandbox.sources import programs_dir
 
-        doc = ast.get_docstring(ast.parse((tools_dir() / "rbk.py").read_text(encoding="utf-8"))) or ""
-    except Exception:  # a checkout without tools/ still gets a working prompt
+        doc = ast.get_docstring(ast.parse((programs_dir() / "rbk.py").read_text(encoding="utf-8"))) or ""
+    except Exception:  # an installation missing its programs still gets a working prompt
         return RBK_FALLBACK
     lines = doc.splitlines()
     start = next((n for n, line in enumerate(lines) if line.strip().startswith("Examples")), None)

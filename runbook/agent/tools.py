@@ -233,7 +233,7 @@ _SEARCH_OPTIONS = {"field": "--field", "trajectory": "--trajectory", "site": "--
 
 
 def search_argv(args: dict[str, Any]) -> list[str]:
-    """`search [flags] [--option value]... -- PATTERN` (the program in tools/)."""
+    """`search [flags] [--option value]... -- PATTERN` (runbook/sandbox/programs)."""
     argv = ["search"]
     argv += [flag for key, flag in _SEARCH_FLAGS.items() if args.get(key)]
     for key, option in _SEARCH_OPTIONS.items():
@@ -247,7 +247,7 @@ _SHOW_OPTIONS = {"grep": "--grep", "context": "--context", "lines": "--lines", "
 
 
 def show_argv(args: dict[str, Any]) -> list[str]:
-    """`show [flags] [--option value]... -- ID [STATES]` (the program in tools/)."""
+    """`show [flags] [--option value]... -- ID [STATES]` (runbook/sandbox/programs)."""
     argv = ["show"]
     argv += [flag for key, flag in _SHOW_FLAGS.items() if args.get(key)]
     for key, option in _SHOW_OPTIONS.items():

@@ -33,9 +33,9 @@ def sandbox() -> None:
 @sandbox.command()
 @click.option("--method", type=click.Choice(["auto", "dockerfile", "offline"]), default="auto", show_default=True,
               help="dockerfile pulls python:3.11-slim-bookworm; offline builds from Debian packages (debootstrap).")
-@click.option("--force", is_flag=True, help="Rebuild even if the image for the current tools/ exists.")
+@click.option("--force", is_flag=True, help="Rebuild even if the image for the current programs exists.")
 def build(method: str, force: bool) -> None:
-    """Build the sandbox image for the current tools/ and sandbox_image/ (skipped when up to date).
+    """Build the sandbox image for the current sandbox programs and Dockerfile (skipped when up to date).
 
     Tries the Dockerfile on a pulled Python image first and falls back to an offline build from Debian packages;
     prints which way it took.

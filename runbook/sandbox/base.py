@@ -13,7 +13,7 @@ STORE_MOUNT = "/store"
 SCRATCH_MOUNT = "/scratch"
 """The one writable folder a query's tool calls share (the working directory of every call)."""
 TOOLS_MOUNT = "/opt/runbook/tools"
-"""The repo's tools/ folder inside the sandbox: on PATH and on PYTHONPATH."""
+"""Where the sandbox programs (runbook/sandbox/programs) appear inside the sandbox: on PATH and PYTHONPATH."""
 
 
 @dataclass(frozen=True)

@@ -53,14 +53,14 @@ class BwrapSandbox(SandboxBase):
         self._as_root = os.geteuid() == 0
 
     def _start(self) -> None:
-        from .sources import tools_dir
+        from .sources import programs_dir
         bwrap = bwrap_path()
         if not bwrap:
             raise SandboxError("bubblewrap is not installed: apt-get install -y bubblewrap (or use the docker backend)")
         if not Path("/usr/bin/python3").exists():
             raise SandboxError("the bwrap sandbox runs the host's /usr/bin/python3, which is missing: "
                                "apt-get install -y python3")
-        self.tools_path = self.tools_path or tools_dir()
+        self.tools_path = self.tools_path or programs_dir()
         self.scratch = Path(tempfile.mkdtemp(prefix="runbook-scratch-"))
         if self._as_root:
             os.chown(self.scratch, SANDBOX_UID, SANDBOX_UID)

@@ -43,7 +43,7 @@ class DockerSandbox(SandboxBase):
         self.image = self.image or ensure_image(self._engine)
         try:
             self.container = self._run_container(client)
-        except docker.errors.ImageNotFound:  # a concurrent rebuild for newer tools/ removed it: build and retry
+        except docker.errors.ImageNotFound:  # a concurrent rebuild for newer programs removed it: build and retry
             self.image = ensure_image(self._engine)
             self.container = self._run_container(client)
         self._check_store_readable()

@@ -27,9 +27,9 @@ class LocalSandbox(SandboxBase):
         self.scratch: Path | None = None
 
     def _start(self) -> None:
-        from .sources import tools_dir
+        from .sources import programs_dir
         logging.getLogger(__name__).warning(WARNING)
-        self.tools_path = self.tools_path or tools_dir()
+        self.tools_path = self.tools_path or programs_dir()
         self.scratch = Path(tempfile.mkdtemp(prefix="runbook-local-"))
 
     def _env(self) -> dict[str, str]:

@@ -19,13 +19,14 @@ from runbook.agent.offline_terms import patterns_for, stem, word_pairs
 from runbook.agent.prompts import user_prompt
 from runbook.agent.types import Message, ToolResult
 from runbook.question import analyze
+from runbook.sandbox.sources import programs_dir
 from runbook.store import Store
 from runbook.ingest import insert_paths
 from runbook.trajectory.readers.jsonl import read as read_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "trajectories"
-TOOLS = ROOT / "tools"
+TOOLS = programs_dir()
 
 
 # -- patterns --------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The sandbox tools (tools/search, tools/show, tools/rbk.py) run as subprocesses over a small store."""
+"""The sandbox programs (search, show, rbk.py in runbook/sandbox/programs) run as subprocesses over a small store."""
 from __future__ import annotations
 
 import json
@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from runbook.sandbox.sources import programs_dir
 from runbook.store import Store
 from runbook.trajectory import State, Trajectory
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
+TOOLS = programs_dir()
 NOBODY = 65534
 
 
