@@ -16,9 +16,8 @@ from runbook.errors import ConfigError
 from runbook.llm.fakes import FakeAnthropicServer, FakeOpenAIServer, call, fail, finish, raw_call, text
 from runbook.memory.coding_agent import NOT_CHOSEN, CodingAgentMemory, focus_page, water_level
 from runbook.store import Store
-from tests.conftest import make_trajectory
+from tests.conftest import make_trajectory, sandbox_missing
 
-IN_CI = os.environ.get("CI", "").lower() == "true"
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmM"
                        "IQAAAABJRU5ErkJggg==")
 FILLER = "\n".join(f"\t[{200 + n}] link 'Menu entry {n}'" for n in range(300))
@@ -231,9 +230,7 @@ def docker_ready():
     try:
         ensure_image(connect())
     except SandboxError as exc:
-        if IN_CI:
-            pytest.fail(f"CI=true and the docker sandbox cannot run: {exc}")
-        pytest.skip(f"no docker sandbox here: {exc}")
+        sandbox_missing(f"no docker sandbox here: {exc}")
 
 
 @pytest.mark.docker
