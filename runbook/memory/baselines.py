@@ -23,10 +23,10 @@ class BM25StateMemory:
         self._stamp = None
 
     def _load(self):
-        from ..retrieval.bm25 import load_index
-        from ..retrieval.storage import PoolSnapshot
+        from ..retrieval.storage import open_snapshot
+        from ..sandbox.programs.rbcore.bm25 import load_index
 
-        snapshot = PoolSnapshot(self.store.layout.pools)
+        snapshot = open_snapshot(self.store.layout.pools)
         if snapshot.stamp != self._stamp:
             self._snapshot = snapshot
             self._index = load_index(snapshot, "slices", {"page": 1.0})
@@ -39,7 +39,7 @@ class BM25StateMemory:
         return insert_with_pools(self.store, trajectory)
 
     def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
-        from ..retrieval.text import tokenize
+        from ..sandbox.programs.rbcore.text import tokenize
 
         start = time.perf_counter()
         snapshot, index = self._load()
@@ -67,9 +67,7 @@ class BM25StateMemory:
 
 
 def _read(store: Store, doc: dict):
-    from ..store.statefile import parse_state
-
-    return parse_state(store.layout.state_file(doc["d"], doc["i"]).read_text(encoding="utf-8"))
+    return store.read_state_file(doc["d"], doc["i"])
 
 
 def _rel(doc: dict) -> str:

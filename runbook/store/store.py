@@ -101,6 +101,10 @@ class Store:
         """(header fields, page text) of one stored state."""
         return parse_state(self.state_path(trajectory_id, index).read_text(encoding="utf-8"))
 
+    def read_state_file(self, dirname: str, index: int) -> tuple[dict[str, str], str]:
+        """(header fields, page text) of a state named by its trajectory's folder (as the pools record it)."""
+        return parse_state(self.layout.state_file(dirname, index).read_text(encoding="utf-8"))
+
     def iter_trajectories(self) -> Iterator[Trajectory]:
         for row in self.rows():
             yield self.load(row.id)
@@ -163,6 +167,10 @@ class StoreWriter:
                 from .summaries import render_summaries
 
                 render_summaries(self.store, self.conn)
+                for listener in self.listeners:  # derived data built once per batch, still under the lock
+                    finish = getattr(listener, "finish", None)
+                    if finish is not None:
+                        finish(self.store)
         finally:
             self.conn.close()
             self.conn = None

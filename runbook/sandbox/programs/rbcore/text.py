@@ -5,7 +5,7 @@ import functools
 import re
 import zlib
 
-from ..question import normalize_term
+from .question import normalize_term
 
 _TOKEN = re.compile(r"\[\d+\]|\\u[ef][0-9a-f]{3}|([^\W_]+)")
 """Words; element ids and escaped glyphs match too but capture nothing, so one findall pass skips them."""

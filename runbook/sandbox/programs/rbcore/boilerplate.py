@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from .storage import PoolSnapshot
+from .pools import PoolSnapshot
 
 MIN_STATES = 8
 SHARE = 0.3
@@ -31,25 +31,29 @@ class LineCounts:
         return self.count(line_hashes) >= self.threshold(site)
 
 
-def load_line_counts(snapshot: PoolSnapshot) -> LineCounts:
-    live = snapshot.live("slices")
-    site_states: dict[str, int] = {}
-    for doc, alive in zip(snapshot.docs("slices"), live):
-        if alive:
-            site_states[doc.get("s") or ""] = site_states.get(doc.get("s") or "", 0) + 1
+def load_line_counts(snapshot: PoolSnapshot, *, write: bool = True) -> LineCounts:
+    """The counts for this manifest stamp: from the cache when current, else built (and cached when `write`)."""
     path = snapshot.cache_dir / "lines.npz"
     try:
         with np.load(path) as data:
             if int(data["stamp"]) == snapshot.stamp:
-                return LineCounts(data["hashes"], data["counts"], site_states)
+                sites = bytes(data["sites"]).decode("utf-8").split("\n") if data["sites"].size else []
+                return LineCounts(data["hashes"], data["counts"], dict(zip(sites, data["site_states"].tolist())))
     except (OSError, KeyError, ValueError):
         pass
+    site_states: dict[str, int] = {}
+    for doc, alive in zip(snapshot.docs("slices"), snapshot.live("slices")):
+        if alive:
+            site_states[doc.get("s") or ""] = site_states.get(doc.get("s") or "", 0) + 1
     hashes, counts = np.unique(snapshot.line_hashes(), return_counts=True)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"lines.tmp{os.getpid()}.npz")
-        np.savez(tmp, stamp=np.int64(snapshot.stamp), hashes=hashes, counts=counts.astype(np.int32))
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    if write:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"lines.tmp{os.getpid()}.npz")
+            np.savez(tmp, stamp=np.int64(snapshot.stamp), hashes=hashes, counts=counts.astype(np.int32),
+                     sites=np.frombuffer("\n".join(site_states).encode("utf-8"), dtype=np.uint8),
+                     site_states=np.asarray(list(site_states.values()), dtype=np.int64))
+            os.replace(tmp, path)
+        except OSError:
+            pass
     return LineCounts(hashes, counts, site_states)
