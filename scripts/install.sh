@@ -14,6 +14,8 @@ command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 # the bwrap sandbox runs the system's python3: Pillow there lets a query compare a question's image with screenshots
 [[ -x /usr/bin/python3 ]] && ! /usr/bin/python3 -c "import PIL" 2>/dev/null && missing+=(python3-pil)
+# ... and numpy there lets the `recall` tool read method R's pools
+[[ -x /usr/bin/python3 ]] && ! /usr/bin/python3 -c "import numpy" 2>/dev/null && missing+=(python3-numpy)
 if ((${#missing[@]})) && command -v apt-get >/dev/null 2>&1; then
   echo "install.sh: installing ${missing[*]} from the system's packages" >&2
   export DEBIAN_FRONTEND=noninteractive

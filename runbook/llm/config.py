@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .shared import DEFAULT_REPLY_TOKENS
+from ..policies.model import DEFAULT_REPLY_TOKENS
 
 CONFIG_ENV = "RUNBOOK_CONFIG"
 

@@ -73,11 +73,11 @@ class Reader:
         if not provider or not model:
             raise ConfigError(HOW_TO_CONFIGURE.format(config_path=config_path()))
         if provider == "anthropic":
-            from .anthropic_policy import AnthropicPolicy
+            from ..policies.anthropic import AnthropicPolicy
 
             client = AnthropicPolicy(model, api_key=settings.anthropic_api_key, base_url=settings.anthropic_base_url)
         elif provider == "openai":
-            from .openai_policy import OpenAIPolicy
+            from ..policies.openai import OpenAIPolicy
 
             client = OpenAIPolicy(model, api_key=settings.openai_api_key,
                                   base_url=settings.reader_base_url or settings.openai_base_url)

@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from ..agent import get_policy
+from ..policies import get_policy
 from ..agent.loop import AgentLoop, AgentRun, Limits
 from ..agent.prompts import system_prompt, user_prompt
 from ..agent.tools import MAX_SPAN_STATES, ToolBox, ToolError

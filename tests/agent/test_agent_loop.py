@@ -12,7 +12,8 @@ from runbook.agent.tools import ToolBox
 from runbook.agent.transcript import TranscriptWriter, read_transcript, render_replay
 from runbook.agent.types import Message
 from runbook.errors import ConfigError
-from runbook.llm.fakes import ScriptedPolicy, call, finish, text
+from runbook.policies.scripted import ScriptedPolicy
+from runbook.llm.fakes import call, finish, text
 from runbook.sandbox import get_sandbox
 
 SEARCH_OUTPUT = "# 'x': 2 matching lines\nt-1 state 2 @ 2025-12-16 http://a\n  L9: x\nt-1 state 3 @ 2025 http://a"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runbook.agent import POLICIES, get_policy
+from runbook.policies import POLICIES, get_policy
 from runbook.agent.transcript import read_transcript
 from runbook.errors import ConfigError
 from runbook.llm.fakes import FakeAnthropicServer, FakeOpenAIServer, call, fail, finish, raw_call, text
@@ -208,9 +208,9 @@ def test_focus_page_and_water_level():
 
 
 def test_a_missing_policy_module_is_a_clear_config_error(monkeypatch):
-    monkeypatch.setitem(POLICIES, "ghost", "runbook.agent.ghost_planner:Ghost")
+    monkeypatch.setitem(POLICIES, "ghost", "runbook.policies.ghost_planner:Ghost")
     with pytest.raises(ConfigError, match=r"the ghost policy is not part of this installation "
-                                          r"\(runbook.agent.ghost_planner is missing\)"):
+                                          r"\(runbook.policies.ghost_planner is missing\)"):
         get_policy("ghost")
     with pytest.raises(ConfigError, match="unknown policy 'nope': choose one of offline, anthropic, openai"):
         get_policy("nope")

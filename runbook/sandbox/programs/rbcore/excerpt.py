@@ -19,6 +19,8 @@ HEAD_SHARE = 0.2
 """Share of an excerpt kept for the top of the page's own content (headings, messages, record counts)."""
 HEAD_SCAN = 400
 """Lines scanned from the top for that opening content."""
+HEAD_BATCH = 40
+"""Opening lines whose boilerplate verdicts are looked up together (the scan usually stops within a few batches)."""
 BOILERPLATE_FACTOR = 0.3
 MIN_IDF = 1.0
 
@@ -63,6 +65,18 @@ class Excerpter:
             self._boiler[key] = found
         return found
 
+    def prefetch(self, bodies) -> None:
+        """Boilerplate verdicts for many line bodies in one lookup (one numpy call per line is the slow way)."""
+        missing = list({b for b in bodies if b and (self.site, b) not in self._boiler})
+        if not missing:
+            return
+        if self.lines_df is None:
+            verdicts = [False] * len(missing)
+        else:
+            hashes = np.fromiter((line_hash(b, self.site) for b in missing), dtype="<u8", count=len(missing))
+            verdicts = self.lines_df.is_boilerplate(hashes, self.site).tolist()
+        self._boiler.update(((self.site, b), bool(v)) for b, v in zip(missing, verdicts))
+
     def excerpt(self, text: str, max_tokens: int, site: str = "") -> tuple[str, float]:
         """(excerpt, match score) of one page of `site` within about `max_tokens`."""
         self.site = site
@@ -90,8 +104,9 @@ class Excerpter:
             starts = [m.start() for m in phrase_pattern(phrase).finditer(low)]
             for n in np.searchsorted(newlines, starts).tolist():
                 scores[n] = scores.get(n, 0.0) + self.bonus
-        for n in list(scores):
-            body = clean_line(lines[n]).strip()
+        bodies = {n: clean_line(lines[n]).strip() for n in scores}
+        self.prefetch(bodies.values())
+        for n, body in bodies.items():
             if not body or self.is_boilerplate(body):
                 scores[n] *= BOILERPLATE_FACTOR  # the site's furniture: shown only when nothing better matches
         return scores
@@ -106,6 +121,9 @@ class Excerpter:
 
         head_limit = int(max_tokens * HEAD_SHARE)
         for i in range(min(len(lines), HEAD_SCAN)):  # the page's own opening lines, past the site's menus
+            if i % HEAD_BATCH == 0:  # verdicts for the next lines in one lookup
+                self.prefetch(s.strip() for s in map(shown, range(i, min(len(lines), HEAD_SCAN, i + HEAD_BATCH)))
+                              if s is not None)
             line = shown(i)
             if line is None or self.is_boilerplate(line.strip()):
                 continue

@@ -11,7 +11,7 @@ from typing import Any, Iterable, Mapping
 
 from ..agent.types import Message, ToolCall, ToolSpec
 from ..errors import ConfigError
-from .shared import DEFAULT_REPLY_TOKENS, ModelPolicy, WaitPolicy, call_with_retries, image_base64
+from .model import DEFAULT_REPLY_TOKENS, ModelPolicy, WaitPolicy, call_with_retries, image_base64
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 KEY_ENV = "OPENAI_API_KEY"

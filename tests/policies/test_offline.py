@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from runbook.agent import get_policy
-from runbook.agent.offline import OfflinePlanner, program_call
-from runbook.agent.offline_choose import (MAX_STATES, choose, read_scan, read_steps, spans_of,
+from runbook.policies import get_policy
+from runbook.policies.offline.planner import OfflinePlanner, program_call
+from runbook.policies.offline.choose import (MAX_STATES, choose, read_scan, read_steps, spans_of,
                                           write_analysis)
-from runbook.agent.offline_scan import pattern_regex, python_regex
-from runbook.agent.offline_terms import patterns_for, stem, word_pairs
+from runbook.sandbox.programs.rbscan import pattern_regex, python_regex
+from runbook.policies.offline.terms import patterns_for, stem, word_pairs
 from runbook.agent.prompts import user_prompt
 from runbook.agent.types import Message, ToolResult
 from runbook.question import analyze
@@ -252,8 +252,8 @@ def test_a_question_image_finds_its_screenshot(sample_store, clean_env):
 
 # -- the gotcha probe ------------------------------------------------------------------------------------------
 def test_the_probe_finds_where_the_site_shows_another_value_than_the_one_typed():
-    from runbook.agent.offline_choose import Step
-    from runbook.agent.offline_probe import probe_pattern, read_probe, typed_values
+    from runbook.policies.offline.choose import Step
+    from runbook.policies.offline.probe import probe_pattern, read_probe, typed_values
 
     steps = [Step("run", 0, act="fill('1910', 'emma.lopez@example.com')  [1910 = textbox 'Newsletter']"),
              Step("run", 1, act="click('1912')")]

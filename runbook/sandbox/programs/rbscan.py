@@ -1,7 +1,7 @@
 """The offline planner's programs for the sandbox: `scan` ranks states for a question, `detail` reads chosen states.
 
-This file runs INSIDE the sandbox through the `python` tool (stdlib, `rbk`, and Pillow when the image has it;
-nothing from `runbook`). The planner sends this source followed by `scan({...})` or `detail({...})`; each prints
+This module runs INSIDE the sandbox through the `python` tool (stdlib, `rbk`, and Pillow when the image has it;
+nothing from `runbook`); the planner sends `import rbscan; rbscan.scan({...})` or `rbscan.detail({...})`; each prints
 JSON lines, most important first and within a character budget, so the output parses line by line:
 
     scan    {"type": "terms", "df": {pattern: [states, trajectories]}, "missing": [...], "sites": [...]}

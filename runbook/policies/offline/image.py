@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from .offline_scan import image_hash, thumbnail
+from ...sandbox.programs.rbscan import image_hash, thumbnail
 
 
 def question_image(path: str) -> dict[str, str] | None:

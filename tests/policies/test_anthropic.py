@@ -6,9 +6,9 @@ import pytest
 from runbook.agent.tools import TOOL_SPECS
 from runbook.agent.types import Message, ToolCall, ToolResult
 from runbook.errors import ConfigError
-from runbook.llm.anthropic_policy import AnthropicPolicy
+from runbook.policies.anthropic import AnthropicPolicy
 from runbook.llm.fakes import FakeAnthropicServer, call, calls, fail, raw_call, text
-from runbook.llm.shared import WaitPolicy
+from runbook.policies.model import WaitPolicy
 
 FAST = WaitPolicy(base=0.01, cap=0.05)
 CALLS = [ToolCall("toolu_a", "search", {"pattern": "x"}), ToolCall("toolu_b", "show", {"trajectory_id": "t-1"})]

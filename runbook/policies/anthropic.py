@@ -5,7 +5,7 @@ from typing import Any
 
 from ..agent.types import Message, ToolCall, ToolSpec
 from ..errors import ConfigError
-from .shared import DEFAULT_REPLY_TOKENS, ModelPolicy, WaitPolicy, image_base64
+from .model import DEFAULT_REPLY_TOKENS, ModelPolicy, WaitPolicy, image_base64
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 KEY_ENV = "ANTHROPIC_API_KEY"

@@ -21,17 +21,16 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
-from ..question import QuestionAnalysis, analyze
-from .offline_choose import (SPAN_GAP, Choice, Scan, Step, choose, read_scan, read_steps, spans_of,
+from ...question import QuestionAnalysis, analyze
+from .choose import (SPAN_GAP, Choice, Scan, Step, choose, read_scan, read_steps, spans_of,
                              write_analysis)
-from .offline_image import question_image
-from .offline_probe import probe_pattern, read_probe, typed_values
-from .offline_terms import patterns_for
-from .prompts import question_from, shortlist_from
-from .types import Message, ToolCall, ToolSpec
+from .image import question_image
+from .probe import probe_pattern, read_probe, typed_values
+from .terms import patterns_for
+from ...agent.prompts import question_from, shortlist_from
+from ...agent.types import Message, ToolCall, ToolSpec
 
 SCAN_CHARS = 3800
 """Characters a scan or detail prints: JSON runs about 2.4 characters a token, so this stays under the loop's
@@ -41,14 +40,9 @@ QUOTE_AFTER = 6
 """Lines of text quoted after a matching line: values follow their labels."""
 
 
-def sandbox_program() -> str:
-    """The source of the programs the planner runs in the sandbox (offline_scan.py, stdlib and rbk only)."""
-    return resources.files(__package__).joinpath("offline_scan.py").read_text(encoding="utf-8")
-
-
 def program_call(entry: str, params: dict[str, Any]) -> str:
-    """Python code for the `python` tool: the sandbox program, then one call of `entry` with `params`."""
-    return f"{sandbox_program()}\n\n{entry}(json.loads({json.dumps(json.dumps(params, ensure_ascii=False))}))\n"
+    """Python code for the `python` tool: one call of `entry` in the sandbox's rbscan module with `params`."""
+    return f"import json, rbscan\nrbscan.{entry}(json.loads({json.dumps(json.dumps(params, ensure_ascii=False))}))\n"
 
 
 @dataclass

@@ -7,8 +7,8 @@ from runbook.agent.tools import TOOL_SPECS
 from runbook.agent.types import Message, ToolCall, ToolResult
 from runbook.errors import ConfigError
 from runbook.llm.fakes import FakeOpenAIServer, Reply, call, fail, raw_call, text
-from runbook.llm.openai_policy import OpenAIPolicy, calls_from_text, to_openai
-from runbook.llm.shared import WaitPolicy
+from runbook.policies.openai import OpenAIPolicy, calls_from_text, to_openai
+from runbook.policies.model import WaitPolicy
 
 FAST = WaitPolicy(base=0.01, cap=0.05)
 CONVERSATION = [

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .types import Span
+from ...agent.types import Span
 
 MAX_STATES = 20
 """At most this many states across all spans (the finish contract)."""
