@@ -61,6 +61,7 @@ def trajectory_docs(trajectory: Trajectory, dirname: str, note_writer=None) -> T
     for state in trajectory.states:
         out.slices.append(_slice(trajectory, state.index, described, base))
         distinct = {line.strip() for line in lines[state.index]}
+        out.slices[-1].meta["nl"] = len(distinct)  # its line hashes' count: which states show a given line
         out.line_hashes.extend(sorted(hashes.get(line) or hashes.setdefault(line, line_hash(line, trajectory.site))
                                       for line in distinct))
     for state in trajectory.states:

@@ -9,7 +9,7 @@ from ..context import EvidenceItem
 from ..errors import StoreError
 from ..sandbox.programs.rbcore.pools import PoolError
 from ..sandbox.programs.rbcore.question import QuestionAnalysis, analyze
-from ..sandbox.programs.rbcore.recall import Recall, RecallSettings
+from ..sandbox.programs.rbcore.recall import Found, Recall, RecallSettings
 from ..store import Store
 
 SHARES = {"procedure": (0.20, 0.15), "gotcha": (0.25, 0.20), "static": (0.05, 0.05), "dynamic": (0.05, 0.10)}
@@ -73,15 +73,23 @@ class Retriever:
     def search(self, question: str, budget: int, analysis: QuestionAnalysis | None = None
                ) -> tuple[list[EvidenceItem], QuestionAnalysis]:
         """Evidence items for `question`, already cut to fit `budget` in the order notes, events, slices."""
+        found = self.find(question, budget, analysis)
+        return [item for _, item in self.pack(found, budget)], found.analysis
+
+    def find(self, question: str, budget: int, analysis: QuestionAnalysis | None = None) -> Found:
+        """The ranked hits of every pool for `question` (slices cut for a context of `budget` tokens)."""
         self._load()
-        analysis = analysis or analyze(question)
-        found = self.recall.find(analysis, slice_chars=self.slice_cap(budget) * 3)
-        note_share, event_share = self.settings.shares.get(analysis.kind, (0.1, 0.1))
-        notes = _fill([self.note_item(h) for h in found.notes], int(budget * note_share))
-        events = _fill([self.event_item(h) for h in found.events], int(budget * event_share))
-        used = sum(i.tokens for i in notes + events)
-        slices = _fill([self.slice_item(h) for h in found.slices], budget - used)
-        return notes + events + slices, analysis
+        return self.recall.find(analysis or analyze(question), slice_chars=self.slice_cap(budget) * 3)
+
+    def pack(self, found: Found, budget: int) -> list[tuple[dict, EvidenceItem]]:
+        """The hits method R puts in a context of `budget` tokens, with their items: notes and events each within
+        their share for the question's kind, then slices in what is left."""
+        note_share, event_share = self.settings.shares.get(found.analysis.kind, (0.1, 0.1))
+        notes = _fill([(h, self.note_item(h)) for h in found.notes], int(budget * note_share))
+        events = _fill([(h, self.event_item(h)) for h in found.events], int(budget * event_share))
+        used = sum(item.tokens for _, item in notes + events)
+        slices = _fill([(h, self.slice_item(h)) for h in found.slices], budget - used)
+        return notes + events + slices
 
     def item(self, hit: dict) -> EvidenceItem:
         """The evidence item of one recall hit, whatever its pool."""
@@ -105,9 +113,12 @@ class Retriever:
             first = self.recall.doc(hit["same_as"]) or {}
             body = (f"(page excerpt identical to trajectory {first.get('t')} state {first.get('i')} above)\n"
                     + _action_lines(hit))
+        if hit.get("sighting_of"):  # a corroborating view: its line is the point, kept short
+            body = f"page: {hit.get('ti') or ''}\n{hit['excerpt']}"
         return EvidenceItem(trajectory_id=hit["t"], text=body, state_index=hit["i"], url=hit.get("u") or "",
                             timestamp=hit.get("ts"), path=_state_rel(hit), kind="state", label=hit.get("label", ""),
-                            goal=self.goals.get(hit["t"], ""), score=hit.get("score"))
+                            goal="" if hit.get("sighting_of") else self.goals.get(hit["t"], ""),
+                            score=hit.get("score"))
 
     def shortlist(self, question: str, k: int = 20) -> list[dict]:
         """The top states for a question, as a starting shortlist (e.g. for method C): id, index, url, time, score."""
@@ -133,19 +144,19 @@ def _action_lines(hit: dict) -> str:
 
 def _slice_text(hit: dict) -> str:
     header = hit["header"]
-    head = [f"page: {header.get('title', '')} (state {hit['i']} of {hit['n']})"]
+    head = [f"page: {header.get('title') or hit.get('ti') or ''} (state {hit['i']} of {hit['n']})"]
     actions = _action_lines(hit)
     if actions:
         head.append(actions)
     return "\n".join(head) + "\n---\n" + hit["excerpt"]
 
 
-def _fill(items: list[EvidenceItem], budget: int) -> list[EvidenceItem]:
-    """Items in order while they fit `budget` (a smaller later item may still fit)."""
+def _fill(pairs: list[tuple[dict, EvidenceItem]], budget: int) -> list[tuple[dict, EvidenceItem]]:
+    """(hit, item) pairs in order while their items fit `budget` (a smaller later item may still fit)."""
     out, spent = [], 0
-    for item in items:
+    for hit, item in pairs:
         cost = item.measure()
         if spent + cost <= budget:
-            out.append(item)
+            out.append((hit, item))
             spent += cost
     return out

@@ -29,8 +29,8 @@ from .choose import (SPAN_GAP, Choice, Scan, Step, choose, read_scan, read_steps
 from .image import question_image
 from .probe import probe_pattern, read_probe, typed_values
 from .terms import patterns_for
-from ...agent.prompts import question_from, shortlist_from
-from ...agent.types import Message, ToolCall, ToolSpec
+from ...agent.types import Message, Task, ToolCall, ToolSpec
+from ...errors import ConfigError
 
 SCAN_CHARS = 3800
 """Characters a scan or detail prints: JSON runs about 2.4 characters a token, so this stays under the loop's
@@ -58,8 +58,8 @@ class Plan:
     steps: list[Step] = field(default_factory=list)
     typed: list[str] = field(default_factory=list)
     """Values the walked-through run typed (gotchas): probed for what the site shows instead."""
-    shortlist: list[tuple[str, int]] = field(default_factory=list)
-    """Method R's top states, when the query offered them (the `shortlist` setting)."""
+    recall: list[dict] = field(default_factory=list)
+    """Method R's hits for the question (the Task's), best first; `packed` ones are what R's own context holds."""
     calls: int = 0
     failures: list[str] = field(default_factory=list)
 
@@ -77,11 +77,17 @@ class OfflinePlanner:
     def __init__(self, **_options: Any):
         self.plan: Plan | None = None
 
+    def begin(self, task: Task) -> None:
+        """A new query: the question, its image and method R's recall, as structured input."""
+        analysis = analyze(task.question)
+        self.plan = Plan(question=task.question, analysis=analysis, patterns=patterns_for(analysis),
+                         image=task.image, recall=list(task.recall))
+
     def next(self, messages: list[Message], tools: list[ToolSpec]) -> Message:
         """The next call of the plan, given the tool results so far."""
-        question = question_from(messages)
-        if self.plan is None or self.plan.question != question or _fresh(messages):
-            self.plan = self.start(question, _image_of(messages), shortlist_from(messages))
+        if self.plan is None:
+            raise ConfigError("the offline planner starts from the query's Task: run it through "
+                              "AgentLoop.run(system, user, task) (runbook.memory.coding_agent does)")
         results = _latest_results(messages)
         if self.plan.calls == 0:
             return self.call("python", code=program_call("scan", self.scan_params()))
@@ -100,11 +106,6 @@ class OfflinePlanner:
         return self.finish()
 
     # -- the plan ------------------------------------------------------------------------------------------------
-    def start(self, question: str, image: str | None, shortlist: list[tuple[str, int]] = ()) -> Plan:
-        analysis = analyze(question)
-        return Plan(question=question, analysis=analysis, patterns=patterns_for(analysis), image=image,
-                    shortlist=list(shortlist))
-
     def scan_params(self) -> dict[str, Any]:
         plan = self.plan
         params: dict[str, Any] = {"patterns": plan.patterns, "max_chars": SCAN_CHARS, "top": 30,
@@ -148,20 +149,28 @@ class OfflinePlanner:
         plan = self.plan
         scan = plan.scan or Scan()
         choice = plan.choice or Choice()
-        for key in plan.shortlist:  # method R's picks fill what room the plan's own choice leaves
-            choice.add(key, "fast retrieval's pick")
         analysis = write_analysis(plan.kind, plan.analysis.wants_latest, scan, choice, plan.steps,
                                   weak_missing=_weak_labels(plan.patterns))
         if plan.failures:
             analysis += "\n(Some tool calls failed: " + "; ".join(plan.failures)[:300] + ")"
         if scan.image_error:
             analysis += f"\n(The question's image was not compared: {scan.image_error}.)"
-        spans = [span.to_json() for span in spans_of(choice.keys, gap=SPAN_GAP)]
-        return self.call("finish", analysis=analysis, spans=spans)
+        spans = spans_of(choice.keys, gap=SPAN_GAP)
+        return self.call("finish", analysis=analysis, spans=[span.to_json() for span in spans],
+                         recall=kept_recall(plan.recall, spans))
 
     def call(self, name: str, **arguments: Any) -> Message:
         self.plan.calls += 1
         return Message("assistant", tool_calls=[ToolCall(f"offline-{self.plan.calls}", name, arguments)])
+
+
+def kept_recall(hits: list[dict], spans: list) -> list[str]:
+    """Method R's own evidence (the hits its context holds), in its order, except page excerpts of states that a
+    span already shows whole."""
+    shown = {(span.trajectory_id, i) for span in spans for i in range(span.start_state_index,
+                                                                       span.end_state_index + 1)}
+    return [hit["id"] for hit in hits if hit.get("packed")
+            and not (hit.get("pool") == "slices" and (hit["t"], hit["i"]) in shown)]
 
 
 def weighted(patterns: list[dict[str, Any]], scan: Scan) -> list[dict[str, Any]]:
@@ -173,18 +182,6 @@ def weighted(patterns: list[dict[str, Any]], scan: Scan) -> list[dict[str, Any]]
         rarity = math.log(1 + (total - states + 0.5) / (states + 0.5))
         out.append({**p, "weight": round(p.get("weight", 1.0) * rarity * (2 if p["kind"] == "phrase" else 1), 3)})
     return out
-
-
-def _fresh(messages: list[Message]) -> bool:
-    """A conversation that has had no assistant turn yet: a new query, even for the same question."""
-    return not any(m.role == "assistant" for m in messages)
-
-
-def _image_of(messages: list[Message]) -> str | None:
-    first = next((m for m in messages if m.role == "user"), None)
-    if first is None:
-        return None
-    return next((p.get("value") for p in first.parts if p.get("type") == "image" and p.get("value")), None)
 
 
 def _latest_results(messages: list[Message]) -> list[Message]:

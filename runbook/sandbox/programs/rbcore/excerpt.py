@@ -21,6 +21,8 @@ HEAD_SCAN = 400
 """Lines scanned from the top for that opening content."""
 HEAD_BATCH = 40
 """Opening lines whose boilerplate verdicts are looked up together (the scan usually stops within a few batches)."""
+TOP_LINES, TOP_SHARE = 2, 0.6
+"""The lines that match a page best (`Excerpter.best_lines`): at most this many, scoring this share of the best."""
 BOILERPLATE_FACTOR = 0.3
 MIN_IDF = 1.0
 
@@ -55,6 +57,8 @@ class Excerpter:
         self.lines_df = lines_df
         self._boiler: dict[tuple[str, str], bool] = {}
         self.site = ""
+        self.best_lines: list[str] = []
+        """The best-matching lines (cleaned) of the last page excerpted."""
 
     def is_boilerplate(self, body: str) -> bool:
         key = (self.site, body)
@@ -83,7 +87,10 @@ class Excerpter:
         lines = text.split("\n")
         scores = self._line_scores(text, lines)
         chosen = self._choose(lines, scores, max_tokens)
-        top = sorted(scores.values(), reverse=True)[:5]
+        best = sorted(scores, key=lambda n: -scores[n])
+        self.best_lines = [clean_line(lines[n]).strip() for n in best[:TOP_LINES]
+                           if scores[n] >= TOP_SHARE * scores[best[0]]]
+        top = [scores[n] for n in best[:5]]
         return _render(lines, chosen), float(sum(top))
 
     def header_score(self, header: str) -> float:

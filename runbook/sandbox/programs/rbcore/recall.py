@@ -18,14 +18,21 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import urlsplit
 
+import numpy as np
+
 from .bm25 import DEFAULT_FIELDS, BM25Index, load_index, query_terms
 from .boilerplate import LineCounts, load_line_counts
 from .excerpt import Excerpter
 from .fusion import collapse_duplicates, latest_first, rrf
 from .pools import PoolError, PoolSnapshot
 from .question import QuestionAnalysis, analyze
-from .text import tokenize
+from .text import line_hash, tokenize
 
+SIGHTING_SOURCES = 3
+"""Best pages whose best-matching line is looked for on other states (static and dynamic questions)."""
+MAX_SIGHTINGS = 12
+MIN_SIGHTING_CHARS = 8
+"""Shorter lines ('Search', a bare number) say too little to corroborate anything."""
 RECENT_FLOOR = 0.5
 """For 'current value' questions, states scoring at least this share of the best BM25 score are ranked by time."""
 KIND_PREFIX = {"notes": "n", "events": "e", "slices": "s"}
@@ -171,6 +178,7 @@ class Recall:
             except OSError:
                 continue  # a state file that cannot be read safely is left out, not guessed at
             doc["excerpt"], doc["match"] = excerpter.excerpt(page, slice_chars // 3, doc.get("s") or "")
+            doc["best_lines"] = excerpter.best_lines
             doc["match"] += excerpter.header_score(f"{doc.get('u') or ''}\n{doc.get('ti') or ''}")
             doc["header"], doc["score"] = header, round(fused_score, 5)
             hits.append(doc)
@@ -180,7 +188,35 @@ class Recall:
         for hit, dup in zip(hits, collapse_duplicates([h["excerpt"] for h in hits])):
             if dup is not None:
                 hit["same_as"] = hits[dup]["id"]
+        if analysis.kind in ("static", "dynamic"):
+            hits = self.with_sightings(hits)
         return hits
+
+    def with_sightings(self, hits: list[dict]) -> list[dict]:
+        """After each of the best pages, the other states that show its best-matching line (oldest first): views
+        of the same fact that corroborate it, or show how it changed. Compact: the line alone."""
+        docs, live = self.snapshot.docs("slices"), self.indexes["slices"].live
+        taken = {int(h["id"][1:]) for h in hits}
+        out, added = [], 0
+        for rank, hit in enumerate(hits):
+            out.append(hit)
+            if rank >= SIGHTING_SOURCES or hit.get("same_as"):
+                continue
+            for line in hit.get("best_lines", []):
+                if len(line) < MIN_SIGHTING_CHARS or added >= MAX_SIGHTINGS:
+                    continue
+                key = line_hash(line, hit.get("s") or "")
+                if self.lines.is_boilerplate(np.asarray([key], dtype="<u8"), hit.get("s") or "")[0]:
+                    continue  # the site's furniture, not a fact
+                found = [int(d) for d in self.lines.docs_with(key) if live[d] and int(d) not in taken]
+                found.sort(key=lambda d: docs[d].get("ts") or "")
+                for d in found[:MAX_SIGHTINGS - added]:
+                    taken.add(d)
+                    out.append(dict(docs[d], id=f"s{d}", pool="slices", excerpt=line, header={}, match=0.0,
+                                    score=0.0, sighting_of=hit["id"],
+                                    label=f"shows the same line as {hit['t']} state {hit['i']}"))
+                    added += 1
+        return out
 
     def shortlist(self, question: str, k: int = 20) -> list[dict]:
         """The top states for a question: id, index, url, time, score."""
