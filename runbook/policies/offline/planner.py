@@ -155,22 +155,15 @@ class OfflinePlanner:
             analysis += "\n(Some tool calls failed: " + "; ".join(plan.failures)[:300] + ")"
         if scan.image_error:
             analysis += f"\n(The question's image was not compared: {scan.image_error}.)"
-        spans = spans_of(choice.keys, gap=SPAN_GAP)
+        recall = [hit for hit in plan.recall if hit.get("packed")]  # method R's own evidence, in its order
+        shown = {(hit["t"], hit["i"]) for hit in recall if hit.get("pool") == "slices"}
+        spans = spans_of([key for key in choice.keys if key not in shown], gap=SPAN_GAP)
         return self.call("finish", analysis=analysis, spans=[span.to_json() for span in spans],
-                         recall=kept_recall(plan.recall, spans))
+                         recall=[hit["id"] for hit in recall])
 
     def call(self, name: str, **arguments: Any) -> Message:
         self.plan.calls += 1
         return Message("assistant", tool_calls=[ToolCall(f"offline-{self.plan.calls}", name, arguments)])
-
-
-def kept_recall(hits: list[dict], spans: list) -> list[str]:
-    """Method R's own evidence (the hits its context holds), in its order, except page excerpts of states that a
-    span already shows whole."""
-    shown = {(span.trajectory_id, i) for span in spans for i in range(span.start_state_index,
-                                                                       span.end_state_index + 1)}
-    return [hit["id"] for hit in hits if hit.get("packed")
-            and not (hit.get("pool") == "slices" and (hit["t"], hit["i"]) in shown)]
 
 
 def weighted(patterns: list[dict[str, Any]], scan: Scan) -> list[dict[str, Any]]:
