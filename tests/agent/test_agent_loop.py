@@ -10,7 +10,7 @@ from runbook.agent.exceptions import CostLimit, Finished, PolicyFailed, StepLimi
 from runbook.agent.loop import NUDGE, AgentLoop, Limits
 from runbook.agent.tools import ToolBox
 from runbook.agent.transcript import TranscriptWriter, read_transcript, render_replay
-from runbook.agent.types import Message
+from runbook.agent.types import Message, Task
 from runbook.errors import ConfigError
 from runbook.policies.scripted import ScriptedPolicy
 from runbook.llm.fakes import call, finish, text
@@ -28,7 +28,7 @@ def box(tmp_path):
 def run_loop(box, script, tmp_path=None, *, price=None, **limits):
     transcript = TranscriptWriter(tmp_path / "t.jsonl") if tmp_path else None
     loop = AgentLoop(ScriptedPolicy(script), ToolBox(box), Limits(**limits), transcript=transcript, price=price)
-    run = loop.run("system", Message("user", "Question: where is x?"))
+    run = loop.run("system", Message("user", "Question: where is x?"), Task("where is x?"))
     if transcript:
         transcript.close()
     return run

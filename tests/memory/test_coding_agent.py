@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from runbook.policies import POLICIES, get_policy
+from runbook.agent.loop import NUDGE
 from runbook.agent.transcript import read_transcript
 from runbook.errors import ConfigError
 from runbook.llm.fakes import FakeAnthropicServer, FakeOpenAIServer, call, fail, finish, raw_call, text
-from runbook.memory.coding_agent import NOT_CHOSEN, CodingAgentMemory, focus_page, water_level
+from runbook.memory.coding_agent import NOT_CHOSEN, CodingAgentMemory
+from runbook.memory.spans import focus_page, water_level
 from runbook.store import Store
 from tests.conftest import make_trajectory, sandbox_missing
 
@@ -183,9 +185,7 @@ def test_the_repeated_call_catch_and_span_checks_reach_the_model(store):
 def test_text_without_a_tool_call_is_nudged(store):
     with FakeOpenAIServer([text("I think the answer is 24."), *PRICE_SCRIPT]) as server:
         context = openai_memory(store, server).query("price?", budget=4000)
-    assert server.requests[1]["messages"][-1] == {"role": "user", "content": (
-        "Reply with a tool call. Use search, show, read or python to look at the memory; when you have the "
-        "evidence, call finish(analysis, spans).")}
+    assert server.requests[1]["messages"][-1] == {"role": "user", "content": NUDGE}
     assert context.meta["finished"]
 
 

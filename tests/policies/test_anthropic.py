@@ -45,7 +45,7 @@ def test_messages_are_sent_in_anthropic_shape_with_cache_breakpoints():
     assert results["content"][2] == {"type": "text", "text": "Reply with a tool call.",
                                      "cache_control": {"type": "ephemeral"}}
     assert sum("cache_control" in b for m in request["messages"] for b in m["content"]) == 1
-    assert request["tools"][0] == {"name": "search", "description": TOOL_SPECS[0].description,
+    assert request["tools"][0] == {"name": TOOL_SPECS[0].name, "description": TOOL_SPECS[0].description,
                                    "input_schema": TOOL_SPECS[0].parameters}
     assert reply.tool_calls[0].name == "finish" and reply.tool_calls[0].arguments == {"analysis": "a", "spans": []}
 

@@ -17,7 +17,8 @@ from runbook.policies.offline.choose import (MAX_STATES, choose, read_scan, read
 from runbook.sandbox.programs.rbscan import pattern_regex, python_regex
 from runbook.policies.offline.terms import patterns_for, stem, word_pairs
 from runbook.agent.prompts import user_prompt
-from runbook.agent.types import Message, ToolResult
+from runbook.agent.types import Message, Task, ToolResult
+from runbook.errors import ConfigError
 from runbook.question import analyze
 from runbook.sandbox.sources import programs_dir
 from runbook.store import Store
@@ -144,6 +145,7 @@ def tool_message(name: str, output: str, exit_code: int = 0) -> Message:
 def test_the_plan_is_scan_detail_finish():
     policy = get_policy("offline")
     assert isinstance(policy, OfflinePlanner) and policy.name == "offline"
+    policy.begin(Task("What price does the admin list now?"))
     messages = [Message("system", "sys"), Message("user", user_prompt("What price does the admin list now?"))]
     first = policy.next(messages, [])
     assert first.tool_calls[0].name == "python" and "scan(json.loads(" in first.tool_calls[0].arguments["code"]
@@ -161,8 +163,29 @@ def test_the_plan_is_scan_detail_finish():
     assert "value='$5'" in call.arguments["analysis"] and "latest" in call.arguments["analysis"]
 
 
+def test_the_finish_keeps_method_rs_evidence_and_adds_only_states_it_does_not_show():
+    recall = [{"id": "n4", "pool": "notes", "t": "a", "i": 0, "j": 5, "packed": True},
+              {"id": "s7", "pool": "slices", "t": "a", "i": 1, "packed": True},
+              {"id": "s9", "pool": "slices", "t": "b", "i": 3}]
+    policy = OfflinePlanner()
+    policy.begin(Task("What price does the admin list now?", recall=recall))
+    messages = [Message("user", "q"), policy.next([Message("user", "q")], [])]
+    messages.append(tool_message("python", scan_output(
+        [{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}, {"t": "b", "i": 3, "s": 2.0, "time": "2025"}])))
+    messages += [policy.next(messages, []), tool_message("python", "")]
+    finish = policy.next(messages, []).tool_calls[0]
+    assert finish.name == "finish" and finish.arguments["recall"] == ["n4", "s7"]  # R's own, in R's order
+    assert finish.arguments["spans"] == [{"trajectory_id": "b", "start_state_index": 3, "end_state_index": 3}]
+
+
+def test_the_planner_needs_the_task():
+    with pytest.raises(ConfigError, match="Task"):
+        OfflinePlanner().next([Message("user", "q")], [])
+
+
 def test_a_failed_scan_still_finishes_and_says_so():
     policy = OfflinePlanner()
+    policy.begin(Task("How do you cancel an order?"))
     messages = [Message("user", user_prompt("How do you cancel an order?"))]
     messages.append(policy.next(messages, []))
     messages.append(tool_message("python", "Traceback: boom", exit_code=1))
@@ -271,6 +294,7 @@ def test_the_probe_finds_where_the_site_shows_another_value_than_the_one_typed()
 
 def test_a_gotcha_whose_run_typed_a_value_searches_for_it():
     policy = OfflinePlanner()
+    policy.begin(Task("What went wrong in the failed newsletter subscription?"))
     messages = [Message("user", user_prompt("What went wrong in the failed newsletter subscription?"))]
     messages.append(policy.next(messages, []))
     runs = [{"t": "run", "s": 9.0, "gs": 9.0, "head": 2, "ok": 0, "n": 2, "ne": 1, "goal": "Subscribe"}]

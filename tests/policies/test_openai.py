@@ -33,7 +33,7 @@ def test_messages_and_tools_are_sent_in_openai_shape():
     assert assistant["tool_calls"] == [{"id": "call_a", "type": "function",
                                         "function": {"name": "search", "arguments": '{"pattern": "x"}'}}]
     assert tool == {"role": "tool", "tool_call_id": "call_a", "content": "t-1 state 2 @ ..."}
-    assert [t["function"]["name"] for t in request["tools"]] == ["search", "show", "read", "python", "finish"]
+    assert [t["function"]["name"] for t in request["tools"]] == ["recall", "search", "show", "read", "python", "finish"]
     assert request["tool_choice"] == "auto"
     assert request["tools"][0]["function"]["parameters"] == TOOL_SPECS[0].parameters
     assert reply.role == "assistant" and reply.tool_calls[0].name == "show"
