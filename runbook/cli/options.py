@@ -12,7 +12,8 @@ def evidence_options(command):
         click.option("--budget", default="8k", show_default=True,
                      help="Token budget of the context: 8000, 8k, 1.5k, 32K."),
         click.option("--method", type=click.Choice(sorted(METHODS)), default="c", show_default=True,
-                     help="c: coding agent in a sandbox; r: knowledge pools; bm25: plain BM25 over states (baseline)."),
+                     help="c: coding agent in a sandbox; r: knowledge pools; auto: r, escalating to c when r's "
+                          "evidence is weak; bm25: plain BM25 over states (baseline)."),
         click.option("--policy", default=None,
                      help="Method c's policy: offline (default without a model), anthropic, openai."),
         click.option("--model", default=None, help="Model name for the anthropic/openai policy."),

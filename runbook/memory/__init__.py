@@ -4,7 +4,8 @@
     Memory.query(question, *, budget, image=None) -> Context   evidence for a question, within `budget` tokens
 
 Implementations: `c` (coding agent in a sandbox, runbook.memory.coding_agent), `r` (knowledge pools,
-runbook.memory.retrieval), `bm25` (plain BM25 over single states, runbook.memory.baselines).
+runbook.memory.retrieval), `auto` (R, escalating to C when R's evidence is weak, runbook.memory.auto), `bm25`
+(plain BM25 over single states, runbook.memory.baselines).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ METHODS = {
     "c": "runbook.memory.coding_agent:CodingAgentMemory",
     "r": "runbook.memory.retrieval:RetrievalMemory",
     "bm25": "runbook.memory.baselines:BM25StateMemory",
+    "auto": "runbook.memory.auto:AutoMemory",
 }
 
 

@@ -52,7 +52,8 @@ class CodingAgentMemory:
                  model: str | None = None, sandbox: str | None = None, max_steps: int | None = None,
                  max_seconds: float | None = None, max_tokens: int | None = None, max_cost: float | None = None,
                  output_tokens: int | None = None, transcripts: str | os.PathLike | None = None,
-                 settings: Settings | None = None, sandbox_options: dict[str, Any] | None = None):
+                 settings: Settings | None = None, sandbox_options: dict[str, Any] | None = None,
+                 retriever=None):
         self.store = store if isinstance(store, Store) else Store(store)
         self._policy_object = None if policy is None or isinstance(policy, str) else policy
         overrides = {"policy": policy if isinstance(policy, str) else None, "model": model, "sandbox": sandbox,
@@ -65,10 +66,13 @@ class CodingAgentMemory:
         self.limits = Limits(max_steps=int(self.settings.max_steps), max_seconds=float(self.settings.max_seconds),
                              max_tokens=int(self.settings.max_tokens), max_cost=self.settings.max_cost,
                              output_tokens=int(self.settings.output_tokens))
-        from ..retrieval import Retriever
+        if retriever is None:
+            from ..retrieval import Retriever
 
-        self.retriever = Retriever(self.store)
-        self.retriever.warm()  # a memory is long-lived: loading the pools belongs to its set-up, not to a query
+            retriever = Retriever(self.store)
+            retriever.warm()  # a memory is long-lived: loading the pools belongs to its set-up, not to a query
+        self.retriever = retriever
+        """Method R's retriever (shared with an `auto` memory's R)."""
 
     def insert(self, trajectory) -> str:
         """Insert one trajectory into the store and its pools (recall needs them)."""
