@@ -92,7 +92,8 @@ class Store:
         """The stored trajectory, screenshots as absolute paths inside the store."""
         folder = self.trajectory_dir(trajectory_id)
         obj = orjson.loads((folder / TRAJECTORY_FILE).read_bytes())
-        return trajectory_from_dict(obj, path=str(folder / TRAJECTORY_FILE), base_dir=str(folder))
+        return trajectory_from_dict(obj, path=str(folder / TRAJECTORY_FILE), base_dir=str(folder),
+                                    check_screenshots=False)  # checked when they were copied in
 
     def state_path(self, trajectory_id: str, index: int) -> Path:
         return self.trajectory_dir(trajectory_id) / STATES_DIR / state_filename(index)
