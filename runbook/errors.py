@@ -4,7 +4,8 @@
     ├── InputError              a trajectory file or folder cannot be read as a trajectory
     │   └── UnknownFormatError  no reader recognises the path
     ├── StoreError              the store is missing, locked, or of another format version
-    │   └── ConflictError       a different trajectory already has this id (use --replace)
+    │   ├── ConflictError       a different trajectory already has this id (use --replace)
+    │   └── UnsafeStoreFile     a store file is a symbolic link, not a regular file, or outside the store
     ├── BudgetError             a token budget that cannot be parsed
     ├── SandboxError            no sandbox backend can run, or a sandbox call failed to start
     └── ConfigError             a policy or reader is asked for but not configured
@@ -43,6 +44,10 @@ class StoreError(RunbookError):
 
 class ConflictError(StoreError):
     """A different trajectory is already stored under this id."""
+
+
+class UnsafeStoreFile(StoreError):
+    """A store file that is not read: a symbolic link (or a path through one), not a regular file, or outside."""
 
 
 class BudgetError(RunbookError, ValueError):

@@ -1,12 +1,17 @@
 """Reference baselines: plain BM25 over single states' text, the top states packed into the budget."""
 from __future__ import annotations
 
+import logging
 import time
 
 from ..budget import truncate_to_tokens
 from ..context import Context, EvidenceItem, pack
+from ..errors import UnsafeStoreFile
 from ..store import Store
 from ..trajectory.model import Trajectory
+
+
+log = logging.getLogger(__name__)
 
 
 class BM25StateMemory:
@@ -26,7 +31,7 @@ class BM25StateMemory:
         from ..retrieval.bm25 import load_index
         from ..retrieval.storage import PoolSnapshot
 
-        snapshot = PoolSnapshot(self.store.layout.pools)
+        snapshot = PoolSnapshot(self.store.layout)
         if snapshot.stamp != self._stamp:
             self._snapshot = snapshot
             self._index = load_index(snapshot, "slices", {"page": 1.0})
@@ -52,7 +57,11 @@ class BM25StateMemory:
             if spent >= budget:
                 break  # enough to fill the budget: reading and cutting more states would only cost time
             doc = docs[d]
-            header, page = _read(self.store, doc)
+            try:
+                header, page = _read(self.store, doc)
+            except UnsafeStoreFile as exc:
+                log.warning("left out of the evidence: %s", exc)
+                continue
             text = f"title: {header.get('title', '')}\naction: {header.get('action', '')}\n---\n{page}"
             elided = 0
             if self.states_per_budget > 1:
@@ -69,7 +78,7 @@ class BM25StateMemory:
 def _read(store: Store, doc: dict):
     from ..store.statefile import parse_state
 
-    return parse_state(store.layout.state_file(doc["d"], doc["i"]).read_text(encoding="utf-8"))
+    return parse_state(store.layout.read_text(store.layout.state_file(doc["d"], doc["i"])))
 
 
 def _rel(doc: dict) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import UnsafeStoreFile
 from .storage import PoolSnapshot
 from .text import stem
 
@@ -99,7 +100,7 @@ def load_index(snapshot: PoolSnapshot, pool: str, fields: dict[str, float]) -> B
     """The pool's index for this manifest stamp: from the cache when it is current, else built and cached."""
     key = f"{pool}-v{INDEX_VERSION}-" + "-".join(f"{f}{w:g}" for f, w in sorted(fields.items()))
     path = snapshot.cache_dir / f"{key}.npz"
-    cached = _read_cache(path, snapshot.stamp)
+    cached = _read_cache(snapshot, path)
     if cached is not None:
         return cached
     index = build_index(snapshot, pool, fields)
@@ -107,15 +108,15 @@ def load_index(snapshot: PoolSnapshot, pool: str, fields: dict[str, float]) -> B
     return index
 
 
-def _read_cache(path: Path, stamp: int) -> BM25Index | None:
+def _read_cache(snapshot: PoolSnapshot, path: Path) -> BM25Index | None:
     try:
-        with np.load(path, allow_pickle=False) as data:
-            if int(data["stamp"]) != stamp:
+        with snapshot.open(path) as fh, np.load(fh, allow_pickle=False) as data:
+            if int(data["stamp"]) != snapshot.stamp:
                 return None
             matrix = sp.csc_matrix((data["data"], data["indices"], data["indptr"]), shape=tuple(data["shape"]))
             terms = bytes(data["terms"]).decode("utf-8").split("\n") if data["terms"].size else []
             return BM25Index(matrix, {t: i for i, t in enumerate(terms)}, data["live"])
-    except (OSError, KeyError, ValueError):
+    except (OSError, KeyError, ValueError, UnsafeStoreFile):  # a missing, stale or planted cache is rebuilt
         return None
 
 

@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 
+from ..errors import UnsafeStoreFile
 from .storage import PoolSnapshot
 
 MIN_STATES = 8
@@ -39,10 +40,10 @@ def load_line_counts(snapshot: PoolSnapshot) -> LineCounts:
             site_states[doc.get("s") or ""] = site_states.get(doc.get("s") or "", 0) + 1
     path = snapshot.cache_dir / "lines.npz"
     try:
-        with np.load(path) as data:
+        with snapshot.open(path) as fh, np.load(fh) as data:
             if int(data["stamp"]) == snapshot.stamp:
                 return LineCounts(data["hashes"], data["counts"], site_states)
-    except (OSError, KeyError, ValueError):
+    except (OSError, KeyError, ValueError, UnsafeStoreFile):  # a missing, stale or planted cache is rebuilt
         pass
     hashes, counts = np.unique(snapshot.line_hashes(), return_counts=True)
     try:

@@ -2,13 +2,14 @@
 order hits in time, cut each hit to what the question needs, and return evidence items: notes, events, slices."""
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from ..budget import head_and_tail
 from ..context import EvidenceItem
-from ..errors import StoreError
+from ..errors import StoreError, UnsafeStoreFile
 from ..question import QuestionAnalysis, analyze
 from ..store import Store
 from .bm25 import BM25Index, load_index, query_terms
@@ -17,6 +18,8 @@ from .excerpt import Excerpter
 from .fusion import collapse_duplicates, latest_first, rrf
 from .storage import PoolSnapshot
 from .text import tokenize
+
+log = logging.getLogger(__name__)
 
 SHARES = {"procedure": (0.20, 0.15), "gotcha": (0.25, 0.20), "static": (0.05, 0.05), "dynamic": (0.05, 0.10)}
 """Budget shares (notes, events) per question kind; the rest, and whatever they leave unused, goes to slices."""
@@ -60,7 +63,7 @@ class Retriever:
             pass  # no pools yet: the query says what to run
 
     def _load(self) -> None:
-        snapshot = PoolSnapshot(self.store.layout.pools)
+        snapshot = PoolSnapshot(self.store.layout)
         if self._stamp == snapshot.stamp:
             return
         if snapshot.empty and len(self.store):
@@ -172,7 +175,11 @@ class Retriever:
         hits = []
         for d, fused_score in fused:
             doc = dict(docs[d])
-            header, page = _read_state(self.store, doc)
+            try:
+                header, page = _read_state(self.store, doc)
+            except UnsafeStoreFile as exc:
+                log.warning("left out of the evidence: %s", exc)
+                continue
             doc["excerpt"], doc["match"] = excerpter.excerpt(page, cap, doc.get("s") or "")
             doc["match"] += excerpter.header_score(f"{doc.get('u') or ''}\n{doc.get('ti') or ''}")
             doc["header"], doc["fused"] = header, fused_score
@@ -211,9 +218,7 @@ class Retriever:
 def _read_state(store: Store, doc: dict) -> tuple[dict, str]:
     from ..store.statefile import parse_state
 
-    path = store.layout.state_file(doc["d"], doc["i"])
-    header, page = parse_state(path.read_text(encoding="utf-8"))
-    return header, page
+    return parse_state(store.layout.read_text(store.layout.state_file(doc["d"], doc["i"])))
 
 
 def _state_rel(doc: dict) -> str:

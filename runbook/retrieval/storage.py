@@ -14,11 +14,13 @@ import os
 import shutil
 from collections import Counter
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import orjson
 
-from ..errors import StoreError
+from ..errors import StoreError, UnsafeStoreFile
+from ..store.layout import Layout
 from .pools import PoolDoc, TrajectoryDocs
 from .text import tokenize
 
@@ -37,12 +39,13 @@ def empty_manifest() -> dict:
                       for name, fields in POOL_FIELDS.items()}}
 
 
-def read_manifest(root: Path) -> dict:
-    """The committed manifest, or an empty one when the pools were never built."""
+def read_manifest(root: Path, read_bytes=None) -> dict:
+    """The committed manifest, or an empty one when the pools were never built (`read_bytes`: how to read it)."""
     path = Path(root) / MANIFEST
-    if not path.exists():
+    try:
+        manifest = orjson.loads(read_bytes(path) if read_bytes else path.read_bytes())
+    except FileNotFoundError:
         return empty_manifest()
-    manifest = orjson.loads(path.read_bytes())
     if manifest.get("format") != FORMAT:
         raise StoreError(f"{path}: pool format {manifest.get('format')} is not this runbook's ({FORMAT}); "
                          "run `runbook reindex` to rebuild the pools")
@@ -161,14 +164,32 @@ def _truncate(path: Path, size: int) -> None:
 
 
 class PoolSnapshot:
-    """A consistent read of the committed pools: documents, postings and vocabulary up to the manifest's sizes."""
+    """A consistent read of the committed pools: documents, postings and vocabulary up to the manifest's sizes.
 
-    def __init__(self, root: str | os.PathLike):
-        self.root = Path(root)
-        self.manifest = read_manifest(self.root)
+    Every file is read through the store's layout, so a link planted among the pools is refused, not followed."""
+
+    def __init__(self, layout: Layout):
+        self.layout = layout
+        self.root = layout.pools
+        self.manifest = read_manifest(self.root, self.read_bytes)
         self.stamp = self.manifest["stamp"]
         self._docs: dict[str, list[dict]] = {}
         self._terms: list[str] | None = None
+
+    def open(self, path: Path) -> BinaryIO:
+        """A pool file opened for reading; UnsafeStoreFile (saying to reindex) for a planted link."""
+        try:
+            return self.layout.open(path)
+        except UnsafeStoreFile as exc:
+            raise UnsafeStoreFile(f"{exc}; run `runbook reindex` to rebuild the pools") from exc
+
+    def read_bytes(self, path: Path, size: int | None = None) -> bytes:
+        with self.open(path) as fh:
+            return fh.read() if size is None else fh.read(size)
+
+    def _array(self, path: Path, dtype, count: int) -> np.ndarray:
+        with self.open(path) as fh:
+            return np.fromfile(fh, dtype=dtype, count=count)
 
     @property
     def empty(self) -> bool:
@@ -179,7 +200,7 @@ class PoolSnapshot:
         if pool not in self._docs:
             meta = self.manifest["pools"][pool]
             path = self.root / pool / "docs.jsonl"
-            raw = path.read_bytes()[: meta["docs_bytes"]] if meta["docs"] else b""
+            raw = self.read_bytes(path, meta["docs_bytes"]) if meta["docs"] else b""
             self._docs[pool] = [orjson.loads(line) for line in raw.splitlines()]
         return self._docs[pool]
 
@@ -194,18 +215,18 @@ class PoolSnapshot:
         path = self.root / pool / f"{field}.post"
         if not count:
             return np.empty(0, dtype=POSTING)
-        return np.fromfile(path, dtype=POSTING, count=count)
+        return self._array(path, POSTING, count)
 
     def terms(self) -> list[str]:
         if self._terms is None:
             path = self.root / TERMS
-            raw = path.read_bytes()[: self.manifest["terms_bytes"]] if path.exists() else b""
+            raw = self.read_bytes(path, self.manifest["terms_bytes"]) if self.manifest["terms_bytes"] else b""
             self._terms = raw.decode("utf-8").split("\n")[:-1]
         return self._terms
 
     def line_hashes(self) -> np.ndarray:
         path = self.root / LINES
-        return np.fromfile(path, dtype="<u8", count=self.manifest["lines"]) if self.manifest["lines"] else \
+        return self._array(path, "<u8", self.manifest["lines"]) if self.manifest["lines"] else \
             np.empty(0, dtype="<u8")
 
     @property

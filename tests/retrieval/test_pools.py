@@ -19,7 +19,7 @@ def _insert(store: Store, tmp_path, trajectories, name="in.jsonl", replace=False
 
 
 def _live_ids(store: Store, pool: str = "slices") -> set[tuple[str, int]]:
-    snap = PoolSnapshot(store.layout.pools)
+    snap = PoolSnapshot(store.layout)
     return {(d["t"], d["i"]) for d, alive in zip(snap.docs(pool), snap.live(pool)) if alive}
 
 
