@@ -13,7 +13,7 @@ import orjson
 
 from ..budget import count_tokens_batch
 from ..errors import InputError
-from ..trajectory.model import Trajectory
+from ..trajectory.model import Trajectory, check_id
 from ..trajectory.screenshots import ScreenshotRefused, read_screenshot
 from .layout import (FINGERPRINT_FILE, SCREENSHOTS_DIR, STATES_DIR, TMP_PREFIX, TRAJECTORY_FILE, screenshot_filename,
                      state_filename, trajectory_dirname)
@@ -81,6 +81,7 @@ Deriver = tuple[str, Callable[[Trajectory, str], Any]]
 def stage(trajectory: Trajectory, staging_root: str | os.PathLike, known_fingerprint: str | None = None,
           derivers: tuple[Deriver, ...] = ()) -> StagedTrajectory:
     """Write the trajectory's store files into a fresh folder under `staging_root` (skipped when unchanged)."""
+    check_id(trajectory.id)  # readers checked it already; a trajectory built in code has not been
     shots = read_screenshots(trajectory)
     digest, canonical_json = fingerprint(trajectory, shots)
     dirname = trajectory_dirname(trajectory.id)

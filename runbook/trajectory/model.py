@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +105,20 @@ def _index(value: Any, *, where: dict, name: str) -> int:
 
 
 _TOP_KNOWN = {"id", "domain", "site", "goal", "start_url", "outcome", "source", "states"}
+_CONTROL_CATEGORIES = {"Cc", "Cf", "Zl", "Zp"}
+"""Control and format characters, line and paragraph separators: never part of a key typed on a command line."""
+
+
+def check_id(trajectory_id: str, *, note: str = "", **where: Any) -> str:
+    """`trajectory_id` when it has no control character; InputError on field 'id' otherwise (ids are keys on the
+    command line, in file names, and in one-line headers and summaries)."""
+    for pos, ch in enumerate(trajectory_id):
+        if unicodedata.category(ch) in _CONTROL_CATEGORIES:
+            raise InputError(f"has the control character U+{ord(ch):04X} at position {pos}{note}: ids are keys "
+                             f"typed on the command line and used in file names; remove it from the id",
+                             field="id", **{k: v for k, v in where.items() if k != "trajectory_id"},
+                             trajectory_id=trajectory_id.encode("unicode_escape").decode("ascii"))
+    return trajectory_id
 
 
 def trajectory_from_dict(obj: Any, *, path: str | None = None, line: int | None = None,
@@ -122,7 +137,7 @@ def trajectory_from_dict(obj: Any, *, path: str | None = None, line: int | None 
     tid = obj.get("id", obj.get("trajectory_id"))
     if tid is None or (isinstance(tid, str) and not tid.strip()):
         raise InputError("is missing or empty", field="id", **where)
-    tid = _text(tid, where=where, name="id")
+    tid = check_id(_text(tid, where=where, name="id"), **where)
     where["trajectory_id"] = tid
     raw_states = obj.get("states")
     if raw_states is None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ...errors import InputError
-from ..model import State, Trajectory
+from ..model import State, Trajectory, check_id
 from ..screenshots import allowed_root, confine, locate
 from .browsergym import iso_utc, load_json, reward_outcome, site_from_url
 
@@ -45,7 +45,7 @@ def read(path: Path, *, screenshot_root: str | None = None) -> Iterator[Trajecto
 
 
 def _trajectory(folder: Path, history_file: Path, shots_root: str) -> Trajectory:
-    tid = folder.name
+    tid = check_id(folder.name, note=" (the id is the folder name)", path=str(folder))
     where = {"path": str(history_file), "trajectory_id": tid}
     doc = load_json(history_file, tid)
     entries = doc.get("history") if isinstance(doc, dict) else None

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from ...errors import InputError
-from ..model import State, Trajectory
+from ..model import State, Trajectory, check_id
 from ..screenshots import allowed_root, confine
 
 NAME = "browsergym"
@@ -88,7 +88,7 @@ def _step_files(folder: Path) -> dict[int, Path]:
 
 
 def _trajectory(folder: Path, numbered: dict[int, Path], shots_root: str) -> Trajectory:
-    tid = folder.name
+    tid = check_id(folder.name, note=" (the id is the folder name)", path=str(folder))
     missing = next((n for n in range(len(numbered)) if n not in numbered), None)
     if missing is not None:
         raise InputError(f"step {missing} is missing: step files must be numbered 0, 1, 2, ...",

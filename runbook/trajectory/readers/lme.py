@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ...errors import InputError
-from ..model import State, Trajectory
+from ..model import State, Trajectory, check_id
 from ..screenshots import locate
 
 NAME = "lme"
@@ -51,7 +51,7 @@ def from_content_form(obj: dict, *, path: str | None = None, line: int | None = 
     tid = obj.get("id")
     if not isinstance(tid, str) or not tid.strip():
         raise InputError("is missing or not a non-empty string", field="id", **where)
-    where["trajectory_id"] = tid
+    where["trajectory_id"] = check_id(tid, **where)
     content, metadata = obj.get("content"), obj.get("metadata")
     if not isinstance(content, list) or not content:
         raise InputError("must be a non-empty list of states", field="content", **where)
