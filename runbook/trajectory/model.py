@@ -116,8 +116,7 @@ def check_id(trajectory_id: str, *, note: str = "", **where: Any) -> str:
         if unicodedata.category(ch) in _CONTROL_CATEGORIES:
             raise InputError(f"has the control character U+{ord(ch):04X} at position {pos}{note}: ids are keys "
                              f"typed on the command line and used in file names; remove it from the id",
-                             field="id", **{k: v for k, v in where.items() if k != "trajectory_id"},
-                             trajectory_id=trajectory_id.encode("unicode_escape").decode("ascii"))
+                             field="id", **dict(where, trajectory_id=trajectory_id))  # shown with repr()
     return trajectory_id
 
 
