@@ -31,8 +31,8 @@ class RetrievalMemory:
 
     def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
         start = time.perf_counter()
-        items, analysis = self.retriever.search(question, budget)
-        context = pack(question, budget, items, analysis=analysis.summary(), method=self.name,
+        items, analysis, left_out = self.retriever.search_counted(question, budget)
+        context = pack(question, budget, items, analysis=analysis.summary(), left_out=left_out, method=self.name,
                        store_root=str(self.store.root))
         context.latency_s = time.perf_counter() - start
         context.meta["counts"] = {kind: sum(1 for i in context.items if i.kind == kind)

@@ -121,17 +121,26 @@ class Retriever:
     def search(self, question: str, budget: int, analysis: QuestionAnalysis | None = None
                ) -> tuple[list[EvidenceItem], QuestionAnalysis]:
         """Evidence items for `question`, already cut to fit `budget` in the order notes, events, slices."""
+        items, analysis, _left_out = self.search_counted(question, budget, analysis)
+        return items, analysis
+
+    def search_counted(self, question: str, budget: int, analysis: QuestionAnalysis | None = None
+                       ) -> tuple[list[EvidenceItem], QuestionAnalysis, int]:
+        """As `search`, and how many items were found but left out because they did not fit the budget."""
         self._load()
         analysis = analysis or analyze(question)
         query = self._query(analysis)
         if not query or self.snapshot.empty:
-            return [], analysis
+            return [], analysis, 0
         note_share, event_share = self.settings.shares.get(analysis.kind, (0.1, 0.1))
-        notes = _fill(self._note_items(analysis, query), int(budget * note_share))
-        events = _fill(self._event_items(analysis, query), int(budget * event_share))
+        found = [self._note_items(analysis, query), self._event_items(analysis, query)]
+        notes = _fill(found[0], int(budget * note_share))
+        events = _fill(found[1], int(budget * event_share))
         used = sum(i.tokens for i in notes + events)
-        slices = _fill(self._slice_items(analysis, query, budget), budget - used)
-        return notes + events + slices, analysis
+        found.append(self._slice_items(analysis, query, budget))
+        slices = _fill(found[2], budget - used)
+        kept = notes + events + slices
+        return kept, analysis, sum(map(len, found)) - len(kept)
 
     def _note_items(self, analysis: QuestionAnalysis, query: dict[str, float]) -> list[EvidenceItem]:
         docs = self.snapshot.docs("notes")
