@@ -7,6 +7,7 @@ import time
 from ..budget import truncate_to_tokens
 from ..context import Context, EvidenceItem, pack
 from ..errors import UnsafeStoreFile
+from ..query_input import check_query
 from ..store import Store
 from ..trajectory.model import Trajectory
 
@@ -47,6 +48,7 @@ class BM25StateMemory:
         from ..retrieval.text import tokenize
 
         start = time.perf_counter()
+        question, image = check_query(question, image)
         snapshot, index = self._load()
         query = {t: 1.0 for t in tokenize(question)}  # plain: every word of the question, no analysis
         docs = snapshot.docs("slices")

@@ -27,6 +27,7 @@ from ..context import Context, EvidenceItem, pack
 from ..llm.config import Settings, load_settings
 from ..question import analyze
 from ..errors import StoreError, UnsafeStoreFile
+from ..query_input import check_query
 from ..store import Store
 from ..store.catalog import TrajectoryRow
 
@@ -81,6 +82,7 @@ class CodingAgentMemory:
         from ..sandbox import get_sandbox
 
         started = time.perf_counter()
+        question, image = check_query(question, image)
         policy = self.make_policy()
         model = getattr(policy, "model", None)
         path = transcript_path(question, self.settings.transcripts)
