@@ -18,7 +18,10 @@ from runbook.trajectory import State, Trajectory
 from runbook.trajectory.model import trajectory_from_dict
 from tests.conftest import make_trajectory, write_jsonl
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
+ROOT = Path(__file__).resolve().parents[2]
+# the sandbox programs, wherever this checkout keeps them (tools/, or runbook/sandbox/programs/ in the package)
+TOOLS = next(folder for folder in (ROOT / "runbook" / "sandbox" / "programs", ROOT / "tools")
+             if (folder / "rbk.py").is_file())
 # every character some parser of the header takes as a line break
 BREAKS = ["\n", "\r", "\r\n", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
 
