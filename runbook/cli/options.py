@@ -18,8 +18,8 @@ def evidence_options(command):
                      help="Method c's policy: offline (default without a model), anthropic, openai."),
         click.option("--model", default=None, help="Model name for the anthropic/openai policy."),
         click.option("--sandbox", default=None, help="Method c's sandbox: auto (default), docker, bwrap, local."),
-        click.option("--image", type=click.Path(exists=True, dir_okay=False), default=None,
-                     help="An image that belongs to the question (a screenshot)."),
+        click.option("--image", type=click.Path(), default=None,
+                     help="An image that belongs to the question (a screenshot: PNG, JPEG, ...)."),
     ]
     for decorator in reversed(decorators):
         command = decorator(command)

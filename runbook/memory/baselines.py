@@ -1,12 +1,17 @@
 """Reference baselines: plain BM25 over single states' text, the top states packed into the budget."""
 from __future__ import annotations
 
+import logging
 import time
 
 from ..budget import truncate_to_tokens
 from ..context import Context, EvidenceItem, pack
+from ..errors import UnsafeStoreFile
+from ..query_input import check_query
 from ..store import Store
 from ..trajectory.model import Trajectory
+
+log = logging.getLogger(__name__)
 
 
 class BM25StateMemory:
@@ -26,7 +31,7 @@ class BM25StateMemory:
         from ..retrieval.storage import open_snapshot
         from ..sandbox.programs.rbcore.bm25 import load_index
 
-        snapshot = open_snapshot(self.store.layout.pools)
+        snapshot = open_snapshot(self.store.layout)
         if snapshot.stamp != self._stamp:
             self._snapshot = snapshot
             self._index = load_index(snapshot, "slices", {"page": 1.0})
@@ -42,6 +47,7 @@ class BM25StateMemory:
         from ..sandbox.programs.rbcore.text import tokenize
 
         start = time.perf_counter()
+        question, image = check_query(question, image)
         snapshot, index = self._load()
         query = {t: 1.0 for t in tokenize(question)}  # plain: every word of the question, no analysis
         docs = snapshot.docs("slices")
@@ -52,7 +58,11 @@ class BM25StateMemory:
             if spent >= budget:
                 break  # enough to fill the budget: reading and cutting more states would only cost time
             doc = docs[d]
-            header, page = _read(self.store, doc)
+            try:
+                header, page = _read(self.store, doc)
+            except UnsafeStoreFile as exc:
+                log.warning("left out of the evidence: %s", exc)
+                continue
             text = f"title: {header.get('title', '')}\naction: {header.get('action', '')}\n---\n{page}"
             elided = 0
             if self.states_per_budget > 1:

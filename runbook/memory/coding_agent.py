@@ -30,6 +30,7 @@ from ..context import Context, EvidenceItem, pack
 from ..errors import StoreError
 from ..llm.config import Settings, load_settings
 from ..policies import get_policy
+from ..query_input import check_query
 from ..store import Store
 from ..store.catalog import TrajectoryRow
 from .spans import SpanExpander, fit_pages, focus_terms
@@ -92,6 +93,7 @@ class CodingAgentMemory:
         from ..sandbox import get_sandbox
 
         started = time.perf_counter()
+        question, image = check_query(question, image)
         policy = self.make_policy()
         model = getattr(policy, "model", None)
         path = transcript_path(question, self.settings.transcripts)

@@ -2,14 +2,18 @@
 each), pages cut around the lines that matter when the chosen states must share a budget."""
 from __future__ import annotations
 
+import logging
 import re
 
 from ..agent.types import Span
 from ..budget import count_tokens, count_tokens_batch, truncate_to_tokens
 from ..context import EvidenceItem
+from ..errors import UnsafeStoreFile
 from ..question import analyze
 from ..store import Store
 from ..store.catalog import TrajectoryRow
+
+log = logging.getLogger(__name__)
 
 MIN_PAGE_TOKENS = 200
 """A page cut below this says too little: the budget goes to fewer states instead."""
@@ -37,19 +41,31 @@ class SpanExpander:
             indices = [i for i in range(span.start_state_index, min(span.end_state_index, row.n_states - 1) + 1)
                        if (row.id, i) not in covered]
             covered.update((row.id, i) for i in indices)
-            out += [self.span_item(row, run, label=label) for run in consecutive_runs(indices)]
+            states = self.read_states(row, indices)
+            out += [self.span_item(row, run, states, label=label) for run in consecutive_runs(list(states))]
         return out
 
-    def span_item(self, row: TrajectoryRow, indices: list[int], *,
+    def read_states(self, row: TrajectoryRow, indices: list[int]) -> dict[int, tuple[dict[str, str], str]]:
+        """index -> (header, page) of the states that can be read safely; a planted link is left out, with a
+        warning, rather than followed out of the store."""
+        states = {}
+        for index in indices:
+            try:
+                states[index] = self.store.read_state(row.id, index)
+            except UnsafeStoreFile as exc:
+                log.warning("left out of the evidence: %s", exc)
+        return states
+
+    def span_item(self, row: TrajectoryRow, indices: list[int], states: dict[int, tuple[dict[str, str], str]], *,
                   label: str = "") -> tuple[EvidenceItem, list["PageSlot"]]:
         """The item for consecutive states of one trajectory: per state its header lines and page text."""
         folder = self.store.layout.trajectory_dir(row.dir)
         slots, screenshot, first = [], None, None
         for index in indices:
-            header, page = self.store.read_state(row.id, index)
+            header, page = states[index]
             first = first or header
             if screenshot is None and header.get("screenshot"):
-                screenshot = self.store.layout.relative(folder / header["screenshot"])
+                screenshot = self.stored_screenshot(folder / header["screenshot"])
             slots.append(PageSlot(state_header(index, header), page))
         item = EvidenceItem(trajectory_id=row.id, text="", state_index=indices[0],
                             end_state_index=indices[-1] if len(indices) > 1 else None,
@@ -59,6 +75,18 @@ class SpanExpander:
                             label=label or outcome_label(row), goal=row.goal or "", screenshot=screenshot)
         item.text = render_pages(slots)
         return item, slots
+
+    def stored_screenshot(self, path) -> str | None:
+        """The store-relative path of a screenshot that is a regular file in the store, else None (with a warning
+        for a planted link): readers open it by path, so it is checked here."""
+        try:
+            with self.store.layout.open(path):
+                return self.store.layout.relative(path)
+        except UnsafeStoreFile as exc:
+            log.warning("screenshot left out of the evidence: %s", exc)
+        except FileNotFoundError:
+            pass
+        return None
 
 
 

@@ -14,7 +14,7 @@ from .pools import TrajectoryDocs, count_terms, trajectory_docs
 from ..sandbox.programs.rbcore.bm25 import DEFAULT_FIELDS, load_index
 from ..sandbox.programs.rbcore.boilerplate import load_line_counts
 from ..sandbox.programs.rbcore.pools import PoolSnapshot
-from .storage import PoolWriter
+from .storage import PoolWriter, safe_opener
 
 NoteWriter = Callable[[Trajectory], list]
 """trajectory -> [(kind, text)]: replaces the deterministic notes (e.g. a model's, cached)."""
@@ -46,7 +46,7 @@ class PoolListener:
         """At the end of an insert: build the indexes the pools' new stamp needs, so that a query (and the
         read-only sandbox's `recall`) finds them ready."""
         if self._writer is not None:
-            build_caches(store.layout.pools)
+            build_caches(store.layout.pools, safe_opener(store.layout))
 
 
 def _derive_docs(trajectory: Trajectory, dirname: str) -> TrajectoryDocs:
@@ -103,9 +103,9 @@ def reindex(store: Store, *, workers: int | None = None, note_writer: NoteWriter
     return report
 
 
-def build_caches(pools_root) -> None:
+def build_caches(pools_root, opener=None) -> None:
     """The BM25 indexes (default field weights) and line counts for the pools' current stamp."""
-    snapshot = PoolSnapshot(pools_root)
+    snapshot = PoolSnapshot(pools_root, *([opener] if opener else []))
     for pool in DEFAULT_FIELDS:
         load_index(snapshot, pool)
     load_line_counts(snapshot)

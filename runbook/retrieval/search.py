@@ -2,15 +2,19 @@
 latest/older labels) turned into evidence items cut to the budget, in the order notes, events, slices."""
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from ..budget import head_and_tail
 from ..context import EvidenceItem
-from ..errors import StoreError
+from ..errors import StoreError, UnsafeStoreFile
 from ..sandbox.programs.rbcore.pools import PoolError
 from ..sandbox.programs.rbcore.question import QuestionAnalysis, analyze
 from ..sandbox.programs.rbcore.recall import Found, Recall, RecallSettings
 from ..store import Store
+from .storage import safe_opener, store_error
+
+log = logging.getLogger(__name__)
 
 SHARES = {"procedure": (0.20, 0.15), "gotcha": (0.25, 0.20), "static": (0.05, 0.05), "dynamic": (0.05, 0.10)}
 """Budget shares (notes, events) per question kind; the rest, and whatever they leave unused, goes to slices."""
@@ -41,12 +45,16 @@ class Retriever:
         self.settings = settings or Settings()
         ranking = RecallSettings(context_weight=self.settings.context_weight, candidates=self.settings.candidates,
                                  reread=self.settings.reread)
-        self.recall = Recall(store.root, self._read_state, ranking)
+        self.recall = Recall(store.root, self._read_state, ranking, opener=safe_opener(store.layout))
         self._goals_stamp = None
         self.goals: dict[str, str] = {}
 
     def _read_state(self, dirname: str, index: int) -> tuple[dict, str]:
-        return self.store.read_state_file(dirname, index)
+        try:
+            return self.store.read_state_file(dirname, index)
+        except UnsafeStoreFile as exc:  # a planted link: the ranking leaves the hit out
+            log.warning("left out of the evidence: %s", exc)
+            raise OSError(str(exc)) from exc
 
     def warm(self) -> None:
         """Load the pools and the tokenizer now, so that the first query pays only for its own work."""
@@ -62,7 +70,7 @@ class Retriever:
         try:
             self.recall.load()
         except PoolError as exc:
-            raise StoreError(str(exc)) from exc
+            raise store_error(exc) from exc
         if self._goals_stamp != self.recall.snapshot.stamp:
             self.goals = {row.id: row.goal for row in self.store.rows()}
             self._goals_stamp = self.recall.snapshot.stamp
@@ -73,8 +81,15 @@ class Retriever:
     def search(self, question: str, budget: int, analysis: QuestionAnalysis | None = None
                ) -> tuple[list[EvidenceItem], QuestionAnalysis]:
         """Evidence items for `question`, already cut to fit `budget` in the order notes, events, slices."""
+        items, analysis, _left_out = self.search_counted(question, budget, analysis)
+        return items, analysis
+
+    def search_counted(self, question: str, budget: int, analysis: QuestionAnalysis | None = None
+                       ) -> tuple[list[EvidenceItem], QuestionAnalysis, int]:
+        """As `search`, and how many hits were found but left out because they did not fit the budget."""
         found = self.find(question, budget, analysis)
-        return [item for _, item in self.pack(found, budget)], found.analysis
+        items = [item for _, item in self.pack(found, budget)]
+        return items, found.analysis, len(found.notes) + len(found.events) + len(found.slices) - len(items)
 
     def find(self, question: str, budget: int, analysis: QuestionAnalysis | None = None) -> Found:
         """The ranked hits of every pool for `question` (slices cut for a context of `budget` tokens)."""

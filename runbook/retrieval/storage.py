@@ -8,11 +8,13 @@ import os
 import shutil
 from collections import Counter
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import orjson
 
-from ..errors import StoreError
+from ..errors import StoreError, UnsafeStoreFile
+from ..store.layout import Layout
 from ..sandbox.programs.rbcore import pools as core
 from ..sandbox.programs.rbcore.pools import LINES, MANIFEST, POOL_FIELDS, POSTING, TERMS, PoolSnapshot
 from ..sandbox.programs.rbcore.text import tokenize
@@ -26,15 +28,31 @@ def read_manifest(root: Path) -> dict:
     try:
         return core.read_manifest(root)
     except core.PoolError as exc:
-        raise StoreError(str(exc)) from exc
+        raise store_error(exc) from exc
 
 
-def open_snapshot(root: str | os.PathLike) -> PoolSnapshot:
-    """A consistent read of the committed pools; StoreError when they cannot be used."""
+def safe_opener(layout: Layout) -> core.Opener:
+    """Pool files opened through the store's layout: a link planted among them is refused (PoolError, which
+    says to rebuild), not followed out of the store."""
+    def opener(path: Path) -> BinaryIO:
+        try:
+            return layout.open(path)
+        except UnsafeStoreFile as exc:
+            raise core.PoolError(f"{exc}; run `runbook reindex` to rebuild the pools") from exc
+    return opener
+
+
+def open_snapshot(layout: Layout) -> PoolSnapshot:
+    """A consistent read of the store's committed pools; StoreError when they cannot be used."""
     try:
-        return PoolSnapshot(root)
+        return PoolSnapshot(layout.pools, safe_opener(layout))
     except core.PoolError as exc:
-        raise StoreError(str(exc)) from exc
+        raise store_error(exc) from exc
+
+
+def store_error(exc: core.PoolError) -> StoreError:
+    """The host's error for pools that cannot be read: UnsafeStoreFile when a planted link was refused."""
+    return (UnsafeStoreFile if isinstance(exc.__cause__, UnsafeStoreFile) else StoreError)(str(exc))
 
 
 class PoolWriter:

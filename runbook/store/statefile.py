@@ -6,12 +6,17 @@ from ..trajectory.model import State, Trajectory
 HEADER_END = "---"
 NEWLINE_MARK = " ⏎ "
 HEADER_FIELDS = ("trajectory", "state", "time", "url", "title", "action", "error", "thought", "screenshot")
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+"""Every character some reader of a state file ends a line at: ripgrep (\\n), Python's text files (\\r too) and
+str.splitlines (all of them), which the host and the sandbox programs (tools/rbk.py, show) parse headers with."""
+_TO_MARK = {ord(ch): NEWLINE_MARK for ch in LINE_BREAKS}
 
 
 def _one_line(value: str | None) -> str:
+    """`value` on one line for every parser: each line break (\\r\\n counts as one) becomes NEWLINE_MARK."""
     if not value:
         return ""
-    return value.replace("\r\n", "\n").replace("\n", NEWLINE_MARK)
+    return value.replace("\r\n", "\n").translate(_TO_MARK)
 
 
 def render_state(trajectory: Trajectory, state: State, screenshot_rel: str | None) -> str:
@@ -19,15 +24,15 @@ def render_state(trajectory: Trajectory, state: State, screenshot_rel: str | Non
     header = {
         "trajectory": trajectory.id,
         "state": f"{state.index} of {len(trajectory.states)}",
-        "time": state.timestamp or "",
+        "time": state.timestamp,
         "url": state.url,
         "title": state.title,
-        "action": _one_line(state.action),
-        "error": _one_line(state.action_error),
-        "thought": _one_line(state.thought),
-        "screenshot": screenshot_rel or "",
+        "action": state.action,
+        "error": state.action_error,
+        "thought": state.thought,
+        "screenshot": screenshot_rel,
     }
-    lines = [f"{key}: {header[key]}" for key in HEADER_FIELDS]
+    lines = [f"{key}: {_one_line(header[key])}" for key in HEADER_FIELDS]
     return "\n".join(lines) + f"\n{HEADER_END}\n" + state.text + ("\n" if not state.text.endswith("\n") else "")
 
 

@@ -250,3 +250,42 @@ def test_overlapping_spans_do_not_repeat_states(store):
     with FakeOpenAIServer([finish("x", spans)]) as server:
         context = openai_memory(store, server).query("price?", budget=8000)
     assert [(i.state_index, i.end_state_index) for i in context.items] == [(2, None), (1, None), (3, None)]
+
+
+SECRET = "HOST-SECRET-4f1c: root password is hunter2"
+
+
+@pytest.mark.parametrize("where", ["state file", "states folder", "trajectory folder"])
+def test_span_expansion_skips_planted_symlinks(store, tmp_path, caplog, where):
+    import logging
+
+    host = tmp_path / "host"
+    host.mkdir()
+    folder = store.trajectory_dir("wa-admin-2")
+    if where == "state file":
+        (host / "secret.md").write_text(f"trajectory: wa-admin-2\n---\n{SECRET}\n")
+        link, target = folder / "states" / "0001.md", host / "secret.md"
+        link.unlink()
+    else:
+        link = folder / "states" if where == "states folder" else folder
+        target = host / "copy"
+        os.rename(link, target)
+        for state in target.rglob("*.md"):
+            state.write_text(f"trajectory: wa-admin-2\n---\n{SECRET}\n")
+    os.symlink(target, link)
+    with FakeOpenAIServer([finish("Prices.", [("wa-admin-2", 0, 1), ("wa-admin-1", 2, 2)])]) as server:
+        with caplog.at_level(logging.WARNING, logger="runbook"):
+            context = openai_memory(store, server).query("What is the current price?", budget=4000)
+    assert SECRET not in context.to_markdown() + context.to_json_text()
+    assert ("wa-admin-1", 2) in [(i.trajectory_id, i.state_index) for i in context.items]
+    assert any("symbolic link" in record.getMessage() for record in caplog.records)
+
+
+def test_a_planted_screenshot_symlink_is_not_handed_on(store, tmp_path):
+    shot = store.trajectory_dir("inf-app-1") / "screenshots" / "0000.png"
+    shot.unlink()
+    os.symlink("/etc/hostname", shot)
+    with FakeOpenAIServer([finish("Team settings.", [("inf-app-1", 0, 0)])]) as server:
+        context = openai_memory(store, server).query("Where are team settings?", budget=3000)
+    (item,) = context.items
+    assert item.screenshot is None and not any(part["type"] == "image" for part in context.to_lme_items())

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .pools import PoolSnapshot
+from .pools import PoolError, PoolSnapshot
 from .text import stem
 
 K1 = 1.2
@@ -111,7 +111,7 @@ def load_index(snapshot: PoolSnapshot, pool: str, fields: dict[str, float] | Non
     `write` and the store is writable)."""
     fields = fields or DEFAULT_FIELDS[pool]
     path = cache_path(snapshot, pool, fields)
-    cached = _read_cache(path, snapshot.stamp)
+    cached = _read_cache(snapshot, path)
     if cached is not None:
         return cached
     index = build_index(snapshot, pool, fields)
@@ -120,15 +120,15 @@ def load_index(snapshot: PoolSnapshot, pool: str, fields: dict[str, float] | Non
     return index
 
 
-def _read_cache(path: Path, stamp: int) -> BM25Index | None:
+def _read_cache(snapshot: PoolSnapshot, path: Path) -> BM25Index | None:
     try:
-        with np.load(path, allow_pickle=False) as data:
-            if int(data["stamp"]) != stamp:
+        with snapshot.open(path) as fh, np.load(fh, allow_pickle=False) as data:
+            if int(data["stamp"]) != snapshot.stamp:
                 return None
             terms = bytes(data["terms"]).decode("utf-8").split("\n") if data["terms"].size else []
             return BM25Index(data["indptr"], data["docs"], data["weights"], {t: i for i, t in enumerate(terms)},
                              data["live"])
-    except (OSError, KeyError, ValueError):
+    except (OSError, KeyError, ValueError, PoolError):  # a missing, stale or planted cache is rebuilt
         return None
 
 

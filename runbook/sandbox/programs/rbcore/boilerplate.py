@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from .pools import PoolSnapshot
+from .pools import PoolError, PoolSnapshot
 
 MIN_STATES = 8
 SHARE = 0.3
@@ -47,12 +47,12 @@ def load_line_counts(snapshot: PoolSnapshot, *, write: bool = True) -> LineCount
     """The counts for this manifest stamp: from the cache when current, else built (and cached when `write`)."""
     path = snapshot.cache_dir / "lines.npz"
     try:
-        with np.load(path) as data:
+        with snapshot.open(path) as fh, np.load(fh) as data:
             if int(data["stamp"]) == snapshot.stamp:
                 sites = bytes(data["sites"]).decode("utf-8").split("\n") if data["sites"].size else []
                 return LineCounts(data["hashes"], data["counts"], dict(zip(sites, data["site_states"].tolist())),
                                   data["by_hash"], data["by_hash_docs"])
-    except (OSError, KeyError, ValueError):
+    except (OSError, KeyError, ValueError, PoolError):  # a missing, stale or planted cache is rebuilt
         pass
     docs = snapshot.docs("slices")
     site_states: dict[str, int] = {}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import BinaryIO, Callable
 
 import numpy as np
 
@@ -42,12 +43,23 @@ def empty_manifest() -> dict:
                       for name, fields in POOL_FIELDS.items()}}
 
 
-def read_manifest(root: str | os.PathLike) -> dict:
+Opener = Callable[[Path], BinaryIO]
+"""How a pool file is opened for reading: plain `open` in the sandbox; on the host, through the store's layout,
+which refuses links planted in the store (raising PoolError)."""
+
+
+def _open(path: Path) -> BinaryIO:
+    return open(path, "rb")
+
+
+def read_manifest(root: str | os.PathLike, opener: Opener = _open) -> dict:
     """The committed manifest, or an empty one when the pools were never built."""
     path = Path(root) / MANIFEST
-    if not path.exists():
+    try:
+        with opener(path) as fh:
+            manifest = _loads(fh.read())
+    except FileNotFoundError:
         return empty_manifest()
-    manifest = _loads(path.read_bytes())
     if manifest.get("format") != FORMAT:
         raise PoolError(f"{path}: pool format {manifest.get('format')} is not this runbook's ({FORMAT}); "
                         "run `runbook reindex` to rebuild the pools")
@@ -82,9 +94,10 @@ class Docs:
 class PoolSnapshot:
     """A consistent read of the committed pools: documents, postings and vocabulary up to the manifest's sizes."""
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike, opener: Opener = _open):
         self.root = Path(root)
-        self.manifest = read_manifest(self.root)
+        self.open = opener
+        self.manifest = read_manifest(self.root, opener)
         self.stamp = self.manifest["stamp"]
         self._docs: dict[str, Docs] = {}
         self._terms: list[str] | None = None
@@ -99,7 +112,7 @@ class PoolSnapshot:
             meta = self.manifest["pools"][pool]
             raw = b""
             if meta["docs"]:
-                with open(self.root / pool / "docs.jsonl", "rb") as fh:
+                with self.open(self.root / pool / "docs.jsonl") as fh:
                     raw = fh.read(meta["docs_bytes"])
             self._docs[pool] = Docs(raw)
         return self._docs[pool]
@@ -116,19 +129,23 @@ class PoolSnapshot:
         path = self.root / pool / f"{field}.post"
         if not count:
             return np.empty(0, dtype=POSTING)
-        return np.fromfile(path, dtype=POSTING, count=count)
+        with self.open(path) as fh:
+            return np.frombuffer(fh.read(count * POSTING.itemsize), dtype=POSTING)
 
     def terms(self) -> list[str]:
         if self._terms is None:
-            path = self.root / TERMS
-            raw = path.read_bytes()[: self.manifest["terms_bytes"]] if path.exists() else b""
+            raw = b""
+            if self.manifest["terms_bytes"]:
+                with self.open(self.root / TERMS) as fh:
+                    raw = fh.read(self.manifest["terms_bytes"])
             self._terms = raw.decode("utf-8").split("\n")[:-1]
         return self._terms
 
     def line_hashes(self) -> np.ndarray:
-        path = self.root / LINES
-        return np.fromfile(path, dtype="<u8", count=self.manifest["lines"]) if self.manifest["lines"] else \
-            np.empty(0, dtype="<u8")
+        if not self.manifest["lines"]:
+            return np.empty(0, dtype="<u8")
+        with self.open(self.root / LINES) as fh:
+            return np.frombuffer(fh.read(self.manifest["lines"] * 8), dtype="<u8")
 
     @property
     def cache_dir(self) -> Path:

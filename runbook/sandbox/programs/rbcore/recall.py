@@ -24,7 +24,7 @@ from .bm25 import DEFAULT_FIELDS, BM25Index, load_index, query_terms
 from .boilerplate import LineCounts, load_line_counts
 from .excerpt import Excerpter
 from .fusion import collapse_duplicates, latest_first, rrf
-from .pools import PoolError, PoolSnapshot
+from .pools import Opener, PoolError, PoolSnapshot
 from .question import QuestionAnalysis, analyze
 from .text import line_hash, tokenize
 
@@ -77,9 +77,11 @@ class Recall:
     """The pools of one store, loaded once per manifest stamp."""
 
     def __init__(self, store_root: str | os.PathLike, read_state: ReadState, settings: RecallSettings | None = None,
-                 *, write_cache: bool = True):
+                 *, write_cache: bool = True, opener: Opener | None = None):
         self.root = Path(store_root)
         self.read_state = read_state
+        """Raises OSError for a state that cannot be read (safely): that hit is left out."""
+        self.opener = opener
         self.settings = settings or RecallSettings()
         self.write_cache = write_cache
         self._stamp = None
@@ -87,7 +89,7 @@ class Recall:
 
     def load(self) -> None:
         """(Re)load the pools when their stamp changed; PoolError when the store has trajectories but no pools."""
-        snapshot = PoolSnapshot(self.root / "pools")
+        snapshot = PoolSnapshot(self.root / "pools", *([self.opener] if self.opener else []))
         if self._stamp == snapshot.stamp and self.snapshot is not None:
             return
         if snapshot.empty and _has_trajectories(self.root):
