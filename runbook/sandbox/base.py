@@ -71,10 +71,22 @@ class ExecResult:
 def as_argv(cmd: list[str] | str) -> list[str]:
     """A list runs as is; a string runs through bash so pipes and globs work like in a terminal."""
     if isinstance(cmd, str):
-        return ["bash", "-c", cmd]
-    if not cmd or not all(isinstance(part, str) for part in cmd):
+        argv = ["bash", "-c", cmd]
+    elif not cmd or not all(isinstance(part, str) for part in cmd):
         raise SandboxError(f"a sandbox command must be a non-empty list of strings or one string, got {cmd!r}")
-    return list(cmd)
+    else:
+        argv = list(cmd)
+    for n, part in enumerate(argv):
+        if "\0" in part:  # exec() cannot pass it: the kernel ends every argument at the first NUL
+            raise SandboxError(f"argument {n} of the command ({part[:40]!r}...) contains a NUL byte (\\0), which no "
+                               f"program can receive; remove it (a regex matches it as \\x00)")
+    return argv
+
+
+def check_stdin(stdin: str | None) -> None:
+    if stdin is not None and "\0" in stdin:
+        raise SandboxError("stdin contains a NUL byte (\\0); remove it, or write binary data to a file under "
+                           "/scratch in one call and read it in the next")
 
 
 def describe(cmd: list[str] | str) -> str:
@@ -144,7 +156,9 @@ class SandboxBase:
             raise SandboxError(f"the {self.name} sandbox is not started; use it as a context manager or call start()")
         if timeout <= 0:
             raise SandboxError(f"timeout must be positive, got {timeout}")
-        return self._exec(as_argv(cmd), timeout=timeout, stdin=stdin)
+        argv = as_argv(cmd)
+        check_stdin(stdin)
+        return self._exec(argv, timeout=timeout, stdin=stdin)
 
     def __enter__(self) -> "SandboxBase":
         return self.start()
