@@ -1,5 +1,6 @@
 """DockerSandbox: one container per query (network off, store read-only, root fs read-only, limits on memory,
-processes and CPU), reused by every tool call through `docker exec`, removed at the end even on error or a signal."""
+processes and CPU, no log), reused by every tool call through `docker exec`, removed at the end even on error or a
+signal."""
 from __future__ import annotations
 
 import os
@@ -59,6 +60,7 @@ class DockerSandbox(SandboxBase):
             ["sleep", str(int(limits.lifetime_s))],
             name=f"runbook-sandbox-{uuid.uuid4().hex[:12]}",
             auto_remove=True, init=True,
+            log_config=docker.types.LogConfig(type="none"),  # a call writing to PID 1's stdout fills no host disk
             labels={LABEL: "1", "runbook.owner_pid": str(os.getpid()), "runbook.owner_host": socket.gethostname()},
             network_mode="none", read_only=True,
             mounts=[docker.types.Mount(STORE_MOUNT, str(self.store_path), type="bind", read_only=True)],
