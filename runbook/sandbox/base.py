@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shlex
+import threading
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -121,6 +122,8 @@ class SandboxBase:
         self.store_path = Path(store_path).expanduser().resolve()
         self.limits = limits or SandboxLimits()
         self._started = False
+        self._calls = threading.Lock()
+        """One call at a time: a call's end kills every process the sandbox user runs, another call's included."""
 
     def check_store(self) -> None:
         if not self.store_path.is_dir():
@@ -158,7 +161,8 @@ class SandboxBase:
             raise SandboxError(f"timeout must be positive, got {timeout}")
         argv = as_argv(cmd)
         check_stdin(stdin)
-        return self._exec(argv, timeout=timeout, stdin=stdin)
+        with self._calls:
+            return self._exec(argv, timeout=timeout, stdin=stdin)
 
     def __enter__(self) -> "SandboxBase":
         return self.start()

@@ -41,7 +41,7 @@ class LocalSandbox(SandboxBase):
         return env
 
     def _exec(self, argv: list[str], *, timeout: float, stdin: str | None) -> ExecResult:
-        return run_wrapped([], argv, limits=self.limits, timeout=timeout, stdin=stdin, cwd=self.scratch,
+        return run_wrapped(argv, limits=self.limits, timeout=timeout, stdin=stdin, cwd=self.scratch,
                            env=self._env())
 
     def _stop(self) -> None:
