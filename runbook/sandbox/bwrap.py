@@ -117,7 +117,9 @@ class BwrapSandbox(SandboxBase):
         scratch = ["--perms", "1777", "--size", str(limits.scratch_mb * 2**20), "--tmpfs"]
         args = [bwrap, "--ro-bind", "/usr", "/usr",
                 "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
-                "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64"]
+                "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+                # made before binding into it: bwrap run as root would leave it 0700, closed to uid 65534
+                "--perms", "0755", "--dir", "/etc"]
         for etc in ("/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime"):  # /usr/bin links point into these
             if os.path.exists(etc):
                 args += ["--ro-bind", etc, etc]
