@@ -1,5 +1,5 @@
 """BwrapSandbox: bubblewrap, for hosts without a container engine. One jail per query over the host's /usr: no
-network, store and tools read-only, one scratch folder per query.
+network, store and tools read-only, size-capped tmpfs /scratch and /tmp kept for the whole query.
 
 runbook's init (inside.py) is the jail's PID 1. The host sends it each call over a unix socket, with a pipe for the
 output; it forks the call's wrapper, which kills every process in the jail's PID namespace when the call ends. When
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import array
 import os
+import secrets
 import shutil
 import socket
 import struct
@@ -64,7 +65,8 @@ class BwrapSandbox(SandboxBase):
                  tools_path: str | Path | None = None):
         super().__init__(store_path, limits)
         self.tools_path = Path(tools_path) if tools_path else None
-        self.scratch: Path | None = None
+        self.jail_id: str | None = None
+        """runbook-bwrap-<owner pid>-<hex>: appears in the jail's init's command line."""
         self.process: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
         self._log = None
@@ -80,9 +82,7 @@ class BwrapSandbox(SandboxBase):
             raise SandboxError(f"the bwrap sandbox runs the host's {PYTHON}, which is missing: apt-get install -y "
                                f"python3")
         self.tools_path = self.tools_path or programs_dir()
-        self.scratch = Path(tempfile.mkdtemp(prefix="runbook-scratch-"))
-        if self._as_root:
-            os.chown(self.scratch, SANDBOX_UID, SANDBOX_UID)
+        self.jail_id = f"runbook-bwrap-{os.getpid()}-{secrets.token_hex(4)}"
         self._launch(bwrap)
         probe = self._exec(["test", "-r", STORE_MOUNT, "-a", "-x", STORE_MOUNT], timeout=10, stdin=None)
         if probe.exit_code != 0:
@@ -126,8 +126,9 @@ class BwrapSandbox(SandboxBase):
         args += ["--perms", "0755", "--dir", "/opt/runbook",
                  "--ro-bind", str(self.tools_path), TOOLS_MOUNT,
                  "--ro-bind", str(self.store_path), STORE_MOUNT,
-                 "--bind", str(self.scratch), SCRATCH_MOUNT, *scratch, "/tmp",
+                 *scratch, SCRATCH_MOUNT, *scratch, "/tmp",
                  "--proc", "/proc", "--dev", "/dev",
+                 "--remount-ro", "/dev",  # /dev/shm would be a tmpfs of unlimited size
                  "--hostname", "runbook-sandbox", "--chdir", SCRATCH_MOUNT,
                  "--die-with-parent", "--new-session", "--clearenv", "--as-pid-1"]
         rg = find_rg()
@@ -148,7 +149,7 @@ class BwrapSandbox(SandboxBase):
                      "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
         else:
             args += ["--unshare-all", "--"]
-        return args + init_argv(PYTHON, limits.lifetime_s, str(control_fd))
+        return args + init_argv(PYTHON, limits.lifetime_s, str(control_fd), self.jail_id or "")
 
     def _rlimits(self) -> dict[str, int]:
         """Per-call rlimits, set inside the jail's namespaces, so the process count is the jail's own."""
@@ -236,7 +237,4 @@ class BwrapSandbox(SandboxBase):
         if self._log is not None:
             self._log.close()
             self._log = None
-        if self.scratch is not None:
-            shutil.rmtree(self.scratch, ignore_errors=True)
-            self.scratch = None
 

@@ -146,6 +146,23 @@ def test_sandbox_container_keeps_no_log(docker_engine, tiny_store):
         assert not log_path or not os.path.exists(log_path) or os.path.getsize(log_path) == 0
 
 
+# -- 4: scratch size, namespaces and mounts, memory of the whole sandbox ---------------------------------------------
+def test_scratch_is_capped_across_files_and_calls(make_box):
+    box = make_box(scratch_mb=16)
+    first = box.exec("head -c 6000000 /dev/zero > a && head -c 6000000 /dev/zero > b && echo WROTE", timeout=20)
+    assert "WROTE" in first.output, first.output
+    second = box.exec("head -c 6000000 /dev/zero > c && head -c 6000000 /dev/zero > d && echo WROTE; "
+                      "du -sk /scratch", timeout=20)
+    assert "WROTE" not in second.output, second.output
+    used_kb = int(second.output.split()[-2])
+    assert used_kb <= 16 * 1024 + 64, second.output
+
+
+def test_no_unbounded_tmpfs_in_dev_shm(make_box):
+    result = make_box().exec("head -c 100000000 /dev/zero > /dev/shm/big && echo WROTE", timeout=20)
+    assert "WROTE" not in result.output, result.output
+
+
 # -- 6: a NUL byte in an argument is refused at the boundary ---------------------------------------------------------
 def test_nul_in_argv_or_stdin_is_a_sandbox_error(make_box):
     from runbook.errors import SandboxError
