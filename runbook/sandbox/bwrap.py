@@ -1,5 +1,6 @@
 """BwrapSandbox: bubblewrap, for hosts without a container engine. One jail per query over the host's /usr: no
-network, store and tools read-only, size-capped tmpfs /scratch and /tmp kept for the whole query.
+network, store and tools read-only, size-capped tmpfs /scratch and /tmp kept for the whole query, a seccomp filter
+against new namespaces and mounts.
 
 runbook's init (inside.py) is the jail's PID 1. The host sends it each call over a unix socket, with a pipe for the
 output; it forks the call's wrapper, which kills every process in the jail's PID namespace when the call ends. When
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 
 from ..errors import SandboxError
+from . import seccomp
 from .base import SCRATCH_MOUNT, STORE_MOUNT, TOOLS_MOUNT, ExecResult, SandboxBase, SandboxLimits
 from .inside import recv_message
 from .output import (GRACE_S, TRAILER_ROOM, init_argv, inside_env, kill_all_scope, new_nonce, reported, stdin_fd,
@@ -72,6 +74,7 @@ class BwrapSandbox(SandboxBase):
         self._log = None
         self._lost = ""
         self._as_root = os.geteuid() == 0
+        self._filter = seccomp.build_filter()
 
     def _start(self) -> None:
         from .sources import programs_dir
@@ -95,15 +98,18 @@ class BwrapSandbox(SandboxBase):
         """Start the jail with the init as PID 1 and wait until it answers."""
         host_end, jail_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock = host_end
-        fds = [jail_end.fileno()]
+        filter_fd = stdin_fd(self._filter) if self._filter else None  # bwrap reads the program from an fd
+        fds = [jail_end.fileno()] + ([filter_fd] if filter_fd is not None else [])
         self._log = tempfile.TemporaryFile()  # bwrap's and the init's own errors, for the message if start fails
         try:
-            argv = self._jail_args(bwrap, jail_end.fileno())
+            argv = self._jail_args(bwrap, jail_end.fileno(), filter_fd)
             # the jail dies with this thread (--die-with-parent): a query starts, uses and stops it in one thread
             self.process = subprocess.Popen(argv, pass_fds=fds, stdin=subprocess.DEVNULL, stdout=self._log,
                                             stderr=self._log, start_new_session=True)
         finally:
             jail_end.close()
+            if filter_fd is not None:
+                os.close(filter_fd)
         host_end.settimeout(REQUEST_TIMEOUT_S)
         try:
             hello, _ = recv_message(host_end)
@@ -112,7 +118,7 @@ class BwrapSandbox(SandboxBase):
         if not hello or not hello.get("ready"):
             raise SandboxError(f"the bwrap jail did not start: {self._jail_log() or 'no message'}")
 
-    def _jail_args(self, bwrap: str, control_fd: int) -> list[str]:
+    def _jail_args(self, bwrap: str, control_fd: int, filter_fd: int | None) -> list[str]:
         limits = self.limits
         scratch = ["--perms", "1777", "--size", str(limits.scratch_mb * 2**20), "--tmpfs"]
         args = [bwrap, "--ro-bind", "/usr", "/usr",
@@ -131,6 +137,8 @@ class BwrapSandbox(SandboxBase):
                  "--remount-ro", "/dev",  # /dev/shm would be a tmpfs of unlimited size
                  "--hostname", "runbook-sandbox", "--chdir", SCRATCH_MOUNT,
                  "--die-with-parent", "--new-session", "--clearenv", "--as-pid-1"]
+        if filter_fd is not None:
+            args += ["--seccomp", str(filter_fd)]
         rg = find_rg()
         if rg and not str(rg).startswith("/usr/"):
             args += ["--perms", "0755", "--dir", BIN_MOUNT, "--ro-bind", str(rg), f"{BIN_MOUNT}/rg"]

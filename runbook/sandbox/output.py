@@ -80,7 +80,8 @@ def stdin_env(stdin: str | None) -> dict[str, str]:
 
 
 def stdin_fd(stdin: str | bytes | None) -> int:
-    """A read fd for a call's stdin: a memory file holding it, so no file is left anywhere, or /dev/null."""
+    """A read fd for a call's stdin (or bwrap's seccomp program): a memory file holding it, so no file is left
+    anywhere, or /dev/null."""
     if stdin is None:
         return os.open(os.devnull, os.O_RDONLY)
     fd = os.memfd_create("stdin") if hasattr(os, "memfd_create") else os.dup(tempfile.TemporaryFile().fileno())

@@ -163,6 +163,26 @@ def test_no_unbounded_tmpfs_in_dev_shm(make_box):
     assert "WROTE" not in result.output, result.output
 
 
+UNSHARE = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+for name, flags in [('user', 0x10000000), ('mount', 0x00020000), ('user+mount', 0x10020000)]:
+    rc = libc.unshare(flags)
+    print(name, 'ALLOWED' if rc == 0 else 'refused', os.strerror(ctypes.get_errno()) if rc else '')
+rc = libc.mount(b'none', b'/scratch', b'tmpfs', 0, None)
+print('mount', 'ALLOWED' if rc == 0 else 'refused')
+"""
+
+
+def test_new_namespaces_and_mounts_are_refused(make_box):
+    box = make_box()
+    result = box.exec("unshare -Urm sh -c 'mount -t tmpfs none /scratch && echo MOUNTED'", timeout=10)
+    assert result.exit_code != 0 and "MOUNTED" not in result.output, result.output
+    result = box.exec(["python3", "-"], timeout=10, stdin=UNSHARE)
+    assert result.exit_code == 0 and "ALLOWED" not in result.output, result.output
+    assert result.output.count("refused") == 4
+
+
 # -- 6: a NUL byte in an argument is refused at the boundary ---------------------------------------------------------
 def test_nul_in_argv_or_stdin_is_a_sandbox_error(make_box):
     from runbook.errors import SandboxError
