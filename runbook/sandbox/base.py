@@ -22,7 +22,7 @@ class SandboxLimits:
     """Resource limits for one query's sandbox."""
 
     memory_mb: int = 512
-    """Memory for the sandbox (docker: all processes together; bwrap: address space per process)."""
+    """Memory for the sandbox: all processes together (bwrap without a cgroup: address space per process)."""
     pids: int = 128
     """Processes and threads at once; stops fork bombs."""
     cpus: float = 1.0

@@ -1,14 +1,14 @@
 """BwrapSandbox: bubblewrap, for hosts without a container engine. One jail per query over the host's /usr: no
 network, store and tools read-only, size-capped tmpfs /scratch and /tmp kept for the whole query, a seccomp filter
-against new namespaces and mounts.
+against new namespaces and mounts, and a cgroup for memory and processes where the host allows one.
 
 runbook's init (inside.py) is the jail's PID 1. The host sends it each call over a unix socket, with a pipe for the
 output; it forks the call's wrapper, which kills every process in the jail's PID namespace when the call ends. When
 the wrapper does not report in time, the host asks the init to kill them, and failing that ends the jail.
 
-Weaker than docker in two ways: memory is limited per process (address space), not for the whole sandbox, and
-the programs are the host's. When run as root, the jail drops to uid 65534 inside, because the kernel does not
-apply the process limit to root.
+Weaker than docker (see the README): the programs are the host's; without a cgroup (not root, or no cgroup the
+host lets us write) memory is limited per process (address space) and processes per uid, not for the whole
+sandbox. When run as root, the jail drops to uid 65534 inside, outside any user namespace.
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from pathlib import Path
 from ..errors import SandboxError
 from . import seccomp
 from .base import SCRATCH_MOUNT, STORE_MOUNT, TOOLS_MOUNT, ExecResult, SandboxBase, SandboxLimits
+from .cgroup import PREFIX, Cgroup, reap_leftovers
 from .inside import recv_message
 from .output import (GRACE_S, TRAILER_ROOM, init_argv, inside_env, kill_all_scope, new_nonce, reported, stdin_fd,
                      to_result)
@@ -64,11 +65,13 @@ class BwrapSandbox(SandboxBase):
     name = "bwrap"
 
     def __init__(self, store_path: str | Path, limits: SandboxLimits | None = None, *,
-                 tools_path: str | Path | None = None):
+                 tools_path: str | Path | None = None, cgroup: bool = True):
         super().__init__(store_path, limits)
         self.tools_path = Path(tools_path) if tools_path else None
+        self.use_cgroup = cgroup
         self.jail_id: str | None = None
-        """runbook-bwrap-<owner pid>-<hex>: appears in the jail's init's command line."""
+        """runbook-bwrap-<owner pid>-<hex>: names the jail's cgroup and appears in its init's command line."""
+        self.cgroup = Cgroup()
         self.process: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
         self._log = None
@@ -85,7 +88,11 @@ class BwrapSandbox(SandboxBase):
             raise SandboxError(f"the bwrap sandbox runs the host's {PYTHON}, which is missing: apt-get install -y "
                                f"python3")
         self.tools_path = self.tools_path or programs_dir()
-        self.jail_id = f"runbook-bwrap-{os.getpid()}-{secrets.token_hex(4)}"
+        reap_leftovers()
+        self.jail_id = f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+        if self.use_cgroup:
+            limits = self.limits
+            self.cgroup = Cgroup.create(self.jail_id, memory_bytes=limits.memory_mb * 2**20, pids=limits.pids)
         self._launch(bwrap)
         probe = self._exec(["test", "-r", STORE_MOUNT, "-a", "-x", STORE_MOUNT], timeout=10, stdin=None)
         if probe.exit_code != 0:
@@ -102,7 +109,7 @@ class BwrapSandbox(SandboxBase):
         fds = [jail_end.fileno()] + ([filter_fd] if filter_fd is not None else [])
         self._log = tempfile.TemporaryFile()  # bwrap's and the init's own errors, for the message if start fails
         try:
-            argv = self._jail_args(bwrap, jail_end.fileno(), filter_fd)
+            argv = self.cgroup.enter(self._jail_args(bwrap, jail_end.fileno(), filter_fd))
             # the jail dies with this thread (--die-with-parent): a query starts, uses and stops it in one thread
             self.process = subprocess.Popen(argv, pass_fds=fds, stdin=subprocess.DEVNULL, stdout=self._log,
                                             stderr=self._log, start_new_session=True)
@@ -145,8 +152,9 @@ class BwrapSandbox(SandboxBase):
         args += ["--remount-ro", "/"]  # last mount step: the jail's own root tmpfs must not take writes either
         env = {"PATH": f"{TOOLS_MOUNT}:{BIN_MOUNT}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": TOOLS_MOUNT,
                "PYTHONDONTWRITEBYTECODE": "1", "RUNBOOK_STORE_DIR": STORE_MOUNT, "HOME": SCRATCH_MOUNT,
-               "TMPDIR": "/tmp", "LANG": "C.UTF-8", **inside_env(),
-               "MALLOC_ARENA_MAX": "2"}  # glibc reserves 64 MB of address space per arena; RLIMIT_AS counts it
+               "TMPDIR": "/tmp", "LANG": "C.UTF-8", **inside_env()}
+        if not self.cgroup.memory:
+            env["MALLOC_ARENA_MAX"] = "2"  # glibc reserves 64 MB of address space per arena; RLIMIT_AS counts it
         for key, value in env.items():
             args += ["--setenv", key, value]
         # the kernel skips RLIMIT_NPROC for uid 0: as root, stay out of a user namespace and drop to nobody inside
@@ -160,9 +168,14 @@ class BwrapSandbox(SandboxBase):
         return args + init_argv(PYTHON, limits.lifetime_s, str(control_fd), self.jail_id or "")
 
     def _rlimits(self) -> dict[str, int]:
-        """Per-call rlimits, set inside the jail's namespaces, so the process count is the jail's own."""
+        """Per-call rlimits, for what the cgroup does not limit for the whole jail."""
         limits = self.limits
-        return {"FSIZE": limits.scratch_mb * 2**20, "AS": limits.memory_mb * 2**20, "NPROC": limits.pids}
+        rlimits = {"FSIZE": limits.scratch_mb * 2**20}
+        if not self.cgroup.memory:
+            rlimits["AS"] = limits.memory_mb * 2**20
+        if not self.cgroup.pids:
+            rlimits["NPROC"] = limits.pids
+        return rlimits
 
     def _exec(self, argv: list[str], *, timeout: float, stdin: str | None) -> ExecResult:
         if self._lost:
@@ -242,6 +255,7 @@ class BwrapSandbox(SandboxBase):
                 self.process.kill()
                 self.process.wait()
             self.process = None
+        self.cgroup.remove()
         if self._log is not None:
             self._log.close()
             self._log = None

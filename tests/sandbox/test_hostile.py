@@ -183,6 +183,14 @@ def test_new_namespaces_and_mounts_are_refused(make_box):
     assert result.output.count("refused") == 4
 
 
+def test_memory_is_limited_for_the_whole_sandbox(make_box):
+    box = make_box(memory_mb=128)
+    hold = "import time; b = bytearray(48 * 2**20); time.sleep(4); print('HELD', flush=True)"
+    result = box.exec(f"for i in 1 2 3 4 5; do python3 -c \"{hold}\" & done; wait", timeout=30)
+    held = [line for line in result.output.splitlines() if line == "HELD"]  # 48 MB held 4 s, then printed
+    assert len(held) <= 2, result.output
+
+
 # -- 6: a NUL byte in an argument is refused at the boundary ---------------------------------------------------------
 def test_nul_in_argv_or_stdin_is_a_sandbox_error(make_box):
     from runbook.errors import SandboxError
