@@ -164,6 +164,11 @@ class SandboxBase:
         with self._calls:
             return self._exec(argv, timeout=timeout, stdin=stdin)
 
+    def enforcement(self) -> dict[str, tuple[bool, str]]:
+        """The limits this sandbox claims, by key (see probes.LIMITS): (True, how) or (False, why not). A key
+        left out does not apply to this backend."""
+        return {}
+
     def __enter__(self) -> "SandboxBase":
         return self.start()
 

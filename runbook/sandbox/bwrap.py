@@ -260,3 +260,32 @@ class BwrapSandbox(SandboxBase):
             self._log.close()
             self._log = None
 
+    def enforcement(self) -> dict[str, tuple[bool, str]]:
+        limits, group = self.limits, self.cgroup
+        filtered, filter_how = seccomp.describe()
+        cgroup_why = group.why or ("turned off" if not self.use_cgroup else "")
+        return {
+            "user": (True, f"uid {SANDBOX_UID} inside, no user namespace" if self._as_root
+                     else "your uid, in a user namespace, no capabilities"),
+            "store": (True, "bound read-only at /store"),
+            "root_fs": (True, "the host's /usr read-only, the jail's root read-only"),
+            "network": (True, "a network namespace of its own: loopback only"),
+            "host_files": (True, "only /usr, three /etc files, the store and the tools are bound"),
+            "timeout": (True, "the wrapper kills the call at its timeout"),
+            "timeout_tree": (True, "the wrapper kills every process in the jail's PID namespace when a call ends; "
+                                   f"the host asks the init to at timeout + {GRACE_S:g} s, else ends the jail"),
+            "output": (True, f"{limits.output_bytes:,} bytes per call, cut inside"),
+            "output_host": (True, "the host reads the call's pipe capped; the wrapper is non-dumpable"),
+            "trailer": (True, "a per-call nonce the command cannot read (the wrapper is non-dumpable)"),
+            "scratch": (True, f"tmpfs /scratch and /tmp, {limits.scratch_mb} MB each, kept for the query"),
+            "dev_shm": (True, "/dev is read-only"),
+            "namespaces": (filtered, filter_how),
+            "memory": (True, f"{group.how} memory limit, {limits.memory_mb} MB for the jail" if group.memory
+                       else f"RLIMIT_AS {limits.memory_mb} MB per process"),
+            "memory_total": (group.memory, f"{group.how}: {limits.memory_mb} MB for the jail" if group.memory
+                             else f"no cgroup: {cgroup_why}"),
+            "pids": (True, f"{group.how} pids.max {limits.pids} for the jail" if group.pids
+                     else f"RLIMIT_NPROC {limits.pids}, counting every process of the jail's uid"),
+            "pids_total": (group.pids, f"{group.how} pids.max" if group.pids else f"no cgroup: {cgroup_why}"),
+            "tools": (True, "the host's python3 and ripgrep, the programs bound read-only"),
+        }

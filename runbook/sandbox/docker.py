@@ -146,6 +146,32 @@ class DockerSandbox(SandboxBase):
         except Exception:
             self._stop()
 
+    def enforcement(self) -> dict[str, tuple[bool, str]]:
+        limits = self.limits
+        engine = "the container's cgroup"
+        return {
+            "user": (True, f"uid {USER.split(':')[0]}, all capabilities dropped, no-new-privileges"),
+            "store": (True, "bind-mounted read-only at /store"),
+            "root_fs": (True, "read-only root filesystem"),
+            "network": (True, "network_mode none: loopback only"),
+            "host_files": (True, "only the image, the store and two tmpfs"),
+            "timeout": (True, "the wrapper kills the call at its timeout"),
+            "timeout_tree": (True, "the wrapper kills every process of the sandbox user when a call ends; the host "
+                                   f"does at timeout + {GRACE_S:g} s (docker exec, else SIGUSR1 to the init)"),
+            "output": (True, f"{limits.output_bytes:,} bytes per call, cut inside"),
+            "output_host": (True, "the host reads the exec stream capped; the wrapper is non-dumpable"),
+            "trailer": (True, "a per-call nonce the command cannot read (the wrapper is non-dumpable)"),
+            "log": (True, "log driver none"),
+            "scratch": (True, f"tmpfs /scratch and /tmp, {limits.scratch_mb} MB each, kept for the query"),
+            "dev_shm": (True, "docker's 64 MB /dev/shm, counted in the memory limit"),
+            "namespaces": (True, "docker's default seccomp profile, no capabilities"),
+            "memory": (True, f"{engine}: {limits.memory_mb} MB, no swap"),
+            "memory_total": (True, f"{engine}: {limits.memory_mb} MB for all processes"),
+            "pids": (True, f"{engine}: pids_limit {limits.pids}"),
+            "pids_total": (True, f"{engine}: pids_limit {limits.pids} for all processes"),
+            "tools": (True, f"the image {self.image}"),
+        }
+
     def _stop(self) -> None:
         if self.container is None:
             return
