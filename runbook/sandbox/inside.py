@@ -92,6 +92,19 @@ def end_processes(scope: str, pid: int) -> None:
         pass
 
 
+def wait_until_alone(seconds: float = 2.0) -> None:
+    """After kill(-1): wait until PID 1 has reaped every killed process, so the next call's fork does not find the
+    process limit still full of zombies. /proc shows this PID namespace only."""
+    me = str(os.getpid())
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if me == "1":
+            reap()
+        if all(name in ("1", me) for name in os.listdir("/proc") if name.isdigit()):
+            return
+        time.sleep(0.005)
+
+
 def check_scope(scope: str) -> None:
     if scope == "group":
         return
@@ -148,6 +161,8 @@ def run_call(argv: list, env: dict, *, in_fd: int, out_fd: int, limit: int, time
     end_processes(scope, pid)
     if status is None:
         status = os.waitpid(pid, 0)[1]
+    if scope != "group":
+        wait_until_alone()
     drain_until = time.monotonic() + DRAIN_S
     while pipe_open and cut < COUNT_CAP and time.monotonic() < drain_until:
         if select.select([read_fd], [], [], max(0.0, drain_until - time.monotonic()))[0]:
@@ -281,6 +296,7 @@ def serve(sock, deadline: float) -> None:
                 reply = start_call(request, fds, sock)
             elif request.get("op") == "kill":
                 kill_all_but_me()
+                wait_until_alone()
                 reply = {"ok": True}
             else:
                 reply = {"ok": False, "error": "unknown request %r with %d fds" % (request.get("op"), len(fds))}

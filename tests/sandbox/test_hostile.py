@@ -53,6 +53,18 @@ def test_a_call_that_stops_every_other_process_still_ends_at_its_timeout(make_bo
     assert "SURVIVOR" not in survivors(box)
 
 
+def test_a_fork_bomb_behind_a_stopped_wrapper_leaves_room_for_the_next_call(make_box):
+    """The killed processes are reaped before the next call starts, so it does not meet a process limit still full
+    of them (a race: before the fix the next call failed now and then, `could not start the call: EAGAIN`)."""
+    box = make_box(pids=64, memory_mb=256)
+    for _ in range(2):
+        result = box.exec("kill -STOP $PPID; bomb() { bomb | bomb & }; bomb; sleep 30", timeout=2)
+        assert result.timed_out, result
+        after = box.exec("echo alive; ls /proc | grep -c '^[0-9]'", timeout=10)
+        assert after.ok and after.output.startswith("alive\n"), after.output
+        assert int(after.output.split()[-1]) <= 6, after.output  # init, wrapper, bash, ls, grep: nothing left over
+
+
 def test_a_query_whose_call_leaves_a_setsid_child_ends_at_its_time_limit(make_box):
     from runbook.agent.loop import AgentLoop, Limits
     from runbook.agent.tools import ToolBox
