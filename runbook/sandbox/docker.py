@@ -193,7 +193,10 @@ def _exec_stream(sock) -> tuple[int, bytes]:
     first = b""
     buffered = getattr(getattr(getattr(getattr(sock, "_response", None), "raw", None), "_fp", None), "fp", None)
     if buffered is not None:
-        first = buffered.read1(65536) or b""  # empty when nothing is buffered: the socket is non-blocking
+        try:
+            first = buffered.read1(65536) or b""  # empty when nothing is buffered: the socket is non-blocking
+        except BlockingIOError:
+            first = b""
     return raw.fileno(), first
 
 
