@@ -108,16 +108,22 @@ def check_sandbox(name: str, store_path: str | Path, *, probes: list[Probe] | No
 
 
 def sample_store(folder: Path) -> Path:
-    """A store of one small trajectory, readable by the sandbox user."""
+    """A store of one small trajectory, inserted as `runbook insert` does (with method R's pools), readable by the
+    sandbox user."""
+    import json
+    from ..ingest import insert_paths
+    from ..retrieval import insert_listener
     from ..store import Store
     from ..trajectory import State, Trajectory
     states = [State(index=i, url=f"http://shop.example/page/{i}", title=f"Page {i}",
                     text=f"RootWebArea 'Page {i}'\n\t[1{i}] link 'Item {i}'", action=f"click('1{i}')",
                     timestamp=f"2025-01-01T00:0{i}:00.000Z") for i in range(3)]
+    source = folder / "sample.jsonl"
+    folder.mkdir(parents=True, exist_ok=True)
+    source.write_text(json.dumps(Trajectory(id=SAMPLE_ID, states=states, goal="Find the item", site="shop",
+                                            start_url=states[0].url, outcome="success").to_dict()) + "\n")
     store = Store(folder / "store", create=True)
-    with store.writer() as writer:
-        writer.insert(Trajectory(id=SAMPLE_ID, states=states, goal="Find the item", site="shop",
-                                 start_url=states[0].url, outcome="success"))
+    insert_paths(store, [source], workers=1, listeners=[insert_listener(store)])
     for path in [folder, *folder.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return store.root
@@ -135,24 +141,33 @@ def arguments_for(spec) -> dict:
     return args
 
 
+def tools_with_commands() -> list:
+    """The agent's tools that run a command in the sandbox (finish runs none), with the arguments to try."""
+    from ..agent.tools import TOOL_SPECS, ToolError, command_for
+    tools = []
+    for spec in TOOL_SPECS:
+        args = arguments_for(spec)
+        try:
+            command_for(spec.name, args)
+        except ToolError:
+            continue
+        tools.append((spec.name, args))
+    return tools
+
+
 def agent_tool_results(name: str, options: dict, folder: Path) -> list[LimitResult]:
     """Run every agent tool that runs a sandbox command once, through the ToolBox, as a query would."""
     from . import get_sandbox
-    from ..agent.tools import TOOL_SPECS, ToolBox, ToolError, command_for
+    from ..agent.tools import ToolBox
     from ..agent.types import ToolCall
     results = []
     store = sample_store(folder / "tools")
     with get_sandbox(name, store, **options) as box:
         toolbox = ToolBox(box)
-        for spec in TOOL_SPECS:
-            args = arguments_for(spec)
-            try:
-                command_for(spec.name, args)
-            except ToolError:
-                continue  # runs no command in the sandbox (finish)
-            result = toolbox.run(ToolCall(f"check-{spec.name}", spec.name, args))
+        for tool, args in tools_with_commands():
+            result = toolbox.run(ToolCall(f"check-{tool}", tool, args))
             held = result.error is None and result.exit_code == 0
             seen = " ".join(result.output.split())[:200]
-            results.append(LimitResult("tools", f"agent tool {spec.name} runs", ENFORCED if held else FAILED,
-                                       f"{spec.name}({', '.join(args)}): exit {result.exit_code}: {seen}"))
+            results.append(LimitResult("tools", f"agent tool {tool} runs", ENFORCED if held else FAILED,
+                                       f"{tool}({', '.join(args)}): exit {result.exit_code}: {seen}"))
     return results

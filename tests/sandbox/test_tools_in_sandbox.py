@@ -1,5 +1,5 @@
-"""Every agent tool runs in every real backend, through the ToolBox, as a query would call it; a bad argument is a
-tool error the policy reads, never a crashed query."""
+"""Every agent tool runs in every real backend, through the ToolBox, as a query would call it, over a store inserted
+as `runbook insert` does; a bad argument is a tool error the policy reads, never a crashed query."""
 from __future__ import annotations
 
 import pytest
@@ -7,40 +7,31 @@ import pytest
 from runbook.agent.tools import TOOL_SPECS, ToolBox
 from runbook.agent.types import ToolCall
 from runbook.sandbox import get_sandbox
+from runbook.sandbox.check import SAMPLE_ARGUMENTS, SAMPLE_ID, sample_store, tools_with_commands
 
 from conftest import TEST_LIMITS  # noqa: E402  (tests/sandbox/conftest.py)
 
-
-@pytest.fixture
-def small_store(tmp_path):
-    from runbook.store import Store
-    from tests.conftest import make_trajectory
-    store = Store(tmp_path / "store", create=True)
-    with store.writer() as writer:
-        writer.insert(make_trajectory("t-check", 3))
-    for path in [tmp_path, *tmp_path.rglob("*")]:  # readable by the sandbox user, as `runbook insert` leaves it
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    return store.root
+TOOLS = tools_with_commands()
+"""(tool, arguments) for every tool of TOOL_SPECS that runs a sandbox command: a tool added later is run too."""
 
 
-CALLS = {
-    "search": {"pattern": "Item"},
-    "show": {"trajectory_id": "t-check", "states": "1"},
-    "read": {"path": "summaries/trajectories.tsv"},
-    "python": {"code": "import rbk\nprint([t.id for t in rbk.trajectories()])"},
-}
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory):
+    return sample_store(tmp_path_factory.mktemp("tools"))
 
 
-def test_every_tool_that_runs_a_command_is_exercised_here():
-    assert {spec.name for spec in TOOL_SPECS} - {"finish"} == set(CALLS)
+def test_every_tool_but_finish_runs_a_command_and_the_known_ones_have_arguments():
+    assert {tool for tool, _ in TOOLS} == {spec.name for spec in TOOL_SPECS} - {"finish"}
+    assert set(SAMPLE_ARGUMENTS) <= {tool for tool, _ in TOOLS}
 
 
-@pytest.mark.parametrize("tool", sorted(CALLS))
-def test_every_agent_tool_runs(make_box, small_store, tool):
+@pytest.mark.parametrize("tool,args", TOOLS, ids=[tool for tool, _ in TOOLS])
+def test_every_agent_tool_runs(make_box, small_store, tool, args):
     box = make_box(small_store)
-    result = ToolBox(box).run(ToolCall("c1", tool, CALLS[tool]))
+    result = ToolBox(box).run(ToolCall("c1", tool, args))
     assert result.error is None and result.exit_code == 0, result.output
-    assert "t-check" in result.output, result.output
+    if tool in SAMPLE_ARGUMENTS:
+        assert SAMPLE_ID in result.output, result.output
 
 
 def test_a_nul_byte_in_an_argument_is_a_tool_error(tiny_store):
