@@ -257,7 +257,8 @@ def probes(limits) -> list[Probe]:
     """Every probe, in the order `runbook sandbox check` prints them."""
     store = "$RUNBOOK_STORE_DIR"
     bomb = ("import os,time\nn=0\ntry:\n for i in range(%d):\n  if os.fork()==0:\n   time.sleep(2); os._exit(0)\n"
-            "  n+=1\n print('NOT STOPPED', n)\nexcept OSError as e:\n print('STOPPED after', n, e)\n" % (limits.pids * 2))
+            "  n+=1\n print('NOT STOPPED', n)\nexcept OSError as e:\n print('STOPPED after', n, e)\n"
+            % (limits.pids * 2))
     return [
         Probe("user", "runs as a non-root user without capabilities",
               command("id -u; grep CapEff /proc/self/status",
