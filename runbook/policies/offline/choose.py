@@ -1,6 +1,6 @@
 """What the offline planner makes of its tool outputs: the scan's records, the spans it picks, the analysis it writes.
 
-Everything here works on the JSON lines that runbook/agent/offline_scan.py prints in the sandbox; nothing reads the
+Everything here works on the JSON lines that runbook/sandbox/programs/rbscan.py prints in the sandbox; nothing reads the
 store directly. Choices per question kind (a question image's look-alike screenshots always come first):
 
     static     the best-scoring states (at most 3 of one run) and the last state of the run whose goal asks the

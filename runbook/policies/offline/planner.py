@@ -6,10 +6,10 @@ One query takes three or four tool calls, each a step of a fixed plan:
                          the goal, url/title and the site the question names; prints the best states, the newest
                          strong matches ('current'/'latest' questions), the best runs, terms found nowhere, and
                          with a question image the stored screenshots that look most alike (dHash)
-    2. python: detail    for the states chosen by kind (runbook.agent.offline_choose): the action with the element
+    2. python: detail    for the states chosen by kind (runbook.policies.offline.choose): the action with the element
                          it clicked, the error, and the page lines worth quoting
     3. search            gotchas only, when the run that went wrong typed something: where other pages show a
-                         different value (runbook.agent.offline_probe)
+                         different value (runbook.policies.offline.probe)
     4. finish            spans (most important first) and an analysis: the kind, latest vs older values with their
                          times, terms found nowhere (a possibly false premise), a procedure's steps
 
