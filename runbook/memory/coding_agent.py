@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..agent.loop import AgentLoop, AgentRun, Limits
@@ -37,10 +38,11 @@ from .spans import SpanExpander, fit_pages, focus_terms
 
 NOT_CHOSEN = "seen by the agent, not chosen"
 UNCHECKED = "fast retrieval, not checked by the agent"
-RECALL_SHARE = 0.8
-"""The share of the budget for which method R picks the hits it marks `packed` (its own evidence), leaving room
-for what the agent adds (measured on the dev and generated sets: 0.5-0.7 lost R's tail evidence, 1.0 left none)."""
-MIN_SPAN_SHARE = 0.2
+RECALL_SHARE = 0.9
+"""Method R marks as `packed` (its own evidence) what it would put in a context of this share of the budget (its
+notes and events as for the whole budget, fewer page slices), leaving room for what the agent adds. Measured on the
+dev and generated sets: 0.5-0.8 lost R's tail evidence, 1.0 left the agent no room."""
+MIN_SPAN_SHARE = 0.1
 """The agent's spans always get at least this share of the budget, however many recall hits it keeps."""
 
 
@@ -98,13 +100,16 @@ class CodingAgentMemory:
         model = getattr(policy, "model", None)
         path = transcript_path(question, self.settings.transcripts)
         self._row_cache = None  # the store may have grown since the last query
-        recall = self.recall(question, budget)
-        task = Task(question, image, [hit for hit, _ in recall])
-        user = Message("user", user_prompt(question, overview=self.overview(), has_image=bool(image),
-                                           recall=task.recall),
-                       parts=[{"type": "image", "value": str(image)}] if image else [])
-        with TranscriptWriter(path) as transcript:
+        with TranscriptWriter(path) as transcript, ThreadPoolExecutor(max_workers=1) as pool:
+            # recall runs while the sandbox starts; the sandbox starts on this thread, which its jail may outlive
+            # only as long as the thread lives (bwrap's --die-with-parent)
+            recalling = pool.submit(self.recall, question, budget)
             with get_sandbox(self.settings.get("sandbox", "auto"), self.store.root, **self.sandbox_options) as box:
+                recall = recalling.result()
+                task = Task(question, image, [hit for hit, _ in recall])
+                user = Message("user", user_prompt(question, overview=self.overview(), has_image=bool(image),
+                                                   recall=task.recall),
+                               parts=[{"type": "image", "value": str(image)}] if image else [])
                 toolbox = ToolBox(box, call_seconds=self.limits.call_seconds, check_spans=self.check_spans)
                 loop = AgentLoop(policy, toolbox, self.limits, transcript=transcript,
                                  price=self.settings.price(model), model=model)
@@ -124,7 +129,7 @@ class CodingAgentMemory:
             found = self.retriever.find(question, budget)
         except StoreError:
             return []  # no pools (an old store): the agent starts from the question alone
-        packed = self.retriever.pack(found, int(budget * RECALL_SHARE))
+        packed = self.retriever.pack(found, budget, reserve=int(budget * (1 - RECALL_SHARE)))
         for hit, _ in packed:
             hit["packed"] = True
         chosen = {hit["id"] for hit, _ in packed}

@@ -96,14 +96,14 @@ class Retriever:
         self._load()
         return self.recall.find(analysis or analyze(question), slice_chars=self.slice_cap(budget) * 3)
 
-    def pack(self, found: Found, budget: int) -> list[tuple[dict, EvidenceItem]]:
+    def pack(self, found: Found, budget: int, reserve: int = 0) -> list[tuple[dict, EvidenceItem]]:
         """The hits method R puts in a context of `budget` tokens, with their items: notes and events each within
-        their share for the question's kind, then slices in what is left."""
+        their share for the question's kind, then slices in what is left but `reserve` tokens."""
         note_share, event_share = self.settings.shares.get(found.analysis.kind, (0.1, 0.1))
         notes = _fill([(h, self.note_item(h)) for h in found.notes], int(budget * note_share))
         events = _fill([(h, self.event_item(h)) for h in found.events], int(budget * event_share))
         used = sum(item.tokens for _, item in notes + events)
-        slices = _fill([(h, self.slice_item(h)) for h in found.slices], budget - used)
+        slices = _fill([(h, self.slice_item(h)) for h in found.slices], budget - used - reserve)
         return notes + events + slices
 
     def item(self, hit: dict) -> EvidenceItem:

@@ -196,12 +196,17 @@ class Recall:
 
     def with_sightings(self, hits: list[dict]) -> list[dict]:
         """After each of the best pages, the other states that show its best-matching line (oldest first): views
-        of the same fact that corroborate it, or show how it changed. Compact: the line alone."""
+        of the same fact that corroborate it, or show how it changed. A state already among the hits moves up
+        here; the others come compact, the line alone."""
         docs, live = self.snapshot.docs("slices"), self.indexes["slices"].live
-        taken = {int(h["id"][1:]) for h in hits}
+        by_doc = {int(h["id"][1:]): h for h in hits}
+        placed: set[int] = set()
         out, added = [], 0
         for rank, hit in enumerate(hits):
+            if int(hit["id"][1:]) in placed:
+                continue  # moved up as a sighting
             out.append(hit)
+            placed.add(int(hit["id"][1:]))
             if rank >= SIGHTING_SOURCES or hit.get("same_as"):
                 continue
             for line in hit.get("best_lines", []):
@@ -210,13 +215,13 @@ class Recall:
                 key = line_hash(line, hit.get("s") or "")
                 if self.lines.is_boilerplate(np.asarray([key], dtype="<u8"), hit.get("s") or "")[0]:
                     continue  # the site's furniture, not a fact
-                found = [int(d) for d in self.lines.docs_with(key) if live[d] and int(d) not in taken]
-                found.sort(key=lambda d: docs[d].get("ts") or "")
+                found = sorted((int(d) for d in self.lines.docs_with(key) if live[d] and int(d) not in placed),
+                               key=lambda d: docs[d].get("ts") or "")
                 for d in found[:MAX_SIGHTINGS - added]:
-                    taken.add(d)
-                    out.append(dict(docs[d], id=f"s{d}", pool="slices", excerpt=line, header={}, match=0.0,
-                                    score=0.0, sighting_of=hit["id"],
-                                    label=f"shows the same line as {hit['t']} state {hit['i']}"))
+                    placed.add(d)
+                    out.append(by_doc.get(d) or dict(
+                        docs[d], id=f"s{d}", pool="slices", excerpt=line, header={}, match=0.0, score=0.0,
+                        sighting_of=hit["id"], label=f"shows the same line as {hit['t']} state {hit['i']}"))
                     added += 1
         return out
 
