@@ -34,6 +34,8 @@ class Weakness:
     missing_phrases: list[str] = field(default_factory=list)
     term_coverage: float = 1.0
     kind: str = ""
+    missing_top: list[str] = field(default_factory=list)
+    """Exact phrases of the question that R's first items do not show."""
 
     @property
     def weak(self) -> bool:
@@ -50,7 +52,7 @@ class Weakness:
         return out
 
     def to_json(self) -> dict:
-        return {"weak": self.weak, "missing_phrases": self.missing_phrases,
+        return {"weak": self.weak, "missing_phrases": self.missing_phrases, "missing_top": self.missing_top,
                 "term_coverage": round(self.term_coverage, 3), "kind": self.kind, "reasons": self.reasons()}
 
 
@@ -64,10 +66,11 @@ def weakness(context: Context, analysis: QuestionAnalysis | None = None) -> Weak
     everything = _normal(" ".join(item.render_text() for item in context.items))
     missing = [p for p in analysis.phrases if _normal(p).strip() and _normal(p) not in everything]
     top = _normal(" ".join(item.render_text() for item in context.items[:TOP_ITEMS]))
+    missing_top = [p for p in analysis.phrases if _normal(p).strip() and _normal(p) not in top]
     terms = [t for t in analysis.terms if len(t) > 2]
     covered = [t for t in terms if re.search(rf" {re.escape(_normal(t).strip())}", top)]
     coverage = len(covered) / len(terms) if terms else 1.0
-    return Weakness(missing, coverage, analysis.kind)
+    return Weakness(missing, coverage, analysis.kind, missing_top)
 
 
 class AutoMemory:

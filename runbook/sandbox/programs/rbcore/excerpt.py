@@ -142,18 +142,35 @@ class Excerpter:
         for i in sorted(scores, key=lambda n: -scores[n]):
             if scores[i] <= 0 or spent >= max_tokens:
                 break
-            for j in range(max(0, i - BEFORE), min(len(lines), i + AFTER + 1)):
+            for j in _around(lines, i, shown):
                 if j in chosen:
                     continue
                 line = shown(j)
-                if line is None:
-                    continue
                 cost = len(line) // 3 + 1  # a close, cheap estimate; packing counts exactly
                 if spent + cost > max_tokens:
                     break
                 chosen[j] = line
                 spent += cost
         return chosen
+
+
+def _around(lines: list[str], i: int, shown) -> list[int]:
+    """Line i with BEFORE shown lines before it and AFTER after it, counting only lines that say something new: an
+    accessibility tree repeats each cell's name as its text child, which would halve how far a row's values reach."""
+    before = [j for j in range(i - 1, max(-1, i - 4 * BEFORE - 1), -1) if shown(j) is not None][:BEFORE]
+    after, last = [], shown(i) or ""
+    for j in range(i + 1, min(len(lines), i + 4 * AFTER + 1)):
+        line = shown(j)
+        if line is None:
+            continue
+        body = line.strip()
+        if body[:1] in "'\"" and body.strip("'\" ") in last:
+            continue  # the previous line's name again
+        after.append(j)
+        last = line
+        if len(after) == AFTER:
+            break
+    return sorted(before) + ([i] if shown(i) is not None else []) + after
 
 
 _INDENT = re.compile(r"^[\t ]+")
