@@ -12,8 +12,9 @@ import pytest
 
 from runbook.policies import get_policy
 from runbook.policies.offline.planner import OfflinePlanner, program_call
-from runbook.policies.offline.choose import (MAX_STATES, choose, read_scan, read_steps, spans_of,
-                                          write_analysis)
+from runbook.policies.offline.analysis import write_analysis
+from runbook.policies.offline.choose import MAX_STATES, choose, spans_of
+from runbook.policies.offline.outputs import read_scan, read_steps
 from runbook.sandbox.programs.rbscan import pattern_regex, python_regex
 from runbook.policies.offline.terms import patterns_for, stem, word_pairs
 from runbook.agent.prompts import user_prompt
@@ -275,7 +276,7 @@ def test_a_question_image_finds_its_screenshot(sample_store, clean_env):
 
 # -- the gotcha probe ------------------------------------------------------------------------------------------
 def test_the_probe_finds_where_the_site_shows_another_value_than_the_one_typed():
-    from runbook.policies.offline.choose import Step
+    from runbook.policies.offline.outputs import Step
     from runbook.policies.offline.probe import probe_pattern, read_probe, typed_values
 
     steps = [Step("run", 0, act="fill('1910', 'emma.lopez@example.com')  [1910 = textbox 'Newsletter']"),

@@ -1,7 +1,6 @@
-"""What the offline planner makes of its tool outputs: the scan's records, the spans it picks, the analysis it writes.
+"""What the offline planner picks from its scan (see outputs.py for the records; analysis.py writes what it found).
 
-Everything here works on the JSON lines that runbook/sandbox/programs/rbscan.py prints in the sandbox; nothing reads the
-store directly. Choices per question kind (a question image's look-alike screenshots always come first):
+Choices per question kind (a question image's look-alike screenshots always come first):
 
     static     the best-scoring states (at most 3 of one run) and the last state of the run whose goal asks the
                question, where that agent reported its answer
@@ -14,12 +13,10 @@ store directly. Choices per question kind (a question image's look-alike screens
 """
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from ...agent.types import Span
+from .outputs import Hit, Run, Scan, find_hit
 
 MAX_STATES = 20
 """At most this many states across all spans (the finish contract)."""
@@ -37,147 +34,8 @@ RUNNER_UP, RUNNER_UP_STATES = 0.85, 6
 """A second run scoring this close to the best is added too, cut to this many states around its best ones."""
 GOTCHA_RUN_STATES = 8
 GOTCHA_STATES = 12
-MAX_QUOTED = 5
-"""States whose lines the analysis quotes."""
-ERROR_WIDTH = (100, 300)
-"""Characters of an error shown in a walkthrough: a procedure needs to know one happened, a gotcha what it said."""
 
 
-@dataclass
-class Hit:
-    """One state as the scan scored it."""
-
-    t: str
-    i: int
-    s: float = 0.0
-    cov: float = 0.0
-    m: list[str] = field(default_factory=list)
-    """The question's patterns the state matched (the first few records only)."""
-    time: str = ""
-    url: str = ""
-    ok: int | None = None
-    n: int = 0
-    err: bool = False
-    d: int | None = None
-    """Screenshot only: bits of dHash that differ from the question's image."""
-    px: float | None = None
-    """Screenshot only: mean grey difference of the thumbnails (0 = the same picture)."""
-
-    @property
-    def key(self) -> tuple[str, int]:
-        return (self.t, self.i)
-
-
-@dataclass
-class Run:
-    """One trajectory as the scan scored it."""
-
-    t: str
-    s: float = 0.0
-    """The sum of its three best state scores."""
-    gs: float = 0.0
-    """How well its goal matches the question (terms weighed by rarity among goals)."""
-    head: int = 0
-    """How many of the goal's first two words (its action and its object) are question terms."""
-    goal: str = ""
-    ok: int | None = None
-    n: int = 0
-    ne: int = 0
-    """States whose action raised an error."""
-    first: str = ""
-    site: str = ""
-
-    def workflow_score(self, best_states: float) -> float:
-        """How likely this run shows the question's workflow: goal first, its pages second, clean successes up."""
-        score = self.gs * (1 + 0.5 * self.head) + 2.0 * self.s / max(best_states, 1e-9)
-        score *= 1.3 if self.ok == 1 else 1.0
-        # errors and length are detours: a short clean run shows the way best
-        return score / (1 + 0.5 * self.ne / max(self.n, 1)) / (1 + 0.02 * self.n)
-
-    def trouble_score(self, best_states: float) -> float:
-        """How likely this run shows what the question says goes wrong: goal and pages, then failure and errors."""
-        score = self.gs * (1 + 0.5 * self.head) + 2.0 * self.s / max(best_states, 1e-9)
-        score *= 1.3 if self.ok == 0 else 1.0
-        return score * (1 + 0.3 * min(self.ne, 3) / 3)
-
-
-@dataclass
-class Scan:
-    """Everything one scan printed."""
-
-    df: dict[str, list[int]] = field(default_factory=dict)
-    n_states: int = 0
-    missing: list[str] = field(default_factory=list)
-    sites: list[str] = field(default_factory=list)
-    states: list[Hit] = field(default_factory=list)
-    latest: list[Hit] = field(default_factory=list)
-    extras: list[Hit] = field(default_factory=list)
-    """States that cover what the best states leave out."""
-    runs: list[Run] = field(default_factory=list)
-    images: list[Hit] = field(default_factory=list)
-    image_error: str = ""
-    ok: bool = False
-    """Whether the terms line arrived (the scan ran)."""
-
-
-@dataclass
-class Step:
-    """One state as `detail` read it."""
-
-    t: str
-    i: int
-    time: str = ""
-    url: str = ""
-    title: str = ""
-    act: str = ""
-    err: str = ""
-    lines: list[str] = field(default_factory=list)
-
-
-def json_lines(output: str) -> list[dict[str, Any]]:
-    """The JSON objects of a tool output, one a line; lines that are not JSON (an elision note) are skipped."""
-    out = []
-    for line in output.splitlines():
-        line = line.strip()
-        if line.startswith("{") and line.endswith("}"):
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return out
-
-
-def _fields(cls, rec: dict[str, Any]) -> dict[str, Any]:
-    names = cls.__dataclass_fields__
-    return {k: v for k, v in rec.items() if k in names}
-
-
-def read_scan(output: str) -> Scan:
-    scan = Scan()
-    for rec in json_lines(output):
-        kind = rec.pop("type", "")
-        if kind == "terms":
-            scan.ok = True
-            scan.df, scan.missing, scan.sites = rec.get("df", {}), rec.get("missing", []), rec.get("sites", [])
-            scan.n_states = int(rec.get("n_states") or 0)
-        elif kind in ("state", "latest", "extra"):
-            {"state": scan.states, "latest": scan.latest, "extra": scan.extras}[kind].append(Hit(**_fields(Hit, rec)))
-        elif kind == "traj":
-            scan.runs.append(Run(**_fields(Run, rec)))
-        elif kind == "image":
-            if rec.get("error"):
-                scan.image_error = rec["error"]
-            else:
-                scan.images.append(Hit(t=rec["t"], i=rec["i"], time=rec.get("time", ""), d=rec.get("d"),
-                                       px=rec.get("px")))
-    return scan
-
-
-def read_steps(output: str) -> list[Step]:
-    return [Step(**_fields(Step, rec)) for rec in json_lines(output) if rec.get("type") == "step"]
-
-
-# -- choosing states -------------------------------------------------------------------------------------------
 @dataclass
 class Choice:
     """The states picked, most important first, with a note on each for the analysis."""
@@ -269,7 +127,7 @@ def pick_latest(scan: Scan, choice: Choice) -> None:
     pick_best(scan.states, choice, DYNAMIC_STATES)
     newest = strong[0].time if strong else ""
     for key in choice.keys:
-        hit = _find(scan, key)
+        hit = find_hit(scan, key)
         if hit and newest and hit.time < newest and key not in choice.notes:
             choice.notes[key] = "older"
 
@@ -351,96 +209,3 @@ def _merge_touching(spans: list[Span]) -> list[Span]:
         else:
             out.append(span)
     return out
-
-
-def _find(scan: Scan, key: tuple[str, int]) -> Hit | None:
-    for hit in scan.latest + scan.states + scan.extras + scan.images:
-        if hit.key == key:
-            return hit
-    return None
-
-
-# -- the analysis ----------------------------------------------------------------------------------------------
-_IDS = re.compile(r"\[\d+\]\s*|\bid=\S+")
-KIND_NAMES = {"static": "a fact shown on a page", "dynamic": "a value that changes over time (the latest wins)",
-              "procedure": "how to do something", "gotcha": "what goes wrong and how to get past it"}
-
-
-def write_analysis(kind: str, wants_latest: bool, scan: Scan, choice: Choice, steps: list[Step],
-                   *, weak_missing: set[str] = frozenset()) -> str:
-    """A few plain sentences: the question's kind, where the evidence is, latest vs older, missing terms, steps."""
-    by_key = {(s.t, s.i): s for s in steps}
-    parts = [f"Question kind: {KIND_NAMES.get(kind, kind)}."]
-    missing = [m for m in scan.missing if m not in weak_missing]
-    words = [m for m in missing if " " not in m.strip()]
-    phrases = [m for m in missing if " " in m.strip()]
-    closest = " The states below are the closest evidence." if choice.keys else ""
-    if words:
-        parts.append("Found in no stored state: " + ", ".join(f"'{m}'" for m in words)
-                     + " - the question's premise may be false." + closest)
-    if phrases:
-        parts.append("Never written this way in any stored state: " + ", ".join(f"'{m}'" for m in phrases)
-                     + " - check the premise." + closest)
-    if not choice.keys:
-        parts.append("No stored state matches the question's terms.")
-        return " ".join(parts)
-    if wants_latest or kind == "dynamic":
-        parts.append(sightings(choice, scan, by_key))
-    for run in choice.runs:
-        parts.append(run_walkthrough(run, by_key, error_width=ERROR_WIDTH[kind == "gotcha"]))
-    for typed, seen, (t, i), time in choice.contrasts:
-        parts.append(f"The run typed '{typed}', but {t} state {i} ({time[:16].replace('T', ' ')}) shows: {seen}")
-    parts += quotes(choice, scan, by_key)
-    return "\n".join(parts)
-
-
-def sightings(choice: Choice, scan: Scan, by_key: dict[tuple[str, int], Step]) -> str:
-    """'Newest first: X state 10 (2025-12-18 22:20) [latest sighting]; Y state 4 (2025-12-17 19:18) [older]'."""
-    seen = []
-    shown = {h.key for h in scan.latest} | {k for k, note in choice.notes.items() if note in ("latest sighting",
-                                                                                               "older")}
-    for key in (k for k in choice.keys if k in shown):
-        step, hit = by_key.get(key), _find(scan, key)
-        when = (step.time if step else hit.time if hit else "")
-        seen.append((when, key))
-    seen.sort(reverse=True)
-    listed = [f"{t} state {i} ({when[:16].replace('T', ' ')})" + (f" [{choice.notes[(t, i)]}]"
-              if choice.notes.get((t, i)) in ("latest sighting", "older") else "") for when, (t, i) in seen[:6]]
-    return "The value may have changed over time; where it shows, newest first: " + "; ".join(listed) + "."
-
-
-def quotes(choice: Choice, scan: Scan, by_key: dict[tuple[str, int], Step]) -> list[str]:
-    """One line per chosen state with what its page says about the question; a repeat names its states only."""
-    out: list[str] = []
-    first_at: dict[str, int] = {}
-    for key in choice.keys:
-        step, hit = by_key.get(key), _find(scan, key)
-        lines = step.lines if step else []
-        if not lines:
-            continue
-        note = choice.notes.get(key, "")
-        when = (step.time if step else hit.time if hit else "")[:16].replace("T", " ")
-        where = f"{key[0]} state {key[1]} ({when})" + (f" [{note}]" if note else "")
-        same = _IDS.sub("", " | ".join(lines))
-        if same in first_at:
-            out[first_at[same]] += f"; the same in {where}"
-            continue
-        if len(first_at) >= MAX_QUOTED:
-            continue
-        first_at[same] = len(out)
-        out.append(f"{where}: " + " | ".join(lines))
-    return out
-
-
-def run_walkthrough(run: Run, by_key: dict[tuple[str, int], Step], *, error_width: int = 300) -> str:
-    """'Run X (succeeded; goal: ...) steps - 0: click('156') [156 = link 'Sales'] ; 1: ...' from the detail steps."""
-    outcome = {1: "succeeded", 0: "failed"}.get(run.ok, "outcome unknown")
-    steps = [by_key[k] for k in sorted(by_key) if k[0] == run.t]
-    moves = []
-    for step in steps:
-        move = f"{step.i}: {step.act}"
-        if step.err:
-            move += f" !! {step.err[:error_width]}"
-        moves.append(move)
-    head = f"Run {run.t} ({outcome}; goal: {run.goal})"
-    return head + (" steps - " + " ; ".join(moves) if moves else "")

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...question import QuestionAnalysis, analyze
-from .choose import (SPAN_GAP, Choice, Scan, Step, choose, read_scan, read_steps, spans_of,
-                             write_analysis)
+from .analysis import write_analysis
+from .choose import SPAN_GAP, Choice, choose, spans_of
+from .outputs import Scan, Step, read_scan, read_steps
 from .image import question_image
 from .probe import probe_pattern, read_probe, typed_values
 from .terms import patterns_for
@@ -40,9 +41,15 @@ QUOTE_AFTER = 6
 """Lines of text quoted after a matching line: values follow their labels."""
 
 
+PROGRAMS = {"scan": "rbscan", "detail": "rbdetail"}
+"""The sandbox module of each program the planner runs (runbook/sandbox/programs)."""
+
+
 def program_call(entry: str, params: dict[str, Any]) -> str:
-    """Python code for the `python` tool: one call of `entry` in the sandbox's rbscan module with `params`."""
-    return f"import json, rbscan\nrbscan.{entry}(json.loads({json.dumps(json.dumps(params, ensure_ascii=False))}))\n"
+    """Python code for the `python` tool: one call of the sandbox program `entry` with `params`."""
+    module = PROGRAMS[entry]
+    return (f"import json, {module}\n"
+            f"{module}.{entry}(json.loads({json.dumps(json.dumps(params, ensure_ascii=False))}))\n")
 
 
 @dataclass

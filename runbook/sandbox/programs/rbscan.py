@@ -1,37 +1,39 @@
-"""The offline planner's programs for the sandbox: `scan` ranks states for a question, `detail` reads chosen states.
+"""The offline planner's first program in the sandbox: `scan` ranks states for a question (rbdetail's `detail` then
+reads the chosen ones).
 
-This module runs INSIDE the sandbox through the `python` tool (stdlib, `rbk`, and Pillow when the image has it;
-nothing from `runbook`); the planner sends `import rbscan; rbscan.scan({...})` or `rbscan.detail({...})`; each prints
-JSON lines, most important first and within a character budget, so the output parses line by line:
+This module runs INSIDE the sandbox through the `python` tool (stdlib, numpy, `rbk`/rbcore, and Pillow when the
+image has it; nothing from `runbook`); the planner sends `import rbscan; rbscan.scan({...})`, which prints JSON
+lines, most important first and within a character budget, so the output parses line by line:
 
-    scan    {"type": "terms", "df": {pattern: [states, trajectories]}, "missing": [...], "sites": [...]}
-            {"type": "image", "t": id, "i": index, "d": hash bits apart, "px": grey difference}   (with an image)
-            {"type": "latest", "t": id, "i": index, "s": score, "time": ...}     (newest first; 'current' questions)
-            {"type": "state", "t": id, "i": index, "s": score, "time": ..., "ok": run succeeded, "err": 0|1, ...}
-            {"type": "extra", ...}   a state covering what the best states leave out
-            {"type": "traj", "t": id, "s": score, "gs": goal score, "head": 0-2, "ok": ..., "n": states,
-             "ne": states with errors, "goal": ...}
-    detail  {"type": "step", "t": id, "i": index, "time": ..., "act": action with what it clicked, "err": ...,
-             "lines": [page lines with the question's terms, each with the text after it]}
+    {"type": "terms", "df": {pattern: [states, trajectories]}, "missing": [...], "sites": [...]}
+    {"type": "image", "t": id, "i": index, "d": hash bits apart, "px": grey difference}   (with an image)
+    {"type": "latest", "t": id, "i": index, "s": score, "time": ...}     (newest first; 'current' questions)
+    {"type": "state", "t": id, "i": index, "s": score, "time": ..., "ok": run succeeded, "err": 0|1, ...}
+    {"type": "extra", ...}   a state covering what the best states leave out
+    {"type": "traj", "t": id, "s": score, "gs": goal score, "head": 0-2, "ok": ..., "n": states,
+     "ne": states with errors, "goal": ...}
 
-Scoring: BM25 over single states (one ripgrep pass with every pattern, its `-o` output tallied per state), plus
+Scoring: BM25 (rbcore.bm25's formula) over single states (one ripgrep pass with every pattern, its `-o` output tallied per state), plus
 the trajectory's goal, the state's url and title, a bonus for exact phrases and for states showing all the names
 the question gives, and a boost for the site the question names. A question's own words are weighed by rarity.
 """
 import json
-import math
 import os
 import re
-import sqlite3
 import subprocess
 from collections import Counter, defaultdict
 
-try:
+try:  # inside the sandbox, this folder is on PYTHONPATH
     import rbk
-except ImportError:  # imported on the host for image_hash only; rbk lives in the sandbox
-    rbk = None
+    from rbcore.bm25 import idf as bm25_idf, term_weight
+    from rbcore.catalog import connect_readonly
+    from rbcore.images import nearest_screenshots
+except ImportError:  # on the host (tests import the pattern helpers) it is part of the runbook package
+    from . import rbk
+    from .rbcore.bm25 import idf as bm25_idf, term_weight
+    from .rbcore.catalog import connect_readonly
+    from .rbcore.images import nearest_screenshots
 
-K1, B = 1.2, 0.75
 GOAL_WEIGHT = 0.8
 """A question term in the trajectory's goal counts this much of a saturated page term: the goal says what the run was for."""
 HEAD_WEIGHT = 1.0
@@ -45,32 +47,11 @@ PHRASE_BONUS = 1.0
 """Phrases (names, ids, quoted labels) weigh this much more than single words."""
 SITE_BOOST = 0.6
 """States of the site the question names score this much more (x1.6)."""
-LINE_WIDTH = 200
 FILLERS = frozenset("a an the my our your all this that these those some any new to of for in on with".split())
 """Words skipped when reading a goal's first words."""
-QUOTE_WIDTH = 480
-ERROR_WIDTH = 300
-FURNITURE_PAGES, FURNITURE_SHARE = 3, 0.5
-"""A line on at least 3 of the pages read together, and on half of them, is a menu or a header."""
-_IDS = re.compile(r"\[\d+\]")
-WEAK_LINE = 0.5
-"""A line carrying less than this share of the best line's weight is not worth quoting."""
-_VALUE_ATTR = re.compile(r"\b(?:value|checked|selected|aria-checked|aria-selected)=(?:'[^']*'|\"[^\"]*\"|\S+)")
-_TAG_NAME = re.compile(r"<(\w+)")
-_ESCAPED = re.compile(r"\\u[0-9a-fA-F]{4}|[\ue000-\uf8ff]")
-"""Icon glyphs, escaped ('\\ue605') or not: private-use characters that say nothing."""
-_AX_NAME = re.compile(r"^(?:\[\d+\]\s*)?[A-Za-z]+ '(.*?)'(?:,|$)")
-_TAG_ID = re.compile(r"\bid=[\w-]+")
-_BARE = re.compile(r"(?:\*?\[\d+\]\s*)?<[^>]*>|(?:\[\d+\]\s*)?\w+ ''(?:, \w+=\S+)*|\|[A-Z]+\([a-z]+\)\|.*")
-"""A page line that carries no text of its own: a DOM tag, an unnamed accessibility node."""
 SUFFIX = r"(?:[a-z]?(?:ed|ing|ings|er|ers)|e|es|s|d|ion|ions|ation|ations|ly|ment|ments|y|ies)?"
 """What a stem may take to be another form of the word: cancel-led, add-ing, categor-ies (not add-ress)."""
-HASH_SIZE = 16
-THUMB = (64, 40)
-TIE_BITS, TIE_POOL = 4, 16
-"""Screenshots within this many bits of the closest hash (at most this many) are told apart by their thumbnails."""
 _WORD = re.compile(r"[A-Za-z0-9]+")
-_TARGET = re.compile(r"""(?:\(\s*['"]?|index=)(\d+)""")
 
 
 # -- patterns --------------------------------------------------------------------------------------------------
@@ -110,16 +91,7 @@ def python_regex(rx):
 # -- the catalog -----------------------------------------------------------------------------------------------
 def connect(root):
     """The catalog, read-only (immutable when the store's mount cannot hold SQLite's lock files)."""
-    path = os.path.join(root, "catalog.sqlite")
-    last = None
-    for query in ("mode=ro", "mode=ro&immutable=1"):
-        try:
-            conn = sqlite3.connect(f"file:{path}?{query}", uri=True)
-            conn.execute("SELECT count(*) FROM trajectories").fetchone()
-            return conn
-        except sqlite3.OperationalError as exc:
-            last = exc
-    raise SystemExit(f"cannot read {path}: {last}")
+    return connect_readonly(os.path.join(root, "catalog.sqlite"))
 
 
 def load_catalog(root):
@@ -200,7 +172,8 @@ def site_matches(rows, compiled, site_terms):
 
 
 def weights_of(items, df, n_states):
-    return [math.log(1 + (n_states - df[k] + 0.5) / (df[k] + 0.5)) * float(items[k].get("weight", 1.0))
+    """Each pattern's weight: its BM25 idf among all states, times its own weight (phrases count more)."""
+    return [float(bm25_idf(n_states, df[k])) * float(items[k].get("weight", 1.0))
             * (1 + PHRASE_BONUS * (items[k].get("kind") == "phrase")) for k in range(len(items))]
 
 
@@ -221,8 +194,7 @@ def score_states(tfs, meta, rows, compiled, idf, sites, items, answers=False, an
         if m is None:
             continue
         site = rows[key[0]]["site"]
-        norm = K1 * (1 - B + B * m[5] / avg_len)
-        s = sum(idf[k] * tf[k] * (K1 + 1) / (tf[k] + norm) for k in tf)
+        s = sum(idf[k] * term_weight(tf[k], m[5], avg_len) for k in tf)
         head = f"{m[1]} {m[2]}"
         s += HEAD_WEIGHT * sum(idf[k] for k in tf if compiled[k].search(head))
         goal = goal_hits.get(key[0], ())
@@ -243,6 +215,24 @@ TROUBLE = (r"(?-u)\b(?:errors?|fail(?:s|ed|ure)?|time[sd]? ?out|timeout|not foun
            r"could ?n[o']t|cannot|can't|unable|instead|retry|again|did ?n[o']t|wrong|incorrect|intercepts?|"
            r"blocked|unexpected|mismatch)\b")
 """Words with which pages, errors and the agent's thoughts say that something went wrong."""
+
+
+class Printer:
+    """JSON lines up to a character budget, so the output the planner reads is never cut mid-line."""
+
+    def __init__(self, max_chars):
+        self.max_chars, self.used, self.lines = max_chars, 0, []
+
+    def add(self, rec):
+        line = json.dumps(rec, ensure_ascii=False)
+        if self.used + len(line) + 1 > self.max_chars:
+            return False
+        self.lines.append(line)
+        self.used += len(line) + 1
+        return True
+
+    def flush(self):
+        print("\n".join(self.lines))
 
 
 def scan(params):
@@ -406,262 +396,3 @@ def run_records(ranked, scores, rows, meta, compiled, items, limit):
     return out
 
 
-class Printer:
-    """JSON lines up to a character budget, so the output the planner reads is never cut mid-line."""
-
-    def __init__(self, max_chars):
-        self.max_chars, self.used, self.lines = max_chars, 0, []
-
-    def add(self, rec):
-        line = json.dumps(rec, ensure_ascii=False)
-        if self.used + len(line) + 1 > self.max_chars:
-            return False
-        self.lines.append(line)
-        self.used += len(line) + 1
-        return True
-
-    def flush(self):
-        print("\n".join(self.lines))
-
-
-# -- reading states --------------------------------------------------------------------------------------------
-def state_lines(root, d, index):
-    path = os.path.join(root, "trajectories", d, "states", f"{index:04d}.md")
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
-        return []
-    return lines[lines.index("---") + 1:] if "---" in lines[:12] else lines
-
-
-def best_lines(lines, compiled, weights, limit, after=0):
-    """The page lines that carry the most question weight, in page order; each with `after` lines of text after it.
-
-    Values sit after their labels in both page formats (a grid row after its name cell, a DOM text under its tag),
-    so a quoted label brings the value that follows it. A line inside an earlier quote is not quoted again, and
-    lines far weaker than the best one are left out.
-    """
-    scored = []
-    for n, line in enumerate(lines):
-        if "://" in line:
-            continue  # a tab bar or link target: the url is in the state's header already
-        hit = [k for k, rx in enumerate(compiled) if rx.search(line)]
-        if hit:
-            scored.append((sum(weights[k] for k in hit), -n))
-    scored.sort(reverse=True)
-    chosen, windows, seen = [], [], set()
-    for weight, neg in scored:
-        at = -neg
-        text = lines[at].strip()
-        if text[:60] in seen or weight < WEAK_LINE * scored[0][0]:
-            continue
-        quote, upto = [cut_line(text, compiled)], at
-        if after:
-            more, upto = following_text(lines, at, after)
-            quote += more
-        if any(a <= upto and at <= b for a, b in windows):
-            continue
-        seen.add(text[:60])
-        windows.append((at, upto))
-        chosen.append((at, " ⏎ ".join(dict.fromkeys(quote))[:QUOTE_WIDTH]))
-        if len(chosen) >= limit:
-            break
-    return [quote for _, quote in sorted(chosen)]
-
-
-def following_text(lines, at, count):
-    """(up to `count` lines after line `at` that carry text, compacted; the index of the last line looked at)."""
-    out, last, previous = [], at, _name_of(lines[at])
-    for n in range(at + 1, min(len(lines), at + 1 + 4 * count)):
-        last = n
-        text = compact_line(lines[n])
-        name = _name_of(text)
-        if text and name not in previous:  # a child repeating (part of) its parent's name adds nothing
-            out.append(text[:LINE_WIDTH])
-            if len(out) >= count:
-                break
-        previous = name or previous
-    return out, last
-
-
-def _name_of(line):
-    """The visible name of an accessibility-tree line ("link 'View All'" -> "View All"), else the line."""
-    m = _AX_NAME.search(line)
-    return m.group(1) if m else line.strip()
-
-
-def compact_line(line):
-    """A page line as worth quoting: its text, an input tag cut to its value, or '' for a bare tag."""
-    text = line.strip()
-    if not text:
-        return ""
-    name = _AX_NAME.search(text)
-    if name and not re.search(r"[^\W_]", _ESCAPED.sub("", name.group(1))) and "=" not in text:
-        return ""  # an icon glyph or an empty name
-    value = _VALUE_ATTR.search(text)
-    if _BARE.fullmatch(text):
-        if not value:
-            return ""
-        tag = _TAG_NAME.search(text)
-        ident = _TAG_ID.search(text)
-        return f"<{tag.group(1) if tag else 'input'}{' ' + ident.group(0) if ident else ''} {value.group(0)}>"
-    return text
-
-
-def compact_error(error):
-    """An error on one line: its distinct lines joined, cut to a readable length."""
-    parts = list(dict.fromkeys(part.strip(" -") for part in error.splitlines() if part.strip(" -")))
-    return " ⏎ ".join(parts)[:ERROR_WIDTH]
-
-
-def cut_line(line, compiled):
-    if len(line) <= LINE_WIDTH:
-        return line
-    first = min((m.start() for rx in compiled for m in [rx.search(line)] if m), default=0)
-    start = max(0, min(first - LINE_WIDTH // 3, len(line) - LINE_WIDTH))
-    return ("…" if start else "") + line[start:start + LINE_WIDTH] + ("…" if start + LINE_WIDTH < len(line) else "")
-
-
-def target_label(lines, element):
-    """What an action's element id shows on the page: `button 'Cancel'`, or a DOM tag and the text under it."""
-    mark = f"[{element}]"
-    for n, line in enumerate(lines):
-        at = line.find(mark)
-        if at < 0:
-            continue
-        rest = line[at + len(mark):].strip()
-        if "'" in rest or '"' in rest:
-            return rest[:80]
-        depth = len(line) - len(line.lstrip("\t "))
-        texts = []
-        for nxt in lines[n + 1:n + 6]:
-            if len(nxt) - len(nxt.lstrip("\t ")) <= depth and nxt.strip():
-                break
-            word = nxt.strip()
-            if word and not word.startswith(("*[", "[", "<", "|")):
-                texts.append(word)
-        tag = re.sub(r"\s.*", "", rest).strip("<>/ ") or "element"
-        return (f"{tag} '{' '.join(texts)[:60]}'" if texts else rest[:80])
-    return ""
-
-
-def described_action(action, lines):
-    """The action with each element id followed by what the page showed for it."""
-    if not action:
-        return ""
-    out = action[:240]
-    for element in dict.fromkeys(_TARGET.findall(action)):
-        label = target_label(lines, element)
-        if label:
-            out += f"  [{element} = {label}]"
-    return out
-
-
-def detail(params):
-    """For each chosen state: time, url, the action with what it clicked, the error, the lines worth quoting."""
-    root = rbk.default_store_dir()
-    rows, by_id, meta = load_catalog(root)
-    compiled = [python_regex(pattern_regex(it)) for it in params.get("patterns", [])]
-    weights = [float(it.get("weight", 1.0)) for it in params.get("patterns", [])]
-    out = Printer(params.get("max_chars", 6000))
-    pages = {(tid, index): state_lines(root, by_id.get(tid), index) for tid, index, _ in params["states"]
-             if (by_id.get(tid), index) in meta}
-    names = [rx for rx, it in zip(compiled, params.get("patterns", []))
-             if it.get("kind") == "phrase" and not it.get("derived")]
-    common = furniture({meta[(by_id[t], i)][1].split("?")[0]: lines for (t, i), lines in pages.items()}.values())
-    common = {line for line in common if not any(rx.search(line) for rx in names)}  # the thing asked about stays
-    for tid, index, want_lines in params["states"]:
-        d = by_id.get(tid)
-        m = meta.get((d, index))
-        if m is None:
-            continue
-        lines = pages[(tid, index)]
-        rec = {"type": "step", "t": tid, "i": index, "time": m[0], "url": m[1][:100], "title": m[2][:80],
-               "act": described_action(m[3], lines), "err": compact_error(m[4])}
-        if want_lines:
-            kept = [line if _IDS.sub("", line).strip() not in common else "" for line in lines]
-            rec["lines"] = best_lines(kept, compiled, weights, want_lines, params.get("after", 3))
-        out.add(rec)
-    out.flush()
-
-
-def furniture(pages):
-    """Lines (element ids aside) on most of these pages (one per url: the same page seen twice shows the same
-    content, not furniture), or naming the page: menus and headers."""
-    pages = list(pages)
-    counts = Counter(key for lines in pages for key in {_IDS.sub("", line).strip() for line in lines})
-    floor = max(FURNITURE_PAGES, FURNITURE_SHARE * len(pages))
-    common = {key for key, n in counts.items() if n >= floor}
-    common |= {key for lines in pages for key in map(str.strip, lines[:3]) if key.startswith("RootWebArea")}
-    return common
-
-
-# -- screenshots -----------------------------------------------------------------------------------------------
-def grey_pixels(path, width, height):
-    """The image in grey at width x height (bytes), or None without Pillow."""
-    try:
-        from PIL import Image
-    except ImportError:
-        return None
-    with Image.open(path) as img:
-        img.draft("L", (width * 4, height * 4))  # a JPEG decodes at a fraction of its size: far faster
-        return img.convert("L").resize((width, height), Image.BILINEAR).tobytes()
-
-
-def image_hash(path, size=HASH_SIZE):
-    """A dHash of `size` x `size` bits as an int: one bit per pixel brighter than its right neighbour (None
-    without Pillow). Stored screenshots and the question's image go through the same function."""
-    px = grey_pixels(path, size + 1, size)
-    if px is None:
-        return None
-    bits = 0
-    for row in range(size):
-        for col in range(size):
-            at = row * (size + 1) + col
-            bits = bits << 1 | (px[at] > px[at + 1])
-    return bits
-
-
-def thumbnail(path):
-    """The image in grey at THUMB size, hex: compared pixel by pixel when hashes tie (pages that differ in text)."""
-    px = grey_pixels(path, *THUMB)
-    return None if px is None else px.hex()
-
-
-def nearest_screenshots(root, rows, meta, question, top):
-    """The stored screenshots that look most like the question's image: dHash distance first, then, among
-    the near ties, the mean difference of grey thumbnails."""
-    found = []
-    for (d, index), m in meta.items():
-        if not m[6]:
-            continue
-        path = os.path.join(root, "trajectories", d, m[6])
-        try:
-            h = image_hash(path)
-        except OSError:
-            continue
-        if h is None:
-            return [{"type": "image", "error": "Pillow is not available in the sandbox"}]
-        found.append((bin(h ^ int(question["hash"], 16)).count("1"), m[0], d, index, path))
-    found.sort()
-    if not found:
-        return []
-    near = [f for f in found if f[0] <= found[0][0] + TIE_BITS][:TIE_POOL]
-    wanted = bytes.fromhex(question.get("thumb") or "")
-    ranked = sorted((pixel_distance(wanted, f[4]), f) for f in near) + [(None, f) for f in found[len(near):]]
-    return [{"type": "image", "t": rows[d]["id"], "i": index, "d": dist, "px": px, "time": time}
-            for px, (dist, time, d, index, _path) in ranked[:top]]
-
-
-def pixel_distance(wanted, path):
-    """Mean absolute grey difference to the question's thumbnail (0 = the same picture)."""
-    if not wanted:
-        return 0.0
-    try:
-        have = bytes.fromhex(thumbnail(path) or "")
-    except OSError:
-        return 255.0
-    if len(have) != len(wanted):
-        return 255.0
-    return round(sum(abs(a - b) for a, b in zip(wanted, have)) / len(wanted), 3)

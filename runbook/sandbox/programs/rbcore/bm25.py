@@ -24,6 +24,16 @@ DEFAULT_FIELDS = {"slices": {"page": 1.0, "context": 2.0}, "events": {"event": 1
 """Field weights (tf multipliers) per pool; the cache built at insert holds these."""
 
 
+def idf(n_docs, df):
+    """BM25's inverse document frequency (numbers or numpy arrays)."""
+    return np.log1p((n_docs - df + 0.5) / (df + 0.5))
+
+
+def term_weight(tf, doc_len, avg_len, k1: float = K1, b: float = B):
+    """BM25's saturated, length-normalised term frequency (numbers or numpy arrays)."""
+    return tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / max(avg_len, 1e-9)))
+
+
 @dataclass
 class BM25Index:
     """Scores documents of one pool for weighted query terms (terms are stems, see text.stem)."""
@@ -93,9 +103,7 @@ def build_index(snapshot: PoolSnapshot, pool: str, fields: dict[str, float], *, 
     doc_len = np.bincount(doc, weights=tf, minlength=n_docs)
     avg = doc_len[live].mean() if live.any() else 1.0
     df = np.bincount(col, minlength=max(len(stems), 1))
-    idf = np.log1p((n_live - df + 0.5) / (df + 0.5)).astype(np.float32)
-    norm = k1 * (1 - b + b * doc_len[doc] / max(avg, 1e-9))
-    weights = (idf[col] * tf * (k1 + 1) / (tf + norm)).astype(np.float32)
+    weights = (idf(n_live, df).astype(np.float32)[col] * term_weight(tf, doc_len[doc], avg, k1, b)).astype(np.float32)
     indptr = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
     return BM25Index(indptr, doc.astype(np.uint32), weights, stems, live)
 

@@ -11,7 +11,6 @@ Every hit carries an `id` (n12, e34, s56: pool and document number) that stays v
 """
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +19,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from .bm25 import DEFAULT_FIELDS, BM25Index, load_index, query_terms
+from .bm25 import DEFAULT_FIELDS, BM25Index, idf, load_index, query_terms
 from .boilerplate import LineCounts, load_line_counts
 from .excerpt import Excerpter
 from .fusion import collapse_duplicates, latest_first, rrf
@@ -109,7 +108,7 @@ class Recall:
     def idf(self, pool: str, query: dict[str, float]) -> dict[str, float]:
         index = self.indexes[pool]
         n = max(int(index.live.sum()), 1)
-        return {term: math.log1p((n - index.df(term) + 0.5) / (index.df(term) + 0.5)) for term in query}
+        return {term: float(idf(n, index.df(term))) for term in query}
 
     def rank_states(self, analysis: QuestionAnalysis, query: dict[str, float]) -> list[tuple[int, float]]:
         """Slice documents fused from BM25 over slices, events pointing at them, and recency (current values)."""
