@@ -10,35 +10,21 @@ from rbcore.statefile import parse_state, state_relpath
 from rbscan import Printer, load_catalog, pattern_regex, python_regex
 
 LINE_WIDTH = 200
-
 QUOTE_WIDTH = 480
-
 ERROR_WIDTH = 300
 FURNITURE_PAGES, FURNITURE_SHARE = 3, 0.5
 """A line on at least 3 of the pages read together, and on half of them, is a menu or a header."""
-
-FURNITURE_PAGES, FURNITURE_SHARE = 3, 0.5
-"""A line on at least 3 of the pages read together, and on half of them, is a menu or a header."""
-
 _IDS = re.compile(r"\[\d+\]")
-
 WEAK_LINE = 0.5
 """A line carrying less than this share of the best line's weight is not worth quoting."""
-
 _VALUE_ATTR = re.compile(r"\b(?:value|checked|selected|aria-checked|aria-selected)=(?:'[^']*'|\"[^\"]*\"|\S+)")
-
 _TAG_NAME = re.compile(r"<(\w+)")
-
 _ESCAPED = re.compile(r"\\u[0-9a-fA-F]{4}|[\ue000-\uf8ff]")
 """Icon glyphs, escaped ('\\ue605') or not: private-use characters that say nothing."""
-
 _AX_NAME = re.compile(r"^(?:\[\d+\]\s*)?[A-Za-z]+ '(.*?)'(?:,|$)")
-
 _TAG_ID = re.compile(r"\bid=[\w-]+")
-
 _BARE = re.compile(r"(?:\*?\[\d+\]\s*)?<[^>]*>|(?:\[\d+\]\s*)?\w+ ''(?:, \w+=\S+)*|\|[A-Z]+\([a-z]+\)\|.*")
 """A page line that carries no text of its own: a DOM tag, an unnamed accessibility node."""
-
 _TARGET = re.compile(r"""(?:\(\s*['"]?|index=)(\d+)""")
 
 

@@ -13,8 +13,8 @@ lines, most important first and within a character budget, so the output parses 
     {"type": "traj", "t": id, "s": score, "gs": goal score, "head": 0-2, "ok": ..., "n": states,
      "ne": states with errors, "goal": ...}
 
-Scoring: BM25 (rbcore.bm25's formula) over single states (one ripgrep pass with every pattern, its `-o` output tallied per state), plus
-the trajectory's goal, the state's url and title, a bonus for exact phrases and for states showing all the names
+Scoring: BM25 (rbcore.bm25's formula) over single states (one ripgrep pass with every pattern, its `-o` output
+tallied per state), plus the trajectory's goal, the state's url and title, a bonus for exact phrases and for states showing all the names
 the question gives, and a boost for the site the question names. A question's own words are weighed by rarity.
 """
 import json
@@ -35,7 +35,8 @@ except ImportError:  # on the host (tests import the pattern helpers) it is part
     from .rbcore.images import nearest_screenshots
 
 GOAL_WEIGHT = 0.8
-"""A question term in the trajectory's goal counts this much of a saturated page term: the goal says what the run was for."""
+"""A question term in the trajectory's goal counts this much of a saturated page term: the goal says what the run
+was for."""
 HEAD_WEIGHT = 1.0
 """A term in the state's url or title counts this much extra: it names the page."""
 ANSWER_BOOST = 0.25
