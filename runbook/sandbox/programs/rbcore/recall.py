@@ -190,13 +190,13 @@ class Recall:
             if dup is not None:
                 hit["same_as"] = hits[dup]["id"]
         if analysis.kind in ("static", "dynamic"):
-            hits = self.with_sightings(hits)
+            hits = self.with_sightings(hits, newest_first=wants_time(analysis))
         return hits
 
-    def with_sightings(self, hits: list[dict]) -> list[dict]:
-        """After each of the best pages, the other states that show its best-matching line (oldest first): views
-        of the same fact that corroborate it, or show how it changed. A state already among the hits moves up
-        here; the others come compact, the line alone."""
+    def with_sightings(self, hits: list[dict], *, newest_first: bool = False) -> list[dict]:
+        """After each of the best pages, the other states that show its best-matching line (oldest first, or newest
+        first for 'current value' questions): views of the same fact that corroborate it, or show how it changed.
+        A state already among the hits moves up here; the others come compact, the line alone."""
         docs, live = self.snapshot.docs("slices"), self.indexes["slices"].live
         by_doc = {int(h["id"][1:]): h for h in hits}
         placed: set[int] = set()
@@ -215,7 +215,7 @@ class Recall:
                 if self.lines.is_boilerplate(np.asarray([key], dtype="<u8"), hit.get("s") or "")[0]:
                     continue  # the site's furniture, not a fact
                 found = sorted((int(d) for d in self.lines.docs_with(key) if live[d] and int(d) not in placed),
-                               key=lambda d: docs[d].get("ts") or "")
+                               key=lambda d: docs[d].get("ts") or "", reverse=newest_first)
                 for d in found[:MAX_SIGHTINGS - added]:
                     placed.add(d)
                     out.append(by_doc.get(d) or dict(
