@@ -179,6 +179,23 @@ def test_the_finish_keeps_method_rs_evidence_and_adds_only_states_it_does_not_sh
     assert finish.arguments["spans"] == [{"trajectory_id": "b", "start_state_index": 3, "end_state_index": 3}]
 
 
+def test_a_name_found_nowhere_leaves_method_rs_ranking_whole_and_says_so():
+    recall = [{"id": "s7", "pool": "slices", "t": "a", "i": 1, "packed": True},
+              {"id": "s9", "pool": "slices", "t": "b", "i": 3}]
+    question = "What is the SKU of 'Glacier Canvas Hammock'?"
+    policy = OfflinePlanner()
+    policy.begin(Task(question, recall=recall))
+    messages = [Message("user", "q"), policy.next([Message("user", "q")], [])]
+    messages.append(tool_message("python", scan_output(
+        [{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}, {"t": "c", "i": 2, "s": 2.0, "time": "2025"}],
+        missing=["Glacier Canvas Hammock"])))
+    messages += [policy.next(messages, []), tool_message("python", "")]
+    finish = policy.next(messages, []).tool_calls[0]
+    assert finish.arguments["recall"] == ["s7"] and finish.arguments["spans"] == []  # no closest states of its own
+    assert "'Glacier Canvas Hammock'" in finish.arguments["analysis"]
+    assert "check the premise" in finish.arguments["analysis"]
+
+
 def test_the_planner_needs_the_task():
     with pytest.raises(ConfigError, match="Task"):
         OfflinePlanner().next([Message("user", "q")], [])

@@ -20,20 +20,23 @@ KIND_NAMES = {"static": "a fact shown on a page", "dynamic": "a value that chang
 
 
 def write_analysis(kind: str, wants_latest: bool, scan: Scan, choice: Choice, steps: list[Step],
-                   *, weak_missing: set[str] = frozenset()) -> str:
-    """A few plain sentences: the question's kind, where the evidence is, latest vs older, missing terms, steps."""
+                   *, weak_missing: set[str] = frozenset(), premise_only: bool = False) -> str:
+    """A few plain sentences: the question's kind, where the evidence is, latest vs older, missing terms, steps.
+    `premise_only`: the terms found nowhere and no more (the evidence below is not the planner's own states)."""
     by_key = {(s.t, s.i): s for s in steps}
     parts = [f"Question kind: {KIND_NAMES.get(kind, kind)}."]
     missing = [m for m in scan.missing if m not in weak_missing]
     words = [m for m in missing if " " not in m.strip()]
     phrases = [m for m in missing if " " in m.strip()]
-    closest = " The states below are the closest evidence." if choice.keys else ""
+    closest = " The states below are the closest evidence." if choice.keys or premise_only else ""
     if words:
         parts.append("Found in no stored state: " + ", ".join(f"'{m}'" for m in words)
                      + " - the question's premise may be false." + closest)
     if phrases:
         parts.append("Never written this way in any stored state: " + ", ".join(f"'{m}'" for m in phrases)
                      + " - check the premise." + closest)
+    if premise_only:
+        return " ".join(parts)
     if not choice.keys:
         parts.append("No stored state matches the question's terms.")
         return " ".join(parts)

@@ -25,12 +25,12 @@ from collections import Counter, defaultdict
 
 try:  # inside the sandbox, this folder is on PYTHONPATH
     import rbk
-    from rbcore.bm25 import idf as bm25_idf, term_weight
+    from rbcore.weights import idf as bm25_idf, term_weight
     from rbcore.catalog import connect_readonly
     from rbcore.images import nearest_screenshots
 except ImportError:  # on the host (tests import the pattern helpers) it is part of the runbook package
     from . import rbk
-    from .rbcore.bm25 import idf as bm25_idf, term_weight
+    from .rbcore.weights import idf as bm25_idf, term_weight
     from .rbcore.catalog import connect_readonly
     from .rbcore.images import nearest_screenshots
 

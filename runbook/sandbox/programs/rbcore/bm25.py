@@ -15,23 +15,12 @@ import numpy as np
 
 from .pools import PoolError, PoolSnapshot
 from .text import stem
+from .weights import B, K1, idf, term_weight  # noqa: F401  (the formula, importable without numpy)
 
-K1 = 1.2
-B = 0.75
 INDEX_VERSION = 4
 """Bump when tokenising, stemming or weighting changes: cached indexes of another version are rebuilt."""
 DEFAULT_FIELDS = {"slices": {"page": 1.0, "context": 2.0}, "events": {"event": 1.0}, "notes": {"note": 1.0}}
 """Field weights (tf multipliers) per pool; the cache built at insert holds these."""
-
-
-def idf(n_docs, df):
-    """BM25's inverse document frequency (numbers or numpy arrays)."""
-    return np.log1p((n_docs - df + 0.5) / (df + 0.5))
-
-
-def term_weight(tf, doc_len, avg_len, k1: float = K1, b: float = B):
-    """BM25's saturated, length-normalised term frequency (numbers or numpy arrays)."""
-    return tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / max(avg_len, 1e-9)))
 
 
 @dataclass

@@ -157,11 +157,12 @@ class Excerpter:
 def _around(lines: list[str], i: int, shown) -> list[int]:
     """Line i with BEFORE shown lines before it and AFTER after it, counting only lines that say something new: an
     accessibility tree repeats each cell's name as its text child, which would halve how far a row's values reach."""
-    before = [j for j in range(i - 1, max(-1, i - 4 * BEFORE - 1), -1) if shown(j) is not None][:BEFORE]
+    before = [j for j in range(i - 1, max(-1, i - 4 * BEFORE - 1), -1)
+              if shown(j) is not None and not _says_nothing(shown(j))][:BEFORE]
     after, last = [], shown(i) or ""
     for j in range(i + 1, min(len(lines), i + 4 * AFTER + 1)):
         line = shown(j)
-        if line is None:
+        if line is None or _says_nothing(line):
             continue
         body = line.strip()
         if body[:1] in "'\"" and body.strip("'\" ") in last:
@@ -171,6 +172,16 @@ def _around(lines: list[str], i: int, shown) -> list[int]:
         if len(after) == AFTER:
             break
     return sorted(before) + ([i] if shown(i) is not None else []) + after
+
+
+_QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+_ESCAPE = re.compile(r"\\u[0-9a-fA-F]{4}")
+
+
+def _says_nothing(line: str) -> bool:
+    """A tree line whose names hold no word: `strong ''`, `row ''`, an icon font's glyphs (`'\\ue605\\ue605'`)."""
+    names = [a or b for a, b in _QUOTED.findall(line)]
+    return bool(names) and not any(re.search(r"\w", _ESCAPE.sub("", name)) for name in names)
 
 
 _INDENT = re.compile(r"^[\t ]+")
