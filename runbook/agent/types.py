@@ -27,6 +27,9 @@ class Task:
     recall: list[dict] = field(default_factory=list)
     """Method R's ranked hits for the question (rbcore.recall dicts, with `id`, `pool`, `t`, `i`, ...): first the
     ones R's own context would hold (marked `packed`), in R's order, then the rest of what it ranked."""
+    term_shares: dict[str, float] = field(default_factory=dict)
+    """{word of the question: share of the stored states that have it} (from R's index): what a full scan for
+    the word would cost, and how little finding it says."""
 
 
 @dataclass(slots=True)

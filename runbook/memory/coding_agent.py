@@ -104,10 +104,10 @@ class CodingAgentMemory:
         with TranscriptWriter(path) as transcript, ThreadPoolExecutor(max_workers=1) as pool:
             # recall runs while the sandbox starts; the sandbox starts on this thread, which its jail may outlive
             # only as long as the thread lives (bwrap's --die-with-parent)
-            recalling = pool.submit(self.recall, question, budget)
+            recalling = pool.submit(self.recall_and_shares, question, budget)
             with get_sandbox(self.settings.get("sandbox", "auto"), self.store.root, **self.sandbox_options) as box:
-                recall = recalling.result()
-                task = Task(question, image, [hit for hit, _ in recall])
+                recall, shares = recalling.result()
+                task = Task(question, image, [hit for hit, _ in recall], term_shares=shares)
                 user = Message("user", user_prompt(question, overview=self.overview(), has_image=bool(image),
                                                    recall=task.recall),
                                parts=[{"type": "image", "value": str(image)}] if image else [])
@@ -122,6 +122,14 @@ class CodingAgentMemory:
                               latency_s=round(context.latency_s, 3), analysis=context.analysis,
                               citations=[item.citation() for item in context.items])
         return context
+
+    def recall_and_shares(self, question: str, budget: int) -> tuple[list[tuple[dict, EvidenceItem]], dict]:
+        """recall(), and how common each word of the question is among the stored states."""
+        hits = self.recall(question, budget)
+        try:
+            return hits, (self.retriever.term_shares(question) if hits else {})
+        except StoreError:
+            return hits, {}
 
     def recall(self, question: str, budget: int) -> list[tuple[dict, EvidenceItem]]:
         """Method R's hits for the question with their items: the ones R would put in a `budget` context first

@@ -11,6 +11,7 @@ from ..errors import StoreError, UnsafeStoreFile
 from ..sandbox.programs.rbcore.pools import PoolError
 from ..sandbox.programs.rbcore.question import QuestionAnalysis, analyze
 from ..sandbox.programs.rbcore.recall import Found, Recall, RecallSettings
+from ..sandbox.programs.rbcore.text import tokenize
 from ..store import Store
 from .storage import safe_opener, store_error
 
@@ -95,6 +96,11 @@ class Retriever:
         """The ranked hits of every pool for `question` (slices cut for a context of `budget` tokens)."""
         self._load()
         return self.recall.find(analysis or analyze(question), slice_chars=self.slice_cap(budget) * 3)
+
+    def term_shares(self, text: str) -> dict[str, float]:
+        """{word of `text`: share of the stored states that have it}, from the state slices' index."""
+        self._load()
+        return self.recall.term_shares(sorted(set(tokenize(text))))
 
     def pack(self, found: Found, budget: int, reserve: int = 0) -> list[tuple[dict, EvidenceItem]]:
         """The hits method R puts in a context of `budget` tokens, with their items: notes and events each within

@@ -76,3 +76,12 @@ def test_escalated_context_keeps_what_r_found(store):
     assert context.meta["escalated"] is True  # a question about errors and pitfalls
     cited = {(it.trajectory_id, it.state_index, it.end_state_index) for it in context.items}
     assert {(it.trajectory_id, it.state_index, it.end_state_index) for it in r.items[:2]} <= cited
+
+
+def test_term_shares_say_how_common_each_word_is(store):
+    from runbook.retrieval.search import Retriever
+
+    shares = Retriever(store).term_shares("Which RootWebArea shows the Lumaflex prices?")
+    assert shares["rootwebarea"] == 1.0  # every stored state
+    assert 0 < shares["lumaflex"] < 1 and shares["prices"] == shares["price"] > 0
+    assert shares["which"] == 0.0

@@ -16,7 +16,7 @@ from runbook.policies.offline.analysis import write_analysis
 from runbook.policies.offline.choose import MAX_STATES, choose, spans_of
 from runbook.policies.offline.outputs import read_scan, read_steps
 from runbook.sandbox.programs.rbscan import pattern_regex, python_regex
-from runbook.policies.offline.terms import patterns_for, stem, word_pairs
+from runbook.policies.offline.terms import patterns_for, stem, without_common, word_pairs
 from runbook.agent.prompts import user_prompt
 from runbook.agent.types import Message, Task, ToolResult
 from runbook.errors import ConfigError
@@ -194,6 +194,17 @@ def test_a_name_found_nowhere_leaves_method_rs_ranking_whole_and_says_so():
     assert finish.arguments["recall"] == ["s7"] and finish.arguments["spans"] == []  # no closest states of its own
     assert "'Glacier Canvas Hammock'" in finish.arguments["analysis"]
     assert "check the premise" in finish.arguments["analysis"]
+
+
+def test_words_on_most_states_stay_out_of_the_scan_but_the_rarest_two_are_kept():
+    patterns = patterns_for(analyze("Which product heads the 'My Recent Reviews' list on the account page?"))
+    shares = {"product": 0.43, "account": 0.48, "head": 0.02, "review": 0.3, "recent": 0.13}
+    kept = {p["label"].lower() for p in without_common(patterns, shares)}
+    assert {"my recent reviews", "head", "review", "recent"} <= kept
+    assert "product" not in kept and "account" not in kept
+    only_common = patterns_for(analyze("Which product is on the account page?"))
+    assert {p["label"].lower() for p in without_common(only_common, {"product": 0.9, "account": 0.8})} >= {
+        "product", "account"}
 
 
 def test_the_planner_needs_the_task():

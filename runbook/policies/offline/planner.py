@@ -29,7 +29,7 @@ from .choose import SPAN_GAP, Choice, choose, spans_of
 from .outputs import Scan, Step, read_scan, read_steps
 from .image import question_image
 from .probe import probe_pattern, read_probe, typed_values
-from .terms import patterns_for
+from .terms import patterns_for, without_common
 from ...agent.types import Message, Task, ToolCall, ToolSpec
 from ...errors import ConfigError
 
@@ -87,7 +87,8 @@ class OfflinePlanner:
     def begin(self, task: Task) -> None:
         """A new query: the question, its image and method R's recall, as structured input."""
         analysis = analyze(task.question)
-        self.plan = Plan(question=task.question, analysis=analysis, patterns=patterns_for(analysis),
+        patterns = without_common(patterns_for(analysis), task.term_shares)
+        self.plan = Plan(question=task.question, analysis=analysis, patterns=patterns,
                          image=task.image, recall=list(task.recall))
 
     def next(self, messages: list[Message], tools: list[ToolSpec]) -> Message:

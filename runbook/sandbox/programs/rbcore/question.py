@@ -36,7 +36,9 @@ _PROCEDURE = re.compile(r"\b(how (do|does|did|can|could|should|would|is|are|was|
                         re.I)
 _GOTCHA = re.compile(r"\b(went wrong|go wrong|goes wrong|why\b|fail(ed|s|ure)?|error|errors|time[sd]? ?out|"
                      r"pitfall|gotcha|mistake|careful|watch out|avoid|check first|problem|trap|workaround|fix\b|"
-                     r"did not work|didn't work|doesn't work|broken|stuck|retry|retries)", re.I)
+                     r"did not work|didn't work|doesn't work|broken|stuck|retry|retries|in the way|obstacle|blocked|"
+                     r"prerequisite|(?:have|need|must) to do (?:first|before)|must be (?:set|done|checked|chosen) "
+                     r"(?:first|before))", re.I)
 _DYNAMIC = re.compile(r"\b(changed?|updated?|set to|now|after the agent|most recently|anymore|still)\b", re.I)
 
 _QUOTED = re.compile(r"'([^']{2,80})'(?!\w)|\"([^\"]{2,80})\"|‘([^’]{2,80})’|“([^”]{2,80})”")

@@ -25,7 +25,7 @@ from .excerpt import Excerpter
 from .fusion import collapse_duplicates, latest_first, rrf
 from .pools import Opener, PoolError, PoolSnapshot
 from .question import QuestionAnalysis, analyze
-from .text import line_hash, tokenize
+from .text import line_hash, stem, tokenize
 
 SIGHTING_SOURCES = 3
 """Best pages whose best-matching line is looked for on other states (static and dynamic questions)."""
@@ -104,6 +104,16 @@ class Recall:
     # -- ranking ---------------------------------------------------------------------------------------------------
     def query(self, analysis: QuestionAnalysis) -> dict[str, float]:
         return query_terms(tokenize(" ".join(analysis.terms)), tokenize(" ".join(analysis.phrases)))
+
+    def term_shares(self, words: list[str]) -> dict[str, float]:
+        """{word: share of the stored states whose slice has it}, for each word and its normal form ('heads',
+        'head')."""
+        index = self.indexes["slices"]
+        n = max(int(index.live.sum()), 1)
+        shares = {}
+        for word in words:
+            shares[word] = shares[stem(word)] = min(1.0, index.df(stem(word)) / n)
+        return shares
 
     def idf(self, pool: str, query: dict[str, float]) -> dict[str, float]:
         index = self.indexes[pool]
