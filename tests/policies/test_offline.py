@@ -120,6 +120,15 @@ def test_gotchas_take_the_failed_run_with_its_errors():
     assert ("failed", 12) in choice.keys and ("failed", 13) in choice.keys and ("failed", 29) in choice.keys
 
 
+def test_a_gotchas_best_matching_run_comes_first_even_without_an_error():
+    runs = [{"t": "lookup-175", "s": 60.0, "gs": 9.0, "head": 0, "ok": 1, "n": 6, "ne": 0, "goal": "Look up order 175"},
+            {"t": "other", "s": 40.0, "gs": 8.0, "head": 0, "ok": 0, "n": 6, "ne": 3, "goal": "Find an order"}]
+    states = [{"t": "other", "i": 2, "s": 5.0, "err": 1, "n": 6}]
+    choice = choose("gotcha", False, read_scan(scan_output(states, runs)))
+    assert [run.t for run in choice.runs] == ["lookup-175", "other"]  # a stale filter shows in its steps
+    assert choice.keys[:6] == [("lookup-175", i) for i in range(6)] and ("other", 2) in choice.keys
+
+
 def test_spans_merge_neighbours_and_never_exceed_the_limit():
     keys = [("a", 3), ("a", 4), ("b", 0), ("a", 6)] + [("c", i) for i in range(0, 40, 2)]
     spans = spans_of(keys, gap=1)

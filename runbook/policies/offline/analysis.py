@@ -20,9 +20,11 @@ KIND_NAMES = {"static": "a fact shown on a page", "dynamic": "a value that chang
 
 
 def write_analysis(kind: str, wants_latest: bool, scan: Scan, choice: Choice, steps: list[Step],
-                   *, weak_missing: set[str] = frozenset(), premise_only: bool = False) -> str:
+                   *, weak_missing: set[str] = frozenset(), premise_only: bool = False,
+                   unquoted: set[tuple[str, int]] = frozenset()) -> str:
     """A few plain sentences: the question's kind, where the evidence is, latest vs older, missing terms, steps.
-    `premise_only`: the terms found nowhere and no more (the evidence below is not the planner's own states)."""
+    `premise_only`: the terms found nowhere and no more (the evidence below is not the planner's own states);
+    `unquoted`: states whose lines are not quoted (the context shows them already)."""
     by_key = {(s.t, s.i): s for s in steps}
     parts = [f"Question kind: {KIND_NAMES.get(kind, kind)}."]
     missing = [m for m in scan.missing if m not in weak_missing]
@@ -46,7 +48,7 @@ def write_analysis(kind: str, wants_latest: bool, scan: Scan, choice: Choice, st
         parts.append(run_walkthrough(run, by_key, error_width=ERROR_WIDTH[kind == "gotcha"]))
     for typed, seen, (t, i), time in choice.contrasts:
         parts.append(f"The run typed '{typed}', but {t} state {i} ({time[:16].replace('T', ' ')}) shows: {seen}")
-    parts += quotes(choice, scan, by_key)
+    parts += quotes(choice, scan, by_key, unquoted)
     return "\n".join(parts)
 
 
@@ -65,11 +67,12 @@ def sightings(choice: Choice, scan: Scan, by_key: dict[tuple[str, int], Step]) -
     return "The value may have changed over time; where it shows, newest first: " + "; ".join(listed) + "."
 
 
-def quotes(choice: Choice, scan: Scan, by_key: dict[tuple[str, int], Step]) -> list[str]:
+def quotes(choice: Choice, scan: Scan, by_key: dict[tuple[str, int], Step],
+           unquoted: set[tuple[str, int]] = frozenset()) -> list[str]:
     """One line per chosen state with what its page says about the question; a repeat names its states only."""
     out: list[str] = []
     first_at: dict[str, int] = {}
-    for key in choice.keys:
+    for key in (k for k in choice.keys if k not in unquoted):
         step, hit = by_key.get(key), find_hit(scan, key)
         lines = step.lines if step else []
         if not lines:

@@ -160,14 +160,16 @@ class OfflinePlanner:
         # a name the question gives is written nowhere: the analysis says so, and method R's ranking of the closest
         # evidence stands whole (measured: the scan's own closest states displaced better ones of R's)
         doubt = bool(plan.recall) and premise_in_doubt(scan, plan.patterns)
+        recall = [hit for hit in plan.recall if hit.get("packed")]  # method R's own evidence, in its order
+        shown = {(hit["t"], hit["i"]) for hit in recall if hit.get("pool") == "slices"}
+        # the analysis quotes only states R's evidence does not show: a quote of a shown page costs the budget
+        # tokens that R's tail evidence needed (measured on gen23: two static questions lost a cited state)
         analysis = write_analysis(plan.kind, plan.analysis.wants_latest, scan, choice, plan.steps,
-                                  weak_missing=_weak_labels(plan.patterns), premise_only=doubt)
+                                  weak_missing=_weak_labels(plan.patterns), premise_only=doubt, unquoted=shown)
         if plan.failures:
             analysis += "\n(Some tool calls failed: " + "; ".join(plan.failures)[:300] + ")"
         if scan.image_error:
             analysis += f"\n(The question's image was not compared: {scan.image_error}.)"
-        recall = [hit for hit in plan.recall if hit.get("packed")]  # method R's own evidence, in its order
-        shown = {(hit["t"], hit["i"]) for hit in recall if hit.get("pool") == "slices"}
         spans = spans_of([key for key in choice.keys if key not in shown], gap=SPAN_GAP)
         if doubt:
             spans = []
