@@ -216,6 +216,34 @@ def test_words_on_most_states_stay_out_of_the_scan_but_the_rarest_two_are_kept()
         "product", "account"}
 
 
+def test_the_scan_is_scoped_to_the_sites_of_rs_own_evidence():
+    from runbook.policies.offline.planner import scope_sites
+
+    hits = [{"id": "n1", "s": "shopping", "packed": True}, {"id": "s2", "s": "shopping_admin", "packed": True},
+            {"id": "s3", "s": "gitlab"}]  # not R's own: does not widen the scope
+    assert scope_sites(hits) == ["shopping", "shopping_admin"]
+    assert scope_sites(hits + [{"id": "s4", "s": "reddit", "packed": True}]) == []  # spread: the whole store
+    assert scope_sites([]) == []
+    policy = OfflinePlanner()
+    policy.begin(Task("What price does the admin list now?", recall=hits))
+    code = policy.next([Message("user", "q")], []).tool_calls[0].arguments["code"]
+    assert '\\"scope_sites\\": [\\"shopping\\", \\"shopping_admin\\"]' in code
+
+
+def test_a_current_value_questions_added_states_come_newest_first():
+    recall = [{"id": "s1", "pool": "slices", "t": "a", "i": 1, "packed": True, "s": "shop"}]
+    policy = OfflinePlanner()
+    policy.begin(Task("What price does the admin list now?", recall=recall))
+    messages = [Message("user", "q"), policy.next([Message("user", "q")], [])]
+    messages.append(tool_message("python", scan_output(
+        [{"t": "old", "i": 2, "s": 9.0, "time": "2025-12-16T06:00:00"},
+         {"t": "a", "i": 1, "s": 8.0, "time": "2025-12-18T06:00:00"}],
+        latest=[{"t": "new", "i": 5, "s": 7.0, "time": "2025-12-17T06:00:00"}])))
+    messages += [policy.next(messages, []), tool_message("python", "")]
+    spans = policy.next(messages, []).tool_calls[0].arguments["spans"]
+    assert [span["trajectory_id"] for span in spans] == ["new", "old"]  # 'a' 1 is R's own, shown already
+
+
 def test_the_planner_needs_the_task():
     with pytest.raises(ConfigError, match="Task"):
         OfflinePlanner().next([Message("user", "q")], [])
@@ -259,6 +287,20 @@ def test_scan_ranks_states_and_names_missing_terms(sample_store):
     states = [r for r in out if r["type"] == "state"]
     assert states and all({"t", "i", "s", "time"} <= set(r) for r in states)
     assert sum(len(json.dumps(r)) + 1 for r in out) <= 4000
+
+
+def test_a_scoped_scan_reads_only_its_sites_and_looks_elsewhere_before_calling_a_term_missing(tmp_path):
+    from tests.conftest import make_trajectory
+
+    store = Store(tmp_path / "store", create=True)
+    with store.writer() as writer:
+        writer.insert(make_trajectory("shop-1", 2, site="shop", texts=["'Lumaflex Band' price", "'Lumaflex' cart"]))
+        writer.insert(make_trajectory("git-1", 2, site="gitlab", texts=["'Lumaflex' repo", "'zorblax' issue"]))
+    patterns = patterns_for(analyze("Where is the Lumaflex zorblax quibbit?"))
+    out = run_program(store, "scan", {"patterns": patterns, "max_chars": 4000, "scope_sites": ["shop"]})
+    assert out[0]["scope"] == ["shop"] and out[0]["n_states"] == 2
+    assert "quibbit" in out[0]["missing"] and "zorblax" not in out[0]["missing"]  # in another site: not missing
+    assert {r["t"] for r in out if r["type"] == "state"} == {"shop-1"}
 
 
 def test_detail_names_what_an_action_clicked(sample_store):

@@ -26,7 +26,7 @@ from typing import Any
 from ...question import QuestionAnalysis, analyze
 from .analysis import write_analysis
 from .choose import SPAN_GAP, Choice, choose, spans_of
-from .outputs import Scan, Step, read_scan, read_steps
+from .outputs import Scan, Step, find_hit, read_scan, read_steps
 from .image import question_image
 from .probe import probe_pattern, read_probe, typed_values
 from .terms import patterns_for, without_common
@@ -36,6 +36,8 @@ from ...errors import ConfigError
 SCAN_CHARS = 3800
 """Characters a scan or detail prints: JSON runs about 2.4 characters a token, so this stays under the loop's
 default 2,000-token view of one output."""
+SCOPE_SITES = 2
+"""The scan reads only the states of the sites method R's evidence comes from, when they are this few."""
 DETAIL_LINES = 2
 QUOTE_AFTER = 6
 """Lines of text quoted after a matching line: values follow their labels."""
@@ -121,6 +123,9 @@ class OfflinePlanner:
                                   "latest": plan.analysis.wants_latest or plan.kind == "dynamic",
                                   "trajectories": 10, "prefer": "trouble" if plan.kind == "gotcha" else None,
                                   "answers": plan.kind in ("static", "dynamic")}
+        sites = scope_sites(plan.recall)
+        if sites:
+            params["scope_sites"] = sites
         if plan.image:
             signature = question_image(plan.image)
             if signature is not None:
@@ -170,7 +175,10 @@ class OfflinePlanner:
             analysis += "\n(Some tool calls failed: " + "; ".join(plan.failures)[:300] + ")"
         if scan.image_error:
             analysis += f"\n(The question's image was not compared: {scan.image_error}.)"
-        spans = spans_of([key for key in choice.keys if key not in shown], gap=SPAN_GAP)
+        added = [key for key in choice.keys if key not in shown]
+        if plan.analysis.wants_latest or plan.kind == "dynamic":  # the newest sighting leads, as in R's evidence
+            added.sort(key=lambda key: _time_of(key, scan, plan.steps), reverse=True)
+        spans = spans_of(added, gap=SPAN_GAP)
         if doubt:
             spans = []
         return self.call("finish", analysis=analysis, spans=[span.to_json() for span in spans],
@@ -213,6 +221,20 @@ def _output(results: list[Message], name: str, plan: Plan) -> str:
             plan.failures.append(f"{name}: {(result.error or result.output)[-200:]}")
         return result.output
     return ""
+
+
+def _time_of(key: tuple[str, int], scan: Scan, steps: list[Step]) -> str:
+    """A chosen state's time, from the detail step or the scan ('' when neither has it)."""
+    step = next((s for s in steps if (s.t, s.i) == key), None)
+    hit = find_hit(scan, key)
+    return (step.time if step else "") or (hit.time if hit else "")
+
+
+def scope_sites(recall: list[dict]) -> list[str]:
+    """The sites of method R's own evidence, when it names at most SCOPE_SITES: where the scan looks (R's
+    evidence of another site stays in the context); none (the whole store) when R has nothing or is spread."""
+    sites = sorted({hit["s"] for hit in recall if hit.get("packed") and hit.get("s")})
+    return sites if 0 < len(sites) <= SCOPE_SITES else []
 
 
 def premise_in_doubt(scan: Scan, patterns: list[dict[str, Any]]) -> bool:

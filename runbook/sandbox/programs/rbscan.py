@@ -5,7 +5,7 @@ This module runs INSIDE the sandbox through the `python` tool (stdlib, numpy, `r
 image has it; nothing from `runbook`); the planner sends `import rbscan; rbscan.scan({...})`, which prints JSON
 lines, most important first and within a character budget, so the output parses line by line:
 
-    {"type": "terms", "df": {pattern: [states, trajectories]}, "missing": [...], "sites": [...]}
+    {"type": "terms", "df": {pattern: [states, trajectories]}, "missing": [...], "sites": [...], "scope": [...]}
     {"type": "image", "t": id, "i": index, "d": hash bits apart, "px": grey difference}   (with an image)
     {"type": "latest", "t": id, "i": index, "s": score, "time": ...}     (newest first; 'current' questions)
     {"type": "state", "t": id, "i": index, "s": score, "time": ..., "ok": run succeeded, "err": 0|1, ...}
@@ -16,6 +16,8 @@ lines, most important first and within a character budget, so the output parses 
 Scoring: BM25 (rbcore.bm25's formula) over single states (one ripgrep pass with every pattern, its `-o` output
 tallied per state), plus the trajectory's goal, the state's url and title, a bonus for exact phrases and for states showing all the names
 the question gives, and a boost for the site the question names. A question's own words are weighed by rarity.
+With `scope_sites` only those sites' trajectories are scanned (reading every state file is most of a scan's time);
+a pattern found nowhere there is looked for in the rest before it is called missing.
 """
 import json
 import os
@@ -118,14 +120,18 @@ def load_catalog(root):
 
 
 # -- the ripgrep pass ------------------------------------------------------------------------------------------
-def run_rg(root, regexes):
+def run_rg(root, regexes, dirs=None):
     """{(dir, index): Counter(matched text, lower-cased)} for every state file matching any regex, tried in order:
-    at one position the first pattern that matches wins, so longer phrases must come first."""
+    at one position the first pattern that matches wins, so longer phrases must come first. `dirs`: only these
+    trajectories' folders (None: all)."""
     args = [rbk.ripgrep_binary(), "--no-config", "--no-ignore", "-o", "-i", "--null", "--no-line-number",
             "--no-heading", "-g", "**/states/*.md"]
     for rx in regexes:
         args += ["-e", rx]
-    out = subprocess.run(args + ["--", "trajectories"], cwd=root, stdout=subprocess.PIPE,
+    paths = ["trajectories"] if dirs is None else [f"trajectories/{d}" for d in sorted(dirs)]
+    if not paths:
+        return defaultdict(Counter)
+    out = subprocess.run(args + ["--", *paths], cwd=root, stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL).stdout
     found = defaultdict(Counter)
     for line, n in Counter(out.split(b"\n")).items():
@@ -157,6 +163,14 @@ def assign(found, compiled):
 
 
 # -- scoring ---------------------------------------------------------------------------------------------------
+def in_scope(rows, sites):
+    """The trajectory folders of `sites` (None when no scope is asked for, or it names no stored site)."""
+    if not sites:
+        return None
+    dirs = {d for d, row in rows.items() if row["site"] in set(sites)}
+    return dirs or None
+
+
 def site_matches(rows, compiled, site_terms):
     """Sites whose name the question uses ('GitLab', 'admin', 'theme editor'): {site: share of its name's words
     the question has}; only the best share counts, so 'accounts' does not pull in 'linear-account-settings'
@@ -244,13 +258,20 @@ def scan(params):
     compiled = [python_regex(rx) for rx in regexes]
     trouble = len(items) if params.get("prefer") == "trouble" else None
     rows, by_id, meta = load_catalog(root)
+    scope = in_scope(rows, params.get("scope_sites"))
     longest_first = [regexes[k] for k in sorted(range(len(items)), key=lambda k: -len(items[k]["text"]))]
-    tfs = assign(run_rg(root, longest_first + ([TROUBLE] if trouble is not None else [])),
+    tfs = assign(run_rg(root, longest_first + ([TROUBLE] if trouble is not None else []), scope),
                  compiled + ([python_regex(TROUBLE)] if trouble is not None else []))
     troubles = {key: tf.pop(trouble, 0) for key, tf in tfs.items()} if trouble is not None else {}
     tfs = {key: tf for key, tf in tfs.items() if tf}
-    n_states = max(1, len(meta))
+    n_states = max(1, sum(1 for key in meta if scope is None or key[0] in scope))
     df = Counter(k for tf in tfs.values() for k in tf)
+    outside = set()  # patterns found nowhere in scope but elsewhere in the store: not missing
+    if scope is not None:
+        unseen = [k for k in range(len(items)) if not df[k]]
+        elsewhere = run_rg(root, [regexes[k] for k in unseen], set(rows) - scope) if unseen else {}
+        outside = {k for k in unseen if any(compiled[k].search(text) for found in elsewhere.values()
+                                            for text in found)}
     per_trajectory = defaultdict(set)
     for (d, _), tf in tfs.items():
         per_trajectory[d].update(tf)
@@ -260,7 +281,8 @@ def scan(params):
     out = Printer(params.get("max_chars", 6000))
     out.add({"type": "terms", "n_states": n_states, "n_trajectories": len(rows), "sites": sorted(sites),
              "df": {label(items[k]): [df[k], tdf[k]] for k in range(len(items))},
-             "missing": [label(items[k]) for k in range(len(items)) if not df[k]]})
+             "missing": [label(items[k]) for k in range(len(items)) if not df[k] and k not in outside],
+             **({"scope": sorted(params["scope_sites"])} if scope is not None else {})})
 
     if params.get("image"):
         looks = nearest_screenshots(root, rows, meta, params["image"], params.get("image_top", 3))
