@@ -34,6 +34,7 @@ from ..policies import get_policy
 from ..query_input import check_query
 from ..store import Store
 from ..store.catalog import TrajectoryRow
+from .sandboxes import SandboxSupply
 from .spans import SpanExpander, fit_pages, focus_terms
 
 NOT_CHOSEN = "seen by the agent, not chosen"
@@ -57,7 +58,7 @@ class CodingAgentMemory:
                  max_seconds: float | None = None, max_tokens: int | None = None, max_cost: float | None = None,
                  output_tokens: int | None = None, transcripts: str | os.PathLike | None = None,
                  settings: Settings | None = None, sandbox_options: dict[str, Any] | None = None,
-                 retriever=None):
+                 retriever=None, warm: bool = False):
         self.store = store if isinstance(store, Store) else Store(store)
         self._policy_object = None if policy is None or isinstance(policy, str) else policy
         overrides = {"policy": policy if isinstance(policy, str) else None, "model": model, "sandbox": sandbox,
@@ -77,6 +78,17 @@ class CodingAgentMemory:
             retriever.warm()  # a memory is long-lived: loading the pools belongs to its set-up, not to a query
         self.retriever = retriever
         """Method R's retriever (shared with an `auto` memory's R)."""
+        self.sandboxes = SandboxSupply(self._new_sandbox, warm=warm)
+        """One fresh sandbox per query; `warm`: the next one starts while a query runs (long-lived memories)."""
+
+    def _new_sandbox(self):
+        from ..sandbox import get_sandbox
+
+        return get_sandbox(self.settings.get("sandbox", "auto"), self.store.root, **self.sandbox_options)
+
+    def close(self) -> None:
+        """Stop a spare sandbox kept warm (the exit hook would too)."""
+        self.sandboxes.close()
 
     def insert(self, trajectory) -> str:
         """Insert one trajectory into the store and its pools (recall needs them)."""
@@ -93,8 +105,6 @@ class CodingAgentMemory:
 
     def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
         """Recall, then run the agent on `question` in a fresh sandbox, and pack what it found into `budget`."""
-        from ..sandbox import get_sandbox
-
         started = time.perf_counter()
         question, image = check_query(question, image)
         policy = self.make_policy()
@@ -105,7 +115,7 @@ class CodingAgentMemory:
             # recall runs while the sandbox starts; the sandbox starts on this thread, which its jail may outlive
             # only as long as the thread lives (bwrap's --die-with-parent)
             recalling = pool.submit(self.recall_and_shares, question, budget)
-            with get_sandbox(self.settings.get("sandbox", "auto"), self.store.root, **self.sandbox_options) as box:
+            with self.sandboxes.sandbox() as box:
                 recall, shares = recalling.result()
                 task = Task(question, image, [hit for hit, _ in recall], term_shares=shares)
                 user = Message("user", user_prompt(question, overview=self.overview(), has_image=bool(image),

@@ -122,9 +122,13 @@ class Excerpter:
         chosen: dict[int, str] = {}
         spent = 0
 
-        def shown(i: int) -> str | None:
-            line = clean_line(lines[i])
-            return line if line.strip() and _HAS_WORD.search(line) and not _BARE.match(line) else None
+        seen: dict[int, str | None] = {}
+
+        def shown(i: int) -> str | None:  # asked many times per line by the windows around matches: cached
+            if i not in seen:
+                line = clean_line(lines[i])
+                seen[i] = line if line.strip() and _HAS_WORD.search(line) and not _BARE.match(line) else None
+            return seen[i]
 
         head_limit = int(max_tokens * HEAD_SHARE)
         for i in range(min(len(lines), HEAD_SCAN)):  # the page's own opening lines, past the site's menus
@@ -157,8 +161,13 @@ class Excerpter:
 def _around(lines: list[str], i: int, shown) -> list[int]:
     """Line i with BEFORE shown lines before it and AFTER after it, counting only lines that say something new: an
     accessibility tree repeats each cell's name as its text child, which would halve how far a row's values reach."""
-    before = [j for j in range(i - 1, max(-1, i - 4 * BEFORE - 1), -1)
-              if shown(j) is not None and not _says_nothing(shown(j))][:BEFORE]
+    before = []
+    for j in range(i - 1, max(-1, i - 4 * BEFORE - 1), -1):
+        line = shown(j)
+        if line is not None and not _says_nothing(line):
+            before.append(j)
+            if len(before) == BEFORE:
+                break
     after, last = [], shown(i) or ""
     for j in range(i + 1, min(len(lines), i + 4 * AFTER + 1)):
         line = shown(j)
