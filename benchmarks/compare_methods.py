@@ -1,9 +1,9 @@
-"""Compare methods r, bm25 and c on the dev question sets with the scoring of ../shared/tools/score_contexts.py.
+"""Compare methods (r, auto, c, bm25) on question sets, scored by ../shared/tools/score_contexts.py.
 
 Each method's Memory is called in-process (latency = the query's own time, as score_contexts reads `latency_s`);
 a method that cannot be built is reported as missing, never faked.
 
-usage: python benchmarks/compare_methods.py STORE [--budget 8k] [--methods r,bm25,c] [--questions F.jsonl ...]
+usage: python benchmarks/compare_methods.py STORE [--budget 8k] [--methods r,auto,c,bm25] [--questions F.jsonl ...]
                                                   [--per-question] [--policy offline]
 """
 from __future__ import annotations
@@ -67,8 +67,9 @@ def run_method(method: str, store, questions: list[dict], budget: int, options: 
     rows = []
     for q in questions:
         image = None
-        if q.get("image"):
-            image = str(SHARED / "data" / q.get("set", "infinity") / q["image"])
+        if q.get("image"):  # beside its question file (a generated set), else in the shared data's set folder
+            beside = Path(q["_file"]).parent / q["image"]
+            image = str(beside if beside.exists() else SHARED / "data" / q.get("set", "infinity") / q["image"])
         start = time.perf_counter()
         try:
             context = memory.query(q["question"], budget=budget, image=image)
@@ -97,18 +98,21 @@ def main(argv: list[str]) -> None:
     sc = load_scorer()
     budget = parse_budget(args.budget)
     store = Store(args.store)
-    questions = [json.loads(line) for f in args.questions for line in Path(f).read_text().splitlines() if line.strip()]
+    questions = [{**json.loads(line), "_file": f} for f in args.questions
+                 for line in Path(f).read_text().splitlines() if line.strip()]
     print(f"{len(questions)} questions, budget {budget}, store {args.store}")
     print("phrases: all answer phrases in the context (answerable questions); evidence: every gold state cited;\n"
           "ev.states: share of gold states cited; ev.single: evidence counting single-state items only")
     print(f"{'method':8s} {'phrases':>8s} {'evidence':>9s} {'ev.states':>9s} {'ev.single':>9s} {'p50 ms':>8s} "
           f"{'p95 ms':>8s} budget")
+    by_method: dict[str, list[dict]] = {}
     for method in args.methods.split(","):
-        options = {"policy": args.policy} if method == "c" else {}
+        options = {"policy": args.policy} if method in ("c", "auto") else {}
         rows = run_method(method, store, questions, budget, options, sc)
         if isinstance(rows, str):
             print(f"{method:8s} {rows}")
             continue
+        by_method[method] = rows
         s = summarise(rows, budget)
         print(f"{method:8s} {s['phrases']:8.3f} {s['evidence']:9.3f} {s['evidence_states']:9.3f} "
               f"{s['evidence_by_states']:9.3f} "
@@ -117,6 +121,27 @@ def main(argv: list[str]) -> None:
             for r in rows:
                 print(f"    {r['id']:12s} {r['type'][:22]:22s} found={r['found']!s:5s} "
                       f"cited={r['cited']}/{r['n_evidence']} {r['latency'] * 1000:6.0f} ms")
+
+    print_per_type(by_method)
+
+
+def print_per_type(by_method: dict[str, list[dict]]) -> None:
+    """Answer phrases / evidence per question type, one column per method."""
+    if not by_method:
+        return
+    types = sorted({r["type"] for rows in by_method.values() for r in rows})
+    print(f"\n{'question type':26s} {'n':>4s} " + " ".join(f"{m:>13s}" for m in by_method))
+    for kind in types:
+        cells = []
+        for rows in by_method.values():
+            of_kind = [r for r in rows if r["type"] == kind]
+            found = [r["found"] for r in of_kind if r["found"] is not None]
+            cited = [r["evidence"] for r in of_kind if r["evidence"] is not None]
+            rate = lambda v: f"{sum(v) / len(v):.2f}" if v else "  - "  # noqa: E731
+            cells.append(f"{rate(found):>6s}/{rate(cited):<6s}")
+        n = sum(1 for r in next(iter(by_method.values())) if r["type"] == kind)
+        print(f"{kind:26s} {n:4d} " + " ".join(f"{c:>13s}" for c in cells))
+    print("(cells: answer phrases / evidence)")
 
 
 if __name__ == "__main__":

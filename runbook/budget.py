@@ -108,7 +108,8 @@ def parse_budget(value: str | int) -> int:
 
 
 def truncate_to_tokens(text: str, limit: int) -> tuple[str, int]:
-    """Keep the head of `text` within `limit` tokens, the elision note included; returns (text, tokens elided)."""
+    """Keep the head of `text` within `limit` tokens, the elision note included; returns (text, tokens elided).
+    Below the note's own size the result is empty: the limit holds however small."""
     enc = encoding()
     ids = enc.encode_ordinary(text)
     if len(ids) <= limit:
@@ -123,6 +124,8 @@ def truncate_to_tokens(text: str, limit: int) -> tuple[str, int]:
         keep -= 1
         elided += 1
         out = enc.decode(ids[:keep]) + ELISION.format(n=elided)
+    if count_tokens(out) > limit:  # not even the note fits: nothing does
+        return "", len(ids)
     return out, elided
 
 
@@ -142,4 +145,6 @@ def head_and_tail(text: str, limit: int) -> tuple[str, int]:
         head_n -= 1
         elided += 1
         out = enc.decode(ids[:head_n]) + ELISION.format(n=elided) + "\n" + (enc.decode(ids[-tail_n:]) if tail_n else "")
+    if count_tokens(out) > limit:  # not even the note fits: nothing does
+        return "", len(ids)
     return out, elided

@@ -120,7 +120,12 @@ class Context:
             if item.screenshot:
                 parts.append(f"*screenshot:* `{item.screenshot}`")
             parts += ["", "```", item.text.rstrip(), "```", ""]
-        parts.append(f"_{len(self.items)} items, {self.tokens:,} of {self.budget:,} tokens_")
+        footer = f"_{len(self.items)} items, {self.tokens:,} of {self.budget:,} tokens_"
+        left = self.meta.get("left_out", 0)
+        if left:
+            footer += (f" _({left} {'more ' if self.items else ''}item{'s' if left != 1 else ''} did not fit in "
+                       f"{self.budget:,} token{'s' if self.budget != 1 else ''})_")
+        parts.append(footer)
         return "\n".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -143,18 +148,19 @@ class Context:
         return out
 
 
-def pack(question: str, budget: int, items: Iterable[EvidenceItem], *, analysis: str = "", **fields) -> Context:
+def pack(question: str, budget: int, items: Iterable[EvidenceItem], *, analysis: str = "", left_out: int = 0,
+         **fields) -> Context:
     """Fill a Context with `items` in order until the budget is spent; the item that does not fit is cut to fit.
 
-    Never exceeds the budget: the analysis is cut first if it alone would, and an item's screenshot is dropped
-    before its text is cut.
+    Never exceeds the budget, however small: the analysis gets at most a quarter of it (cut, or dropped when not
+    even its cut fits), an item's screenshot is dropped before its text is cut, and items that do not fit are left
+    out, down to none. `left_out` counts items the caller already dropped for the budget; with the ones dropped
+    here it goes to meta['left_out'], and when no item fits the analysis says so (if that sentence fits).
     """
     context = Context(question=question, budget=budget, **fields)
-    if analysis:
-        context.analysis = analysis
-        if context.analysis_tokens > budget // 4:
-            context.analysis, _ = truncate_to_tokens(analysis, max(1, budget // 4 - 4))
+    context.analysis = _fit_analysis(analysis, budget // 4)
     remaining = budget - context.analysis_tokens
+    items = list(items)
     for item in items:
         if item.measure() <= remaining:
             context.items.append(item)
@@ -175,4 +181,29 @@ def pack(question: str, budget: int, items: Iterable[EvidenceItem], *, analysis:
                 context.items.append(item)
                 remaining -= item.tokens
         break
+    left = left_out + len(items) - len(context.items)
+    if left:
+        context.meta["left_out"] = left
+    if left and not context.items:
+        note = (f"No evidence item fits in a budget of {budget:,} token{'s' if budget != 1 else ''} "
+                f"({left} found): raise the budget.")
+        context.analysis = next((text for text in (f"{analysis} {note}".strip(), note, analysis)
+                                 if text and _analysis_cost(text) <= budget), "")
     return context
+
+
+def _analysis_cost(analysis: str) -> int:
+    return Context(question="", budget=0, analysis=analysis).analysis_tokens
+
+
+def _fit_analysis(analysis: str, limit: int) -> str:
+    """`analysis` whole if its block fits `limit` tokens, else its head cut to fit, else nothing."""
+    if not analysis or _analysis_cost(analysis) <= limit:
+        return analysis
+    room = limit - _analysis_cost("x") + 1
+    while room > 0:
+        cut, _ = truncate_to_tokens(analysis, room)
+        if cut and _analysis_cost(cut) <= limit:
+            return cut
+        room -= 1
+    return ""

@@ -4,7 +4,9 @@
     ├── InputError              a trajectory file or folder cannot be read as a trajectory
     │   └── UnknownFormatError  no reader recognises the path
     ├── StoreError              the store is missing, locked, or of another format version
-    │   └── ConflictError       a different trajectory already has this id (use --replace)
+    │   ├── ConflictError       a different trajectory already has this id (use --replace)
+    │   └── UnsafeStoreFile     a store file is a symbolic link, not a regular file, or outside the store
+    ├── QueryError              an empty question, or a question image that is missing or not an image
     ├── BudgetError             a token budget that cannot be parsed
     ├── SandboxError            no sandbox backend can run, or a sandbox call failed to start
     └── ConfigError             a policy or reader is asked for but not configured
@@ -43,6 +45,14 @@ class StoreError(RunbookError):
 
 class ConflictError(StoreError):
     """A different trajectory is already stored under this id."""
+
+
+class UnsafeStoreFile(StoreError):
+    """A store file that is not read: a symbolic link (or a path through one), not a regular file, or outside."""
+
+
+class QueryError(RunbookError, ValueError):
+    """A question that cannot be asked: empty, or with an image that is missing or not an image."""
 
 
 class BudgetError(RunbookError, ValueError):

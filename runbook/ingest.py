@@ -58,23 +58,34 @@ ProgressFn = Callable[[int, int], None]
 """progress(items_done, items_total)."""
 
 
-def _read_all(paths) -> Iterator[Trajectory | InputError]:
+def _read_all(paths, screenshot_root: str | None) -> Iterator[Trajectory | InputError]:
     for path, reader in iter_sources(paths):
-        yield from reader.read(path)
+        yield from reader.read(path, screenshot_root=screenshot_root)
 
 
-def validate(paths: Iterable[str | os.PathLike]) -> tuple[int, list[InputError], int]:
+def validate(paths: Iterable[str | os.PathLike], *, screenshot_root: str | os.PathLike | None = None
+             ) -> tuple[int, list[InputError], int]:
     """First pass: (valid trajectory count, errors, input bytes). Nothing is written."""
     paths = list(paths)
+    screenshot_root = _screenshot_root(screenshot_root)
     valid, errors, size = 0, [], 0
     for path, _reader in iter_sources(paths):
         size += _size(path)
-    for item in _read_all(paths):
+    for item in _read_all(paths, screenshot_root):
         if isinstance(item, InputError):
             errors.append(item)
         else:
             valid += 1
     return valid, errors, size
+
+
+def _screenshot_root(root: str | os.PathLike | None) -> str | None:
+    if root is None:
+        return None
+    if not os.path.isdir(root):
+        raise InputError("is not a folder: the screenshot root must be the folder that holds the screenshots",
+                         path=str(root))
+    return os.fspath(root)
 
 
 def _size(path: Path) -> int:
@@ -84,16 +95,18 @@ def _size(path: Path) -> int:
 
 
 def insert_paths(store: Store, paths: Iterable[str | os.PathLike], *, replace: bool = False,
-                 skip_invalid: bool = False, workers: int | None = None,
-                 progress: ProgressFn | None = None, listeners=()) -> InsertReport:
+                 skip_invalid: bool = False, workers: int | None = None, progress: ProgressFn | None = None,
+                 listeners=(), screenshot_root: str | os.PathLike | None = None) -> InsertReport:
     """Insert every trajectory under `paths`. Invalid input refuses the whole run unless `skip_invalid`.
+
+    Screenshots must lie inside the folder of the source that names them, or inside `screenshot_root` instead.
 
     A listener with a `deriver` attribute ((name, picklable function)) has that function run in the staging
     workers; its result reaches the listener as `staged.derived[name]`.
     """
     paths = list(paths)
     start = time.perf_counter()
-    total, errors, size = validate(paths)
+    total, errors, size = validate(paths, screenshot_root=screenshot_root)
     report = InsertReport(input_bytes=size, invalid=errors)
     if errors and not skip_invalid:
         report.seconds = time.perf_counter() - start
@@ -102,7 +115,8 @@ def insert_paths(store: Store, paths: Iterable[str | os.PathLike], *, replace: b
     done = 0
     with store.writer() as writer:
         writer.listeners.extend(listeners)
-        valid = (item for item in _read_all(paths) if not isinstance(item, InputError))
+        valid = (item for item in _read_all(paths, _screenshot_root(screenshot_root))
+                 if not isinstance(item, InputError))
         derivers = tuple(listener.deriver for listener in listeners if getattr(listener, "deriver", None))
         for staged in _staged(valid, writer, workers, derivers):
             report.add(writer.commit(staged, replace=replace))

@@ -59,3 +59,33 @@ def test_lme_items_put_images_after_their_text():
 def test_markdown_cites_every_item():
     md = pack("which?", 2000, [item("a", index=1, label="latest value")]).to_markdown()
     assert "trajectory a, state 1 (http://u, 2025-12-16) [latest value]" in md and "of 2,000 tokens" in md
+
+
+def _rendered_tokens(ctx) -> int:
+    """The tokens of the LongMemEval-V2 rendering, recounted from what a reader would be given."""
+    parts = ctx.to_lme_items()
+    return sum(count_tokens(p["value"]) for p in parts if p["type"] == "text") + \
+        IMAGE_TOKENS * sum(1 for p in parts if p["type"] == "image")
+
+
+@settings(max_examples=200, deadline=None)
+@given(budget=st.integers(min_value=1, max_value=200),
+       sizes=st.lists(st.integers(min_value=0, max_value=300), min_size=0, max_size=5),
+       analysis_words=st.integers(min_value=0, max_value=300),
+       shots=st.lists(st.booleans(), min_size=5, max_size=5))
+def test_pack_never_exceeds_even_a_tiny_budget(budget, sizes, analysis_words, shots):
+    items = [item(f"t{i}", "tok " * n, i, screenshot="screenshots/0001.png" if shots[i] else None)
+             for i, n in enumerate(sizes)]
+    ctx = pack("q", budget, items, analysis="because " * analysis_words)
+    assert ctx.tokens <= budget and _rendered_tokens(ctx) == ctx.tokens
+    assert json.loads(ctx.to_json_text())["tokens"] <= budget
+    assert f"{ctx.tokens:,} of {budget:,} tokens" in ctx.to_markdown()
+
+
+def test_a_budget_of_one_returns_nothing_and_says_so_where_it_can():
+    ctx = pack("q", 1, [item("a")], analysis="The price is $24.")
+    assert (ctx.items, ctx.tokens, ctx.analysis) == ([], 0, "")
+    assert ctx.meta["left_out"] == 1 and "1 item did not fit in 1 token" in ctx.to_markdown()
+    roomier = pack("q", 30, [item("a", "x " * 100)], analysis="The price is $24.")
+    assert roomier.items == [] and roomier.tokens <= 30
+    assert "no evidence item fits" in roomier.analysis.lower()

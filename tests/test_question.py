@@ -12,6 +12,9 @@ from runbook.question import KINDS, analyze, normalize_term
     ("How do you revoke one of your personal API keys?", "procedure"),
     ("What went wrong in the failed newsletter task?", "gotcha"),
     ("Why do clicks on the checkbox time out, and what is the fix?", "gotcha"),
+    ("When the agent looked up the order, what was in the way and how was it handled?", "gotcha"),
+    ("What do you have to do before 'Show Report' gives results?", "gotcha"),
+    ("What must be set before the Bestsellers report shows any data?", "gotcha"),
 ])
 def test_kind(question, kind):
     assert analyze(question).kind == kind

@@ -32,10 +32,12 @@ class Finished(AgentStop):
 
     kind = "finished"
 
-    def __init__(self, analysis: str, spans: list[Span]):
-        super().__init__(f"finish called with {len(spans)} span(s)")
+    def __init__(self, analysis: str, spans: list[Span], recall: list[str] | None = None):
+        kept = f" and {len(recall)} recall hit(s)" if recall else ""
+        super().__init__(f"finish called with {len(spans)} span(s){kept}")
         self.analysis = analysis
         self.spans = spans
+        self.recall = list(recall or [])
 
 
 class PolicyFailed(AgentStop):

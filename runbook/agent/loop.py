@@ -16,13 +16,12 @@ from typing import Any
 from ..budget import head_and_tail
 from ..errors import ConfigError
 from .exceptions import AgentStop, CostLimit, Finished, PolicyFailed, StepLimit, Stuck, TimeLimit, TokenLimit
-from .prompts import question_from
 from .tools import ToolBox
 from .transcript import TranscriptWriter
-from .types import Message, Policy, Span, ToolCall, ToolResult
+from .types import Message, Policy, Span, Task, ToolCall, ToolResult
 
-NUDGE = ("Reply with a tool call. Use search, show, read or python to look at the memory; when you have the "
-         "evidence, call finish(analysis, spans).")
+NUDGE = ("Reply with a tool call. Use recall, search, show, read or python to look at the memory; when you have "
+         "the evidence, call finish(analysis, spans, recall).")
 
 REFUSED_REPEAT = -2
 """exit_code of a repeated call the loop refused to run (no real process exits with a negative code)."""
@@ -75,6 +74,11 @@ class AgentRun:
     def spans(self) -> list[Span]:
         return self.stop.spans if isinstance(self.stop, Finished) else []
 
+    @property
+    def recall(self) -> list[str]:
+        """Ids of recall hits the agent kept (n12, e34, s56), most important first."""
+        return self.stop.recall if isinstance(self.stop, Finished) else []
+
 
 class AgentLoop:
     """Runs one policy against one ToolBox under Limits, writing a transcript."""
@@ -96,13 +100,17 @@ class AgentLoop:
         """Turns in a row whose every call was a refused repeat."""
         self._t0 = 0.0
 
-    def run(self, system: str, user: Message) -> AgentRun:
-        """Loop until a stop; a ConfigError from the policy (bad key, unknown model) propagates."""
+    def run(self, system: str, user: Message, task: Task | None = None) -> AgentRun:
+        """Loop until a stop; a ConfigError from the policy (bad key, unknown model) propagates. `task` is the
+        query's structured input, handed to a policy that takes it (`begin`)."""
         self._t0 = time.monotonic()
         messages = [Message("system", system), user]
-        self._record("start", question=question_from([user]), policy=self.policy.name, model=self.model,
-                     limits=asdict(self.limits), system=system, parts=user.parts)
+        self._record("start", question=task.question if task else user.text, policy=self.policy.name,
+                     model=self.model, limits=asdict(self.limits), system=system, parts=user.parts)
         try:
+            begin = getattr(self.policy, "begin", None)
+            if begin is not None and task is not None:
+                begin(task)
             while True:
                 self.step(messages)
         except AgentStop as stop:
@@ -110,7 +118,7 @@ class AgentLoop:
                            self.toolbox.seen.ranked(), messages)
             self._record("stop", kind=stop.kind, reason=stop.reason, steps=run.steps, seconds=round(run.seconds, 3),
                          tokens=run.tokens, cost=run.cost, analysis=run.analysis,
-                         spans=[s.to_json() for s in run.spans])
+                         spans=[s.to_json() for s in run.spans], recall=run.recall)
             return run
 
     def step(self, messages: list[Message]) -> None:

@@ -1,14 +1,14 @@
-"""What a model policy is told: the store's layout, the tools, the finish contract, and how to weigh evidence."""
+"""What a model policy is told: the store's layout, the tools (rendered from their specs), the strategy, the finish
+contract, and the first user message with the question and method R's recall for it."""
 from __future__ import annotations
-
-import re
 
 import ast
 import functools
 import textwrap
 from typing import Iterable
 
-from .tools import MAX_SPAN_STATES
+from .specs import MAX_SPAN_STATES, TOOL_SPECS
+from .types import ToolSpec
 
 SYSTEM_PROMPT = """\
 You are the retrieval step of a long-term memory for web agents. A reader model will answer a question about a web
@@ -30,20 +30,20 @@ Web-agent trajectories, each a goal and a list of states. State i is the page th
   last_ts, ...) and states(trajectory_id, state_index, url, title, timestamp, action, action_error, screenshot).
 
 # Tools
-- search: regex over every state file; prints `path:line:text`. Start here for exact names, values, errors.
-- show: print one state ("3"), a span ("3-5"), or a trajectory's overview (no states); `grep` filters states.
-- read: print lines of any store file (summaries first when you need an overview).
-- python: run Python 3 in the sandbox (cwd /scratch is writable). `import rbk` reads the store:
+{tools}
+`import rbk` in python reads the store:
 {rbk_guide}
-- finish(analysis, spans): your answer to the caller. Call it exactly once, at the end.
 
 # How to work
-1. Triage the question: a fact on a page (static), a value that changes over time (dynamic: "current",
-   "latest", "now"), how to do something (procedure), or what goes wrong (errors, gotchas). Pull the exact
-   names, ids and values out of it and search for them.
-2. Shortlist a few trajectories (search the summaries or the states), then verify with `show` on the exact
-   states. Prefer the same site, page and workflow the question names; reject near-but-different matches.
-3. Stop as soon as the evidence is in hand. Be quick: a handful of calls is usually enough.
+1. Triage: is the question about a fact on a page (static), a value that changes over time (dynamic: "current",
+   "latest", "now"), how to do something (procedure), or what goes wrong (errors, gotchas)? Pull out the exact
+   names, ids and values it gives.
+2. Shortlist runs: the recall hits in the first message (call recall again with other words if they miss), or the
+   summaries (goals, action sequences) searched for the question's names.
+3. Verify: open the exact states with show (or search for the exact value) before relying on them; reject
+   near-but-different pages, sites and workflows.
+4. Finish with spans of a few states each, at most {max_states} states in all, plus the ids of the recall hits
+   worth keeping. Be quick: a handful of calls is usually enough.
 
 # Weighing evidence
 - Latest value wins: trajectories are recorded over time. When a value differs between states, the state with
@@ -53,7 +53,7 @@ Web-agent trajectories, each a goal and a list of states. State i is the page th
   appears, or appears differently, say so plainly in the analysis ("The premise is wrong: ...") and return the
   states that show what is actually there.
 - Procedures: take the steps from successful runs (outcome success) of the same workflow; cite the span that
-  shows the key steps, usually no more than 3 states per span.
+  shows the key steps, usually no more than 3 states per span; where runs disagree, say so.
 - Errors and gotchas: look at `error:` lines, failed runs and retries; cite the state where the error shows and
   the state where the agent got past it, and name the pitfall in the analysis.
 - If the question comes with an image, match its page (url, title, visible labels) to a stored state first.
@@ -64,27 +64,40 @@ Web-agent trajectories, each a goal and a list of states. State i is the page th
   is the latest), and whether the premise is wrong.
 - spans: [{{"trajectory_id": ..., "start_state_index": i, "end_state_index": j}}], indices inclusive, most
   important first, at most {max_states} states in all. Keep spans short; one exact state is often best.
+- recall: ids of recall hits (["n12", "s56"]) that are evidence too, most important first.
 """
 
-QUESTION_PREFIX = "Question: "
-"""How the first user message starts; `question_from` reads the question back (e.g. for the offline planner)."""
-
 RBK_FALLBACK = "  rbk.grep(pattern), rbk.latest(pattern), rbk.timeline(pattern), rbk.state(id, i); help(rbk) lists all."
+RECALL_SHOWN = 12
+"""Recall hits listed in the first message (the agent can call recall for more)."""
 
 
-def system_prompt() -> str:
+def system_prompt(specs: list[ToolSpec] = TOOL_SPECS) -> str:
     """The system prompt for model policies (stable across queries, so providers can cache it)."""
-    return SYSTEM_PROMPT.format(rbk_guide=rbk_guide(), max_states=MAX_SPAN_STATES)
+    return SYSTEM_PROMPT.format(tools=tool_section(specs), rbk_guide=rbk_guide(), max_states=MAX_SPAN_STATES)
+
+
+def tool_signature(spec: ToolSpec) -> str:
+    """`name(required, optional?)` from the spec's schema."""
+    schema = spec.parameters
+    required = schema.get("required", [])
+    names = [name if name in required else f"{name}?" for name in schema.get("properties", {})]
+    return f"{spec.name}({', '.join(names)})"
+
+
+def tool_section(specs: list[ToolSpec] = TOOL_SPECS) -> str:
+    """One line per tool, in the specs' order (recall first): its signature and its description."""
+    return "\n".join(f"- {tool_signature(spec)}: {spec.description}" for spec in specs)
 
 
 @functools.lru_cache(maxsize=1)
 def rbk_guide() -> str:
     """The examples from the `rbk` module's docstring: the sandbox's Python helpers, as their author wrote them."""
     try:
-        from ..sandbox.sources import tools_dir
+        from ..sandbox.sources import programs_dir
 
-        doc = ast.get_docstring(ast.parse((tools_dir() / "rbk.py").read_text(encoding="utf-8"))) or ""
-    except Exception:  # a checkout without tools/ still gets a working prompt
+        doc = ast.get_docstring(ast.parse((programs_dir() / "rbk.py").read_text(encoding="utf-8"))) or ""
+    except Exception:  # an installation missing its programs still gets a working prompt
         return RBK_FALLBACK
     lines = doc.splitlines()
     start = next((n for n, line in enumerate(lines) if line.strip().startswith("Examples")), None)
@@ -92,41 +105,35 @@ def rbk_guide() -> str:
     return textwrap.indent(body, "  ") or RBK_FALLBACK
 
 
-SHORTLIST_HEADER = "Fast retrieval's best states for this question (a starting point, not proof):"
-_SHORTLIST_LINE = re.compile(r"^- (\S+) state (\d+)\b")
+RECALL_HEADER = "recall for this question (method R's best hits; a starting point, not proof):"
+
+
+def recall_lines(hits: Iterable[dict], limit: int = RECALL_SHOWN) -> list[str]:
+    """One line per hit, as the recall program heads them: id, trajectory, states, time, url, label, first words."""
+    lines = []
+    for hit in list(hits)[:limit]:
+        j = hit.get("j")
+        states = f"states {hit['i']}-{j}" if j is not None and j != hit["i"] else f"state {hit['i']}"
+        label = hit.get("label") or (hit.get("kind") if hit.get("pool") == "notes" else "")
+        text = (hit.get("text") or hit.get("excerpt") or "").strip().split("\n")
+        gist = next((line.strip() for line in text if line.strip()), "")[:140]
+        lines.append(f"[{hit['id']}] {hit['t']} {states} @ {hit.get('ts') or '?'} {hit.get('u') or ''}"
+                     + (f" [{label}]" if label else "") + (f"\n    {gist}" if gist else ""))
+    return lines
 
 
 def user_prompt(question: str, *, overview: Iterable[str] = (), has_image: bool = False,
-                shortlist: Iterable[dict] = ()) -> str:
+                recall: Iterable[dict] = ()) -> str:
     """The first user message: the question, whether an image comes with it, a few facts about the store, and
-    (when asked for) method R's shortlist of states."""
-    parts = [QUESTION_PREFIX + " ".join(question.split())]
+    method R's recall for the question."""
+    parts = ["Question: " + " ".join(question.split())]
     if has_image:
         parts.append("The question comes with the image attached below; find the stored state it shows.")
     facts = [line for line in overview if line]
     if facts:
         parts.append("About the memory:\n" + "\n".join(f"- {line}" for line in facts))
-    hints = [f"- {h['trajectory_id']} state {h['state_index']} ({h.get('url') or ''}, {h.get('timestamp') or ''})"
-             for h in shortlist]
-    if hints:
-        parts.append(SHORTLIST_HEADER + "\n" + "\n".join(hints))
+    hits = recall_lines(recall)
+    if hits:
+        parts.append(RECALL_HEADER + "\n" + "\n".join(hits))
     parts.append("Find the evidence, then call finish.")
     return "\n\n".join(parts)
-
-
-def shortlist_from(messages) -> list[tuple[str, int]]:
-    """The (trajectory id, state index) pairs of the shortlist in the first user message, best first."""
-    first = next((m for m in messages if m.role == "user"), None)
-    if first is None or SHORTLIST_HEADER not in first.text:
-        return []
-    block = first.text.split(SHORTLIST_HEADER, 1)[1].split("\n\n", 1)[0]
-    return [(m.group(1), int(m.group(2))) for m in map(_SHORTLIST_LINE.match, block.splitlines()) if m]
-
-
-def question_from(messages) -> str:
-    """The question of a conversation started with `user_prompt` (what a policy without a model reads)."""
-    first = next((m for m in messages if m.role == "user"), None)
-    if first is None:
-        return ""
-    head = first.text.split("\n\n", 1)[0]
-    return head[len(QUESTION_PREFIX):] if head.startswith(QUESTION_PREFIX) else first.text

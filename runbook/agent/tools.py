@@ -1,10 +1,5 @@
-"""The agent's tools: their specs, argument checks, and how each call becomes one command in the sandbox.
-
-    search(pattern, field?, trajectory?, site?, ...) ripgrep over the state files (the `search` program)
-    show(trajectory_id, states?, grep?, ...)         an overview, states '3' / '3-5' / 'last', or a grep
-    read(path, start_line?, end_line?)               any file of the store, e.g. summaries/actions.txt
-    python(code)                                     Python 3 in the sandbox (cwd /scratch, `import rbk`)
-    finish(analysis, spans)                          hand back the evidence: ends the loop
+"""Running the agent's tool calls (their specs are in runbook.agent.specs): argument checks against each spec, the
+sandbox command a call becomes, and which states the agent has looked at.
 
 A malformed call (unknown tool, missing or mistyped argument, bad JSON) is not run: its ToolResult carries `error`
 and the message the policy reads says what to fix.
@@ -19,88 +14,18 @@ from typing import Any, Callable
 
 from ..errors import SandboxError
 from .exceptions import Finished
+from .specs import MAX_SPAN_STATES, TOOL_SPECS
 from .types import Span, ToolCall, ToolResult, ToolSpec
 
-MAX_SPAN_STATES = 20
-"""States across all spans of one `finish` (LongMemEval-V2's AgentRunbook-C contract)."""
 DEFAULT_READ_LINES = 400
-
-_SPAN_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "trajectory_id": {"type": "string"},
-        "start_state_index": {"type": "integer", "minimum": 0},
-        "end_state_index": {"type": "integer", "minimum": 0},
-    },
-    "required": ["trajectory_id", "start_state_index", "end_state_index"],
-}
-
-TOOL_SPECS: list[ToolSpec] = [
-    ToolSpec("search", "Search every stored state (header fields and page text) with a ripgrep regular expression. "
-             "Hits come in time order (oldest first) grouped by state: `<trajectory id> state N @ time url`, then "
-             "the matching lines (`L12:` page-text line, or the header field name: action, error, thought, ...). "
-             "Use it to find where a name, value, page or error occurs; `count` shows where hits concentrate.",
-             {"type": "object",
-              "properties": {
-                  "pattern": {"type": "string", "description": "ripgrep regex (a literal string with fixed=true)."},
-                  "ignore_case": {"type": "boolean"},
-                  "fixed": {"type": "boolean", "description": "Take the pattern literally."},
-                  "field": {"type": "string", "description": "Only these fields, comma-separated: trajectory, "
-                            "state, time, url, title, action, error, thought, screenshot, text (the page)."},
-                  "trajectory": {"type": "string", "description": "Only this trajectory id (a glob works)."},
-                  "site": {"type": "string", "description": "Only trajectories of this site."},
-                  "outcome": {"type": "string", "description": "success or failure."},
-                  "since": {"type": "string", "description": "Only states at or after this ISO time prefix."},
-                  "until": {"type": "string", "description": "Only states up to this ISO time prefix."},
-                  "sort": {"type": "string", "enum": ["time", "newest", "count"],
-                           "description": "time (oldest first, default), newest first, or busiest first."},
-                  "max_results": {"type": "integer", "minimum": 1, "description": "Lines shown in all (40)."},
-                  "context": {"type": "integer", "minimum": 0, "description": "Lines of context around a hit."},
-                  "summaries": {"type": "boolean", "description": "Also search the summaries (goals, actions)."},
-                  "count": {"type": "boolean", "description": "Matching lines per trajectory and state instead."}},
-              "required": ["pattern"]}),
-    ToolSpec("show", "Print stored states of one trajectory. Without `states`: its goal, outcome, times and one "
-             "line per state (time, action, url, error). With `states` ('3', a span '3-5', a list '1,4-6', or "
-             "'last'): each state's header (time, url, title, action, error, thought) and page text. `grep` "
-             "lists the states whose file matches a regular expression, with the matching lines.",
-             {"type": "object",
-              "properties": {
-                  "trajectory_id": {"type": "string", "description": "Trajectory id (a unique prefix works)."},
-                  "states": {"type": ["string", "integer"], "description": "'3', '3-5', '1,4-6' or 'last'."},
-                  "grep": {"type": "string", "description": "Python regex a state must match."},
-                  "ignore_case": {"type": "boolean", "description": "grep ignores case."},
-                  "context": {"type": "integer", "minimum": 0, "description": "grep: lines around each match."},
-                  "lines": {"type": "string", "description": "Only these lines of each state file, 'A-B' (line "
-                            "numbers as search prints them)."},
-                  "max_chars": {"type": "integer", "minimum": 0, "description": "Page text per state "
-                                "(default 12000 for one state, 4000 in a span; 0 for all)."},
-                  "thoughts": {"type": "boolean", "description": "Overview: add each state's thought."}},
-              "required": ["trajectory_id"]}),
-    ToolSpec("read", "Print lines of any file in the store, with line numbers; a folder lists its entries. "
-             "Paths are relative to the store, e.g. summaries/trajectories.tsv or summaries/actions.txt.",
-             {"type": "object",
-              "properties": {"path": {"type": "string"},
-                             "start_line": {"type": "integer", "minimum": 1},
-                             "end_line": {"type": "integer", "minimum": 1}},
-              "required": ["path"]}),
-    ToolSpec("python", "Run Python 3 code in the sandbox and print its output. The store is read-only at "
-             "os.environ['RUNBOOK_STORE_DIR'] (catalog.sqlite can be queried with sqlite3); the working folder "
-             "/scratch is writable; `import rbk` gives helpers for reading states. Print what you need to see.",
-             {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}),
-    ToolSpec("finish", "Hand back the evidence and stop. `analysis`: a few sentences for the reader: what the "
-             "evidence shows and where, which value is the latest, and whether the question's premise is wrong. "
-             f"`spans`: the states that show it, most important first, at most {MAX_SPAN_STATES} states in all "
-             "(indices inclusive).",
-             {"type": "object",
-              "properties": {"analysis": {"type": "string"},
-                             "spans": {"type": "array", "items": _SPAN_SCHEMA}},
-              "required": ["analysis", "spans"]}),
-]
 
 _TYPES = {"string": str, "integer": int, "boolean": bool, "array": list, "object": dict, "number": (int, float)}
 _STATE_PATH = re.compile(r"trajectories/([A-Za-z0-9][A-Za-z0-9._-]*)/states/(\d{4,})\.md")
 _SEARCH_HEAD = re.compile(r"^([^\s=#]\S*) state (\d+) @ ", re.M)
 """How `search` heads the hits of one state."""
+_RECALL_ID = re.compile(r"^[nes]\d+$")
+_RECALL_HEAD = re.compile(r"^\[[nes]\d+\] (\S+) states? (\d+)", re.M)
+"""How `recall` heads a hit (its first state)."""
 _SHOW_HEAD = re.compile(r"^== (\S+) state (\d+) of ", re.M)
 """How `show` heads a state it prints whole."""
 _GREP_HEAD = re.compile(r"^== state (\d+) @ ", re.M)
@@ -173,7 +98,11 @@ class ToolBox:
                             f"important spans or shorten them, then call finish again")
         if self.check_spans:
             self.check_spans(spans)
-        return Finished(args["analysis"].strip(), spans)
+        recall = list(dict.fromkeys(str(r).strip() for r in args.get("recall") or []))
+        bad = [r for r in recall if not _RECALL_ID.match(r)]
+        if bad:
+            raise ToolError(f"recall ids look like n12, e34 or s56 (as recall prints them), got {', '.join(bad)[:120]}")
+        return Finished(args["analysis"].strip(), spans, recall)
 
 
 def check_object(value: dict[str, Any], schema: dict[str, Any], where: str) -> dict[str, Any]:
@@ -213,52 +142,24 @@ def check_value(value: Any, schema: dict[str, Any], where: str) -> Any:
     return value
 
 
-def command_for(name: str, args: dict[str, Any]) -> tuple[list[str] | str, str | None]:
+def command_for(name: str, args: dict[str, Any], specs: list[ToolSpec] = TOOL_SPECS
+                ) -> tuple[list[str] | str, str | None]:
     """The sandbox command (argv or a bash line) and stdin that carry out one validated call."""
-    if name == "search":
-        return search_argv(args), None
-    if name == "show":
-        return show_argv(args), None
     if name == "read":
         return read_command(args["path"], args.get("start_line", 1), args.get("end_line")), None
     if name == "python":
         return ["python3", "-"], args["code"]
-    raise ToolError(f"there is no command for the tool {name!r}")
-
-
-_SEARCH_FLAGS = {"ignore_case": "--ignore-case", "fixed": "--fixed", "summaries": "--summaries", "count": "--count"}
-_SEARCH_OPTIONS = {"field": "--field", "trajectory": "--trajectory", "site": "--site", "outcome": "--outcome",
-                   "since": "--since", "until": "--until", "sort": "--sort", "max_results": "--max-results",
-                   "context": "--context"}
-
-
-def search_argv(args: dict[str, Any]) -> list[str]:
-    """`search [flags] [--option value]... -- PATTERN` (the program in tools/)."""
-    argv = ["search"]
-    argv += [flag for key, flag in _SEARCH_FLAGS.items() if args.get(key)]
-    for key, option in _SEARCH_OPTIONS.items():
-        if args.get(key) not in (None, ""):
-            argv += [option, str(args[key])]
-    return argv + ["--", args["pattern"]]
-
-
-_SHOW_FLAGS = {"ignore_case": "--ignore-case", "thoughts": "--thoughts"}
-_SHOW_OPTIONS = {"grep": "--grep", "context": "--context", "lines": "--lines", "max_chars": "--max-chars"}
-
-
-def show_argv(args: dict[str, Any]) -> list[str]:
-    """`show [flags] [--option value]... -- ID [STATES]` (the program in tools/)."""
-    argv = ["show"]
-    argv += [flag for key, flag in _SHOW_FLAGS.items() if args.get(key)]
-    for key, option in _SHOW_OPTIONS.items():
-        if args.get(key) not in (None, ""):
-            argv += [option, str(args[key])]
-    if args.get("lines") and not _LINES_ARG.match(args["lines"]):
-        raise ToolError(f"lines must be a range such as '200-240', got {args['lines']!r}")
-    argv += ["--", args["trajectory_id"]]
-    if args.get("states") not in (None, ""):
-        argv.append(parse_states(args["states"]))
-    return argv
+    spec = next((s for s in specs if s.name == name), None)
+    if spec is None or spec.command is None:
+        raise ToolError(f"there is no command for the tool {name!r}")
+    if name == "show":
+        if args.get("lines") and not _LINES_ARG.match(args["lines"]):
+            raise ToolError(f"lines must be a range such as '200-240', got {args['lines']!r}")
+        if args.get("states") not in (None, ""):
+            args = {**args, "states": parse_states(args["states"])}
+    if name == "recall" and not str(args.get("query", "")).strip():
+        raise ToolError("query is empty: give the question or the key words of what you look for")
+    return spec.command.argv(args), None
 
 
 def parse_states(value: str | int) -> str:
@@ -306,7 +207,7 @@ class SeenStates:
         self.weights: Counter[tuple[str, int]] = Counter()
 
     def note(self, name: str, args: dict[str, Any], output: str) -> None:
-        for ref, index in _STATE_PATH.findall(output) + _SEARCH_HEAD.findall(output):
+        for ref, index in _STATE_PATH.findall(output) + _SEARCH_HEAD.findall(output) + _RECALL_HEAD.findall(output):
             self.weights[(ref, int(index))] += self.FOUND
         for ref, index in _SHOW_HEAD.findall(output):
             self.weights[(ref, int(index))] += self.SHOWN

@@ -13,6 +13,23 @@ class ToolSpec:
     description: str
     parameters: dict[str, Any]
     """JSON Schema of the arguments object."""
+    command: Any = None
+    """runbook.agent.specs.Command: the sandbox program a call runs (None: the toolbox builds it, or none runs)."""
+
+
+@dataclass(slots=True)
+class Task:
+    """What a query gives its policy as structured input (model policies read the rendered user message instead)."""
+
+    question: str
+    image: str | None = None
+    """Path of the question's image, if any."""
+    recall: list[dict] = field(default_factory=list)
+    """Method R's ranked hits for the question (rbcore.recall dicts, with `id`, `pool`, `t`, `i`, ...): first the
+    ones R's own context would hold (marked `packed`), in R's order, then the rest of what it ranked."""
+    term_shares: dict[str, float] = field(default_factory=dict)
+    """{word of the question: share of the stored states that have it} (from R's index): what a full scan for
+    the word would cost, and how little finding it says."""
 
 
 @dataclass(slots=True)
@@ -74,7 +91,10 @@ class Span:
 
 
 class Policy(Protocol):
-    """Picks the next step: an assistant Message with tool calls (or plain text, which the loop answers with a nudge)."""
+    """Picks the next step: an assistant Message with tool calls (or plain text, which the loop answers with a nudge).
+
+    A policy may also define `begin(task: Task)`: the loop calls it once, before the first `next`, with the query's
+    structured inputs (the offline planner works from those, not from the prompt's text)."""
 
     name: str
 

@@ -9,6 +9,7 @@ from ..budget import parse_budget
 from ..llm.config import load_settings
 from ..llm.reader import Reader
 from ..memory import get_memory
+from ..query_input import check_query
 from ..store import Store
 from .options import evidence_options, memory_options
 
@@ -31,6 +32,7 @@ def answer(ctx, question, budget, method, policy, model, sandbox, image, as_json
         RUNBOOK_READER_PROVIDER=anthropic RUNBOOK_READER_MODEL=claude-sonnet-4-5 \\
             runbook answer "What is the latest price of the Quest Lumaflex Band?" --budget 8k
     """
+    question, image = check_query(question, image)  # a bad question is reported before a missing reader
     reader = Reader.from_settings(load_settings())  # before the query: no reader, no point gathering evidence
     context = get_memory(method, Store(ctx.obj["store_path"]), **memory_options(policy, model, sandbox)).query(
         question, budget=parse_budget(budget), image=image)

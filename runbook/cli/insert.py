@@ -18,12 +18,16 @@ from ..store import Store
 @click.option("--skip-invalid", is_flag=True,
               help="Insert the valid trajectories and report each invalid one (the exit code is still non-zero).")
 @click.option("--workers", type=int, default=None, help="Processes that render and count tokens (default: 2).")
+@click.option("--screenshot-root", type=click.Path(file_okay=False), default=None,
+              help="Screenshots must lie inside this folder instead of inside the folder of the file naming them.")
 @click.pass_context
-def insert(ctx: click.Context, paths: tuple[str, ...], replace: bool, skip_invalid: bool, workers: int | None) -> None:
+def insert(ctx: click.Context, paths: tuple[str, ...], replace: bool, skip_invalid: bool, workers: int | None,
+           screenshot_root: str | None) -> None:
     """Insert trajectory files or folders into the store.
 
     Formats are detected per file or folder: this project's JSONL(.gz), LongMemEval-V2 JSON/JSONL, BrowserGym /
     AgentLab result folders, browser-use history folders. Inserting the same trajectory again changes nothing.
+    Screenshots must be images inside the folder of the file that names them (or inside --screenshot-root).
 
     Example:
 
@@ -37,6 +41,7 @@ def insert(ctx: click.Context, paths: tuple[str, ...], replace: bool, skip_inval
                   TimeRemainingColumn(), console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("insert", total=None)
         report = insert_paths(store, paths, replace=replace, skip_invalid=skip_invalid, workers=workers,
+                              screenshot_root=screenshot_root,
                               progress=lambda done, total: bar.update(task, completed=done, total=total),
                               listeners=[insert_listener(store)])
     for error in report.invalid:

@@ -33,9 +33,9 @@ def sandbox() -> None:
 @sandbox.command()
 @click.option("--method", type=click.Choice(["auto", "dockerfile", "offline"]), default="auto", show_default=True,
               help="dockerfile pulls python:3.11-slim-bookworm; offline builds from Debian packages (debootstrap).")
-@click.option("--force", is_flag=True, help="Rebuild even if the image for the current tools/ exists.")
+@click.option("--force", is_flag=True, help="Rebuild even if the image for the current programs exists.")
 def build(method: str, force: bool) -> None:
-    """Build the sandbox image for the current tools/ and sandbox_image/ (skipped when up to date).
+    """Build the sandbox image for the current sandbox programs and Dockerfile (skipped when up to date).
 
     Tries the Dockerfile on a pulled Python image first and falls back to an offline build from Debian packages;
     prints which way it took.
@@ -56,11 +56,13 @@ def build(method: str, force: bool) -> None:
 @sandbox.command()
 @SANDBOX_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--strict", is_flag=True, help="Also exit 1 when a limit is NOT ENFORCED on this host.")
 @click.pass_context
-def check(ctx: click.Context, name: str, as_json: bool) -> None:
-    """Show the backend, engine and image, then run each isolation probe in a fresh sandbox and print its result.
+def check(ctx: click.Context, name: str, as_json: bool, strict: bool) -> None:
+    """Show the backend, engine and image, then every limit the backend claims with its probe's verdict, every
+    limit it cannot enforce here and why, and every agent tool run once.
 
-    Exits 1 if any probe fails.
+    Exits 1 when a claimed limit does not hold (with --strict, also when one is NOT ENFORCED).
 
     Example:
 
@@ -77,11 +79,10 @@ def check(ctx: click.Context, name: str, as_json: bool) -> None:
         click.echo(f"engine   {report.engine}")
         click.echo(f"image    {report.image or '-'}")
         click.echo(f"bwrap    {report.bwrap}")
-        for probe in report.probes:
-            click.echo(f"  {'ok  ' if probe.passed else 'FAIL'}  {probe.name:<44} {probe.detail[:70]}")
-        if report.error:
-            click.echo(f"error: {report.error}", err=True)
-    ctx.exit(0 if report.passed else 1)
+        for limit in report.limits:
+            click.echo(f"  {limit.status:<13} {limit.name:<52} {limit.detail[:110]}")
+        click.echo(report.verdict(), err=bool(report.error))
+    ctx.exit(0 if report.passed and not (strict and report.not_enforced) else 1)
 
 
 @sandbox.command(name="exec", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .shared import DEFAULT_REPLY_TOKENS
+from ..policies.model import DEFAULT_REPLY_TOKENS
 
 CONFIG_ENV = "RUNBOOK_CONFIG"
 
@@ -55,8 +55,6 @@ SETTINGS = [
             "how the openai policy returns tool outputs: tool (role: tool, the protocol) or user (user messages, "
             "for chat templates that drop tool messages, e.g. llama-cpp-python's chatml-function-calling)"),
     Setting("transcripts", "RUNBOOK_TRANSCRIPTS", str, "folder for query transcripts"),
-    Setting("shortlist", "RUNBOOK_SHORTLIST", int,
-            "method R's top states offered to method C's agent as a starting point (0: off)"),
     Setting("reader_provider", "RUNBOOK_READER_PROVIDER", str, "reader for `runbook answer`: anthropic or openai"),
     Setting("reader_model", "RUNBOOK_READER_MODEL", str, "the reader's model name"),
     Setting("reader_base_url", "RUNBOOK_READER_BASE_URL", str, "an OpenAI-compatible URL for the reader only"),
@@ -71,8 +69,7 @@ SETTING_BY_NAME = {s.name: s for s in SETTINGS}
 
 DEFAULTS: dict[str, Any] = {"policy": "offline", "sandbox": "auto", "max_steps": 30, "max_seconds": 300.0,
                             "max_tokens": 1_000_000, "output_tokens": 2_000, "reply_tokens": DEFAULT_REPLY_TOKENS,
-                            "reader_domain": "generic",
-                            "shortlist": 0}
+                            "reader_domain": "generic"}
 
 PRICES = {
     "claude-opus-4": (15.0, 75.0),

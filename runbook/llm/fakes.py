@@ -9,7 +9,7 @@ the real SDK clients and the real loop without a network or a key.
 POST /v1/messages. Each request takes the next scripted Reply; `fail(429)` scripts an HTTP error instead.
 Every request body is kept in `server.requests` for assertions. `respond=` (request body -> Reply) answers each
 request from what it asks instead of from a script: concurrent callers (a bench's reader and judge running several
-questions at once) get the reply that belongs to their request. `ScriptedPolicy` replays the same script with no
+questions at once) get the reply that belongs to their request. runbook.policies.scripted.ScriptedPolicy replays the same script with no
 HTTP at all.
 """
 from __future__ import annotations
@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable
 
-from ..agent.types import Message, ToolCall, ToolSpec
 
 
 @dataclass
@@ -298,36 +297,3 @@ class FakeAnthropicServer(FakeServer):
             return 0
         earlier = [r.get("system") for r in self.requests[:-1]]
         return len(json.dumps(system)) // 4 if system in earlier else 0
-
-
-class ScriptedPolicy:
-    """A Policy replaying Replies (or ready Messages) with no HTTP; `seen` keeps what it was shown."""
-
-    name = "scripted"
-
-    def __init__(self, script: Iterable[Reply | Message], *, repeat_last: bool = False):
-        self.script = deque(script)
-        self.repeat_last = repeat_last
-        self.seen: list[list[Message]] = []
-        self._last: Reply | Message | None = None
-        self._n = 0
-
-    def next(self, messages: list[Message], tools: list[ToolSpec]) -> Message:
-        self.seen.append(list(messages))
-        if self.script:
-            self._last = self.script.popleft()
-        elif not self.repeat_last or self._last is None:
-            raise RuntimeError(f"the scripted policy ran out after {self._n} replies")
-        self._n += 1
-        item = self._last
-        if isinstance(item, Message):
-            return item
-        if item.status != 200:
-            raise RuntimeError(f"scripted error {item.status}: {item.error}")
-        tool_calls = []
-        for i, (name, args) in enumerate(item.calls):
-            if isinstance(args, str):
-                tool_calls.append(ToolCall(f"scripted_{self._n}_{i}", name, {}, error=f"raw arguments {args!r}"))
-            else:
-                tool_calls.append(ToolCall(f"scripted_{self._n}_{i}", name, dict(args)))
-        return Message("assistant", item.text, tool_calls, usage={"input_tokens": 0, "output_tokens": 0})

@@ -108,12 +108,12 @@ def chat_model(provider: str, model: str | None, settings, *, base_url: str | No
     """A chat client (the Policy interface, used without tools) for `provider`, keys taken from `settings`."""
     options = {k: v for k, v in {"max_output_tokens": max_output_tokens, "timeout": timeout}.items() if v}
     if provider == "anthropic":
-        from .anthropic_policy import AnthropicPolicy
+        from ..policies.anthropic import AnthropicPolicy
 
         return AnthropicPolicy(model, api_key=settings.anthropic_api_key,
                                base_url=base_url or settings.anthropic_base_url, **options)
     if provider == "openai":
-        from .openai_policy import OpenAIPolicy
+        from ..policies.openai import OpenAIPolicy
 
         return OpenAIPolicy(model, api_key=settings.openai_api_key, base_url=base_url or settings.openai_base_url,
                             **options)

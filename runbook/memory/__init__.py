@@ -5,8 +5,9 @@
     Memory.concurrent_queries (optional, default False)        True when queries may run at once (bench --jobs)
 
 Implementations: `c` (coding agent in a sandbox, runbook.memory.coding_agent), `r` (knowledge pools,
-runbook.memory.retrieval); baselines in runbook.memory.baselines: `bm25` (plain BM25 over single states), `full`
-(the whole trajectories, newest first, cut to the budget) and `none` (an empty context).
+runbook.memory.retrieval), `auto` (R, escalating to C when R's evidence is weak, runbook.memory.auto); baselines in
+runbook.memory.baselines: `bm25` (plain BM25 over single states), `full` (the whole trajectories, newest first, cut
+to the budget) and `none` (an empty context).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ METHODS = {
     "c": "runbook.memory.coding_agent:CodingAgentMemory",
     "r": "runbook.memory.retrieval:RetrievalMemory",
     "bm25": "runbook.memory.baselines:BM25StateMemory",
+    "auto": "runbook.memory.auto:AutoMemory",
     "full": "runbook.memory.baselines:FullTrajectoriesMemory",
     "none": "runbook.memory.baselines:NoMemory",
 }

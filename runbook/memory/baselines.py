@@ -2,12 +2,17 @@
 over single states' text, the top states packed into the budget."""
 from __future__ import annotations
 
+import logging
 import time
 
 from ..budget import truncate_to_tokens
 from ..context import Context, EvidenceItem, pack
+from ..errors import UnsafeStoreFile
+from ..query_input import check_query
 from ..store import Store
 from ..trajectory.model import Trajectory
+
+log = logging.getLogger(__name__)
 
 
 class NoMemory:
@@ -77,10 +82,10 @@ class BM25StateMemory:
         self._stamp = None
 
     def _load(self):
-        from ..retrieval.bm25 import load_index
-        from ..retrieval.storage import PoolSnapshot
+        from ..retrieval.storage import open_snapshot
+        from ..sandbox.programs.rbcore.bm25 import load_index
 
-        snapshot = PoolSnapshot(self.store.layout.pools)
+        snapshot = open_snapshot(self.store.layout)
         if snapshot.stamp != self._stamp:
             self._snapshot = snapshot
             self._index = load_index(snapshot, "slices", {"page": 1.0})
@@ -93,9 +98,10 @@ class BM25StateMemory:
         return insert_with_pools(self.store, trajectory)
 
     def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
-        from ..retrieval.text import tokenize
+        from ..sandbox.programs.rbcore.text import tokenize
 
         start = time.perf_counter()
+        question, image = check_query(question, image)
         snapshot, index = self._load()
         query = {t: 1.0 for t in tokenize(question)}  # plain: every word of the question, no analysis
         docs = snapshot.docs("slices")
@@ -106,7 +112,11 @@ class BM25StateMemory:
             if spent >= budget:
                 break  # enough to fill the budget: reading and cutting more states would only cost time
             doc = docs[d]
-            header, page = _read(self.store, doc)
+            try:
+                header, page = _read(self.store, doc)
+            except UnsafeStoreFile as exc:
+                log.warning("left out of the evidence: %s", exc)
+                continue
             text = f"title: {header.get('title', '')}\naction: {header.get('action', '')}\n---\n{page}"
             elided = 0
             if self.states_per_budget > 1:
@@ -121,9 +131,7 @@ class BM25StateMemory:
 
 
 def _read(store: Store, doc: dict):
-    from ..store.statefile import parse_state
-
-    return parse_state(store.layout.state_file(doc["d"], doc["i"]).read_text(encoding="utf-8"))
+    return store.read_state_file(doc["d"], doc["i"])
 
 
 def _rel(doc: dict) -> str:

@@ -1,39 +1,51 @@
-"""Method C: a coding agent searches the store inside a sandbox and hands back spans; they become the context.
+"""Method C: a coding agent investigates the store inside a sandbox, standing on method R's recall, and hands back
+spans and recall hits; they become the context.
 
     memory = CodingAgentMemory(store, policy="anthropic", model="claude-sonnet-4-5", sandbox="docker")
     context = memory.query("What is the latest price of ...?", budget=8000)
 
-One sandbox per query (store read-only). The chosen spans are expanded from the store (goal, url, time, action,
-error, thought, page text, screenshot), most important first, and packed into the budget with the agent's analysis
-on top. A loop that stops without `finish` still returns what the agent looked at, marked as such.
+A query first ranks method R's pools for the question on the host (the same ranking the sandbox's `recall` tool
+runs) and gives the hits to the policy: model policies read them in the first message, the offline planner as
+structured input. Then ONE sandbox (store read-only) hosts the agent loop. The context is, most important first:
+the agent's analysis, the recall hits it kept, its spans expanded from the store (goal, url, time, action, error,
+thought, page text, screenshot; pages cut to what the hits leave), and then R's other evidence in what budget is
+left, labelled as not checked by the agent. A loop that stops without `finish` still returns what the agent looked
+at, marked as such.
 """
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..agent import get_policy
 from ..agent.loop import AgentLoop, AgentRun, Limits
 from ..agent.prompts import system_prompt, user_prompt
-from ..agent.tools import MAX_SPAN_STATES, ToolBox, ToolError
+from ..agent.specs import MAX_SPAN_STATES
+from ..agent.tools import ToolBox, ToolError
 from ..agent.transcript import TranscriptWriter, transcript_path
-from ..agent.types import Message, Policy, Span
-from ..budget import count_tokens, count_tokens_batch, truncate_to_tokens
+from ..agent.types import Message, Policy, Span, Task
+from ..budget import count_tokens
 from ..context import Context, EvidenceItem, pack
-from ..llm.config import Settings, load_settings
-from ..question import analyze
 from ..errors import StoreError
+from ..llm.config import Settings, load_settings
+from ..policies import get_policy
+from ..query_input import check_query
 from ..store import Store
 from ..store.catalog import TrajectoryRow
+from .sandboxes import SandboxSupply
+from .spans import SpanExpander, fit_pages, focus_terms
 
-MIN_PAGE_TOKENS = 200
-"""A page cut below this says too little: the budget goes to fewer states instead."""
-PAGE_CONTEXT_LINES = 2
-"""Lines kept around each line of a page that mentions the question's or the analysis's terms."""
 NOT_CHOSEN = "seen by the agent, not chosen"
+UNCHECKED = "fast retrieval, not checked by the agent"
+RECALL_SHARE = 0.9
+"""Method R marks as `packed` (its own evidence, kept first) the head of its whole-budget context that fits in this
+share of the budget (its notes and events always), leaving room for what the agent adds; the rest of R's context
+follows the agent's spans, in R's order, so a run that adds nothing returns R's context. Measured on the dev and
+generated sets: 0.5-0.8 lost R's tail evidence, 1.0 left the agent no room."""
+MIN_SPAN_SHARE = 0.1
+"""The agent's spans always get at least this share of the budget, however many recall hits it keeps."""
 
 
 class CodingAgentMemory:
@@ -47,26 +59,44 @@ class CodingAgentMemory:
                  model: str | None = None, sandbox: str | None = None, max_steps: int | None = None,
                  max_seconds: float | None = None, max_tokens: int | None = None, max_cost: float | None = None,
                  output_tokens: int | None = None, transcripts: str | os.PathLike | None = None,
-                 shortlist: int | None = None, settings: Settings | None = None,
-                 sandbox_options: dict[str, Any] | None = None):
+                 settings: Settings | None = None, sandbox_options: dict[str, Any] | None = None,
+                 retriever=None, warm: bool = False):
         self.store = store if isinstance(store, Store) else Store(store)
         self._policy_object = None if policy is None or isinstance(policy, str) else policy
         overrides = {"policy": policy if isinstance(policy, str) else None, "model": model, "sandbox": sandbox,
                      "max_steps": max_steps, "max_seconds": max_seconds, "max_tokens": max_tokens,
                      "max_cost": max_cost, "output_tokens": output_tokens,
-                     "transcripts": str(transcripts) if transcripts else None, "shortlist": shortlist}
+                     "transcripts": str(transcripts) if transcripts else None}
         self.settings = (settings or load_settings()).with_overrides(**overrides)
         self.sandbox_options = dict(sandbox_options or {})
         self._row_cache: dict[str, TrajectoryRow] | None = None
-        self._retriever = None
         self.limits = Limits(max_steps=int(self.settings.max_steps), max_seconds=float(self.settings.max_seconds),
                              max_tokens=int(self.settings.max_tokens), max_cost=self.settings.max_cost,
                              output_tokens=int(self.settings.output_tokens))
+        if retriever is None:
+            from ..retrieval import Retriever
+
+            retriever = Retriever(self.store)
+            retriever.warm()  # a memory is long-lived: loading the pools belongs to its set-up, not to a query
+        self.retriever = retriever
+        """Method R's retriever (shared with an `auto` memory's R)."""
+        self.sandboxes = SandboxSupply(self._new_sandbox, warm=warm)
+        """One fresh sandbox per query; `warm`: the next one starts while a query runs (long-lived memories)."""
+
+    def _new_sandbox(self):
+        from ..sandbox import get_sandbox
+
+        return get_sandbox(self.settings.get("sandbox", "auto"), self.store.root, **self.sandbox_options)
+
+    def close(self) -> None:
+        """Stop a spare sandbox kept warm (the exit hook would too)."""
+        self.sandboxes.close()
 
     def insert(self, trajectory) -> str:
-        """Insert one trajectory into the store; method C needs nothing derived beyond the store's summaries."""
-        with self.store.writer() as writer:
-            return writer.insert(trajectory).status
+        """Insert one trajectory into the store and its pools (recall needs them)."""
+        from ..retrieval.build import insert_with_pools
+
+        return insert_with_pools(self.store, trajectory)
 
     def make_policy(self) -> Policy:
         if self._policy_object is not None:
@@ -76,24 +106,28 @@ class CodingAgentMemory:
         return get_policy(name, self.settings, model=model)
 
     def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
-        """Run the agent on `question` in a fresh sandbox and pack what it found into `budget` tokens."""
-        from ..sandbox import get_sandbox
-
+        """Recall, then run the agent on `question` in a fresh sandbox, and pack what it found into `budget`."""
         started = time.perf_counter()
+        question, image = check_query(question, image)
         policy = self.make_policy()
         model = getattr(policy, "model", None)
         path = transcript_path(question, self.settings.transcripts)
         self._row_cache = None  # the store may have grown since the last query
-        user = Message("user", user_prompt(question, overview=self.overview(), has_image=bool(image),
-                                           shortlist=self.shortlist(question)),
-                       parts=[{"type": "image", "value": str(image)}] if image else [])
-        with TranscriptWriter(path) as transcript:
-            with get_sandbox(self.settings.get("sandbox", "auto"), self.store.root, **self.sandbox_options) as box:
+        with TranscriptWriter(path) as transcript, ThreadPoolExecutor(max_workers=1) as pool:
+            # recall runs while the sandbox starts; the sandbox starts on this thread, which its jail may outlive
+            # only as long as the thread lives (bwrap's --die-with-parent)
+            recalling = pool.submit(self.recall_and_shares, question, budget)
+            with self.sandboxes.sandbox() as box:
+                recall, shares = recalling.result()
+                task = Task(question, image, [hit for hit, _ in recall], term_shares=shares)
+                user = Message("user", user_prompt(question, overview=self.overview(), has_image=bool(image),
+                                                   recall=task.recall),
+                               parts=[{"type": "image", "value": str(image)}] if image else [])
                 toolbox = ToolBox(box, call_seconds=self.limits.call_seconds, check_spans=self.check_spans)
                 loop = AgentLoop(policy, toolbox, self.limits, transcript=transcript,
                                  price=self.settings.price(model), model=model)
-                run = loop.run(system_prompt(), user)
-            context = self.context_of(question, budget, run)
+                run = loop.run(system_prompt(), user, task)
+            context = self.context_of(question, budget, run, recall)
             context.latency_s = time.perf_counter() - started
             context.meta.update(policy=policy.name, model=model, sandbox=box.name, transcript=str(path))
             transcript.record("result", items=len(context.items), tokens=context.tokens, budget=budget,
@@ -101,19 +135,33 @@ class CodingAgentMemory:
                               citations=[item.citation() for item in context.items])
         return context
 
-    def shortlist(self, question: str) -> list[dict]:
-        """Method R's top states, when the `shortlist` setting asks for them and the store has pools."""
-        k = int(self.settings.get("shortlist", 0) or 0)
-        if k <= 0:
-            return []
-        if self._retriever is None:
-            from ..retrieval import Retriever
-
-            self._retriever = Retriever(self.store)
+    def recall_and_shares(self, question: str, budget: int) -> tuple[list[tuple[dict, EvidenceItem]], dict]:
+        """recall(), and how common each word of the question is among the stored states."""
+        hits = self.recall(question, budget)
         try:
-            return self._retriever.shortlist(question, k)
+            return hits, (self.retriever.term_shares(question) if hits else {})
         except StoreError:
-            return []  # no pools: the agent starts from the question alone
+            return hits, {}
+
+    def recall(self, question: str, budget: int) -> list[tuple[dict, EvidenceItem]]:
+        """Method R's hits for the question with their items: the ones R would put in a `budget` context first
+        (in R's order), then the rest of what it ranked. Empty when the store has no pools."""
+        try:
+            found = self.retriever.find(question, budget)
+        except StoreError:
+            return []  # no pools (an old store): the agent starts from the question alone
+        whole = self.retriever.pack(found, budget)  # R's own context, in R's order
+        room, packed = int(budget * RECALL_SHARE), []
+        for hit, item in whole:  # its head, leaving the agent a share of the budget
+            room -= item.measure()
+            if room < 0 and hit["pool"] == "slices":
+                break
+            hit["packed"] = True
+            packed.append((hit, item))
+        chosen = {hit["id"] for hit, _ in whole}
+        rest = [(hit, self.retriever.item(hit)) for hit in found.notes + found.events + found.slices
+                if hit["id"] not in chosen]
+        return whole + rest
 
     # -- the store's view ----------------------------------------------------------------------------------------
     def overview(self) -> list[str]:
@@ -151,8 +199,10 @@ class CodingAgentMemory:
                                 f"{span.start_state_index}-{span.end_state_index} goes past its end")
 
     # -- from a run to a context ---------------------------------------------------------------------------------
-    def context_of(self, question: str, budget: int, run: AgentRun) -> Context:
-        """The packed Context of a run: its spans, or what the agent saw when it did not finish."""
+    def context_of(self, question: str, budget: int, run: AgentRun,
+                   recall: list[tuple[dict, EvidenceItem]] = ()) -> Context:
+        """The packed Context of a run: its spans and kept recall hits, or what the agent saw when it did not
+        finish; then R's other evidence in what is left."""
         if run.finished:
             spans, analysis, label = run.spans, run.analysis, ""
         else:
@@ -160,14 +210,21 @@ class CodingAgentMemory:
             analysis = (f"The agent stopped before choosing its evidence ({run.stop.reason}). The states below are "
                         f"the ones it looked at most; they were not checked as an answer.")
             label = NOT_CHOSEN
-        focus = focus_terms(question, analysis)
-        items = self.expand(spans, label=label)
-        fit_pages(items, budget - count_tokens(analysis) - 8, focus)
-        context = pack(question, budget, [item for item, _ in items], analysis=analysis, method="c",
-                       store_root=str(self.store.root))
+        by_id = {hit["id"]: item for hit, item in recall}
+        kept = [by_id[i] for i in run.recall if i in by_id]
+        rest = [item for hit, item in recall if hit["id"] not in set(run.recall)]
+        for item in rest:
+            item.label = "; ".join(filter(None, [UNCHECKED, item.label]))
+        items = SpanExpander(self.store, self._rows()).expand(spans, label=label)
+        room = budget - count_tokens(analysis) - 8 - sum(item.measure() for item in kept)
+        fit_pages(items, max(room, int(budget * MIN_SPAN_SHARE)), focus_terms(question, analysis))
+        # the recall hits the agent kept first (method R's evidence, checked or chosen), then what the agent added
+        context = pack(question, budget, kept + [item for item, _ in items] + rest, analysis=analysis,
+                       method="c", store_root=str(self.store.root))
         context.meta.update(steps=run.steps, stop=run.stop.kind, stop_reason=run.stop.reason,
                             finished=run.finished, tokens_used=run.tokens, cost=run.cost,
-                            agent_seconds=round(run.seconds, 3), spans=[s.to_json() for s in spans])
+                            agent_seconds=round(run.seconds, 3), spans=[s.to_json() for s in spans],
+                            recall=list(run.recall))
         return context
 
     def seen_spans(self, seen: list[tuple[str, int]]) -> list[Span]:
@@ -181,161 +238,3 @@ class CodingAgentMemory:
             if len(spans) == MAX_SPAN_STATES:
                 break
         return spans
-
-    def expand(self, spans: list[Span], *, label: str = "") -> list[tuple[EvidenceItem, list["PageSlot"]]]:
-        """One EvidenceItem per span, with its pages; states an earlier span covered are left out (splitting the
-        span where they sat)."""
-        rows = self._rows()
-        covered: set[tuple[str, int]] = set()
-        out = []
-        for span in spans:
-            row = rows.get(span.trajectory_id)
-            if row is None:
-                continue
-            indices = [i for i in range(span.start_state_index, min(span.end_state_index, row.n_states - 1) + 1)
-                       if (row.id, i) not in covered]
-            covered.update((row.id, i) for i in indices)
-            out += [self.span_item(row, run, label=label) for run in consecutive_runs(indices)]
-        return out
-
-    def span_item(self, row: TrajectoryRow, indices: list[int], *,
-                  label: str = "") -> tuple[EvidenceItem, list["PageSlot"]]:
-        """The item for consecutive states of one trajectory: per state its header lines and page text."""
-        folder = self.store.layout.trajectory_dir(row.dir)
-        slots, screenshot, first = [], None, None
-        for index in indices:
-            header, page = self.store.read_state(row.id, index)
-            first = first or header
-            if screenshot is None and header.get("screenshot"):
-                screenshot = self.store.layout.relative(folder / header["screenshot"])
-            slots.append(PageSlot(state_header(index, header), page))
-        item = EvidenceItem(trajectory_id=row.id, text="", state_index=indices[0],
-                            end_state_index=indices[-1] if len(indices) > 1 else None,
-                            url=(first or {}).get("url", ""), timestamp=(first or {}).get("time") or None,
-                            path=self.store.layout.relative(self.store.state_path(row.id, indices[0])),
-                            kind="span" if len(indices) > 1 else "state",
-                            label=label or outcome_label(row), goal=row.goal or "", screenshot=screenshot)
-        item.text = render_pages(slots)
-        return item, slots
-
-
-def consecutive_runs(indices: list[int]) -> list[list[int]]:
-    """[2, 3, 5, 6] -> [[2, 3], [5, 6]]."""
-    runs: list[list[int]] = []
-    for index in indices:
-        if runs and runs[-1][-1] + 1 == index:
-            runs[-1].append(index)
-        else:
-            runs.append([index])
-    return runs
-
-
-class PageSlot:
-    """One state inside an item: its header lines and its page text (which fit_pages may cut)."""
-
-    __slots__ = ("header", "page")
-
-    def __init__(self, header: str, page: str):
-        self.header, self.page = header, page
-
-
-def state_header(index: int, header: dict[str, str]) -> str:
-    lines = [f"state {index} | {header.get('time', '')} | {header.get('url', '')}"]
-    for key in ("title", "action", "error", "thought"):
-        if header.get(key):
-            lines.append(f"{key}: {header[key]}")
-    return "\n".join(lines)
-
-
-def render_pages(slots: list[PageSlot]) -> str:
-    return "\n\n".join(f"{slot.header}\npage:\n{slot.page.rstrip()}" for slot in slots)
-
-
-def outcome_label(row: TrajectoryRow) -> str:
-    """'successful run' / 'failed run': procedures should come from the former, gotchas often from the latter."""
-    if row.success == 1:
-        return "successful run"
-    if row.success == 0:
-        return "failed run"
-    return ""
-
-
-def focus_terms(question: str, analysis: str) -> list[str]:
-    """Words and phrases a page line should mention to be worth keeping when the page must be cut."""
-    terms: list[str] = []
-    for text in (question, analysis):
-        if text:
-            found = analyze(text)
-            terms += [p for p in found.phrases] + [t for t in found.terms if len(t) > 2]
-    seen: set[str] = set()
-    return [t for t in terms if not (t.lower() in seen or seen.add(t.lower()))]
-
-
-def fit_pages(items: list[tuple[EvidenceItem, list[PageSlot]]], room: int, focus: list[str]) -> None:
-    """Cut the longest pages first, to one shared cap, so the chosen states fit `room` tokens together.
-
-    Headers (url, action, error, thought) are never cut. A page is cut around its lines that mention `focus`
-    terms, not just at its head, because the line that answers the question can sit anywhere in a long page.
-    """
-    slots = [slot for _, item_slots in items for slot in item_slots]
-    if not slots:
-        return
-    sizes = count_tokens_batch([slot.page for slot in slots])
-    fixed = sum(item.measure() for item, _ in items) - sum(sizes)
-    cap = water_level(sizes, room - fixed)
-    if cap is None:
-        return
-    cap = max(cap, MIN_PAGE_TOKENS)
-    for slot, size in zip(slots, sizes):
-        if size > cap:
-            slot.page = focus_page(slot.page, focus, cap)
-    for item, item_slots in items:
-        item.text = render_pages(item_slots)
-
-
-def water_level(sizes: list[int], room: int) -> int | None:
-    """The largest cap with sum(min(size, cap)) <= room; None when everything fits uncut."""
-    if sum(sizes) <= room:
-        return None
-    remaining, ordered = max(room, 0), sorted(sizes)
-    for n, size in enumerate(ordered):
-        share = remaining // (len(ordered) - n)
-        if size > share:
-            return share
-        remaining -= size
-    return None
-
-
-def focus_page(page: str, focus: list[str], limit: int) -> str:
-    """`page` within about `limit` tokens: the first lines, then the lines mentioning `focus` with their neighbours."""
-    lines = page.splitlines()
-    costs = count_tokens_batch(lines)
-    patterns = [re.compile(re.escape(term), re.I) for term in focus[:40]]
-    scores = [sum(1 for p in patterns if p.search(line)) for line in lines]
-    keep: set[int] = set()
-    spent = 0
-    note_cost = 24
-    ranked = [0, 1, 2] + sorted((i for i, s in enumerate(scores) if s), key=lambda i: (-scores[i], i))
-    for center in ranked:
-        for i in range(max(0, center - PAGE_CONTEXT_LINES), min(len(lines), center + PAGE_CONTEXT_LINES + 1)):
-            if i not in keep and spent + costs[i] + 2 <= limit - note_cost:
-                keep.add(i)
-                spent += costs[i] + 1
-    for i in range(len(lines)):  # fill what is left with the page's head, in order
-        if i not in keep and spent + costs[i] + 2 <= limit - note_cost:
-            keep.add(i)
-            spent += costs[i] + 1
-    if not keep:  # one enormous line (DOM text without breaks): plain head cut
-        return truncate_to_tokens(page, limit)[0]
-    out, last = [], -1
-    for i in sorted(keep):
-        if i != last + 1:
-            out.append("  …")
-        out.append(lines[i])
-        last = i
-    if last != len(lines) - 1:
-        out.append("  …")
-    kept_tokens = sum(costs[i] for i in keep)
-    out.append(f"[page cut to {kept_tokens:,} of {sum(costs):,} tokens, around the lines that mention the question]")
-    text = "\n".join(out)
-    return text if count_tokens(text) <= limit else truncate_to_tokens(text, limit)[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 
 from ..context import Context, pack
+from ..query_input import check_query
 from ..store import Store
 from ..trajectory.model import Trajectory
 
@@ -31,8 +32,9 @@ class RetrievalMemory:
 
     def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
         start = time.perf_counter()
-        items, analysis = self.retriever.search(question, budget)
-        context = pack(question, budget, items, analysis=analysis.summary(), method=self.name,
+        question, image = check_query(question, image)
+        items, analysis, left_out = self.retriever.search_counted(question, budget)
+        context = pack(question, budget, items, analysis=analysis.summary(), left_out=left_out, method=self.name,
                        store_root=str(self.store.root))
         context.latency_s = time.perf_counter() - start
         context.meta["counts"] = {kind: sum(1 for i in context.items if i.kind == kind)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from .text import clean_line
+from ..sandbox.programs.rbcore.text import clean_line
 
 _CALL = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*\((.*)\)\s*$", re.S)
 _BID = re.compile(r"^\s*(?:index\s*=\s*)?['\"]?(\d+)['\"]?")

@@ -11,7 +11,10 @@ from typing import Callable, Iterator
 from ..store import Store
 from ..trajectory.model import Trajectory
 from .pools import TrajectoryDocs, count_terms, trajectory_docs
-from .storage import PoolWriter
+from ..sandbox.programs.rbcore.bm25 import DEFAULT_FIELDS, load_index
+from ..sandbox.programs.rbcore.boilerplate import load_line_counts
+from ..sandbox.programs.rbcore.pools import PoolSnapshot
+from .storage import PoolWriter, safe_opener
 
 NoteWriter = Callable[[Trajectory], list]
 """trajectory -> [(kind, text)]: replaces the deterministic notes (e.g. a model's, cached)."""
@@ -38,6 +41,12 @@ class PoolListener:
             self._writer = PoolWriter(store.layout.pools)
         self._writer.add(docs)
         self._writer.commit()
+
+    def finish(self, store: Store) -> None:
+        """At the end of an insert: build the indexes the pools' new stamp needs, so that a query (and the
+        read-only sandbox's `recall`) finds them ready."""
+        if self._writer is not None:
+            build_caches(store.layout.pools, safe_opener(store.layout))
 
 
 def _derive_docs(trajectory: Trajectory, dirname: str) -> TrajectoryDocs:
@@ -87,10 +96,19 @@ def reindex(store: Store, *, workers: int | None = None, note_writer: NoteWriter
             if progress:
                 progress(n, len(rows))
         writer.commit()
+        build_caches(fresh)
         _swap(fresh, final)
     report.pool_bytes = folder_bytes(final)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def build_caches(pools_root, opener=None) -> None:
+    """The BM25 indexes (default field weights) and line counts for the pools' current stamp."""
+    snapshot = PoolSnapshot(pools_root, *([opener] if opener else []))
+    for pool in DEFAULT_FIELDS:
+        load_index(snapshot, pool)
+    load_line_counts(snapshot)
 
 
 def _docs_in_order(store: Store, rows, workers: int | None, note_writer) -> Iterator[TrajectoryDocs]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .text import content_lines
+from ..sandbox.programs.rbcore.text import content_lines
 
 
 @dataclass(slots=True)

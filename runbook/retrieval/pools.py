@@ -12,7 +12,7 @@ from ..trajectory.model import Trajectory
 from .actions import describe, error_gist, split_actions
 from .diff import diff_pages
 from .notes import hints_note, procedure_note, short_url
-from .text import content_lines, line_hash
+from ..sandbox.programs.rbcore.text import content_lines, line_hash
 
 EVENT_LINES = 12
 """Appeared/disappeared lines kept in an event's stored text (all of them are indexed)."""
@@ -44,7 +44,7 @@ def count_terms(docs: TrajectoryDocs) -> TrajectoryDocs:
     """Tokenise every document's fields now, so that the pool writer only appends (the costly part moves to workers)."""
     from collections import Counter
 
-    from .text import tokenize
+    from ..sandbox.programs.rbcore.text import tokenize
 
     for doc in (*docs.slices, *docs.events, *docs.notes):
         doc.counts = {name: Counter(tokenize(text)) for name, text in doc.fields.items()}
@@ -61,6 +61,7 @@ def trajectory_docs(trajectory: Trajectory, dirname: str, note_writer=None) -> T
     for state in trajectory.states:
         out.slices.append(_slice(trajectory, state.index, described, base))
         distinct = {line.strip() for line in lines[state.index]}
+        out.slices[-1].meta["nl"] = len(distinct)  # its line hashes' count: which states show a given line
         out.line_hashes.extend(sorted(hashes.get(line) or hashes.setdefault(line, line_hash(line, trajectory.site))
                                       for line in distinct))
     for state in trajectory.states:

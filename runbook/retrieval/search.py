@@ -1,27 +1,24 @@
-"""Method R's query path: rank the pools with BM25, fuse the rankings (slices, events pointing at states, recency),
-order hits in time, cut each hit to what the question needs, and return evidence items: notes, events, slices."""
+"""Method R's query path on the host: the shared ranking (rbcore.recall: BM25 over the pools, fusion, excerpts,
+latest/older labels) turned into evidence items cut to the budget, in the order notes, events, slices."""
 from __future__ import annotations
 
-import math
+import logging
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 from ..budget import head_and_tail
 from ..context import EvidenceItem
-from ..errors import StoreError
-from ..question import QuestionAnalysis, analyze
+from ..errors import StoreError, UnsafeStoreFile
+from ..sandbox.programs.rbcore.pools import PoolError
+from ..sandbox.programs.rbcore.question import QuestionAnalysis, analyze
+from ..sandbox.programs.rbcore.recall import Found, Recall, RecallSettings
+from ..sandbox.programs.rbcore.text import tokenize
 from ..store import Store
-from .bm25 import BM25Index, load_index, query_terms
-from .boilerplate import LineCounts, load_line_counts
-from .excerpt import Excerpter
-from .fusion import collapse_duplicates, latest_first, rrf
-from .storage import PoolSnapshot
-from .text import tokenize
+from .storage import safe_opener, store_error
+
+log = logging.getLogger(__name__)
 
 SHARES = {"procedure": (0.20, 0.15), "gotcha": (0.25, 0.20), "static": (0.05, 0.05), "dynamic": (0.05, 0.10)}
 """Budget shares (notes, events) per question kind; the rest, and whatever they leave unused, goes to slices."""
-RECENT_FLOOR = 0.5
-"""For 'current value' questions, states scoring at least this share of the best BM25 score are ranked by time."""
 
 
 @dataclass
@@ -47,7 +44,18 @@ class Retriever:
     def __init__(self, store: Store, settings: Settings | None = None):
         self.store = store
         self.settings = settings or Settings()
-        self._stamp = None
+        ranking = RecallSettings(context_weight=self.settings.context_weight, candidates=self.settings.candidates,
+                                 reread=self.settings.reread)
+        self.recall = Recall(store.root, self._read_state, ranking, opener=safe_opener(store.layout))
+        self._goals_stamp = None
+        self.goals: dict[str, str] = {}
+
+    def _read_state(self, dirname: str, index: int) -> tuple[dict, str]:
+        try:
+            return self.store.read_state_file(dirname, index)
+        except UnsafeStoreFile as exc:  # a planted link: the ranking leaves the hit out
+            log.warning("left out of the evidence: %s", exc)
+            raise OSError(str(exc)) from exc
 
     def warm(self) -> None:
         """Load the pools and the tokenizer now, so that the first query pays only for its own work."""
@@ -60,160 +68,83 @@ class Retriever:
             pass  # no pools yet: the query says what to run
 
     def _load(self) -> None:
-        snapshot = PoolSnapshot(self.store.layout.pools)
-        if self._stamp == snapshot.stamp:
-            return
-        if snapshot.empty and len(self.store):
-            raise StoreError(f"the store at {self.store.root} has no retrieval pools: run `runbook reindex` "
-                             "(inserts made with `runbook insert` keep them up to date afterwards)")
-        self.snapshot = snapshot
-        self.slices = load_index(snapshot, "slices", {"page": 1.0, "context": self.settings.context_weight})
-        self.events = load_index(snapshot, "events", {"event": 1.0})
-        self.notes = load_index(snapshot, "notes", {"note": 1.0})
-        self.lines: LineCounts = load_line_counts(snapshot)
-        self.goals = {row.id: row.goal for row in self.store.rows()}
-        self._stamp = snapshot.stamp
+        try:
+            self.recall.load()
+        except PoolError as exc:
+            raise store_error(exc) from exc
+        if self._goals_stamp != self.recall.snapshot.stamp:
+            self.goals = {row.id: row.goal for row in self.store.rows()}
+            self._goals_stamp = self.recall.snapshot.stamp
 
-    # -- ranking ---------------------------------------------------------------------------------------------------
-    def _query(self, analysis: QuestionAnalysis) -> dict[str, float]:
-        terms = tokenize(" ".join(analysis.terms))
-        phrase_terms = tokenize(" ".join(analysis.phrases))
-        return query_terms(terms, phrase_terms)
+    def slice_cap(self, budget: int) -> int:
+        return self.settings.slice_tokens or max(150, min(1200, budget // 16))
 
-    def _idf(self, index: BM25Index, query: dict[str, float]) -> dict[str, float]:
-        n = max(int(index.live.sum()), 1)
-        out = {}
-        for term in query:
-            tid = index.term_ids.get(term)
-            df = 0 if tid is None else int(index.matrix.indptr[tid + 1] - index.matrix.indptr[tid])
-            out[term] = math.log1p((n - df + 0.5) / (df + 0.5))
-        return out
-
-    def rank_states(self, analysis: QuestionAnalysis, query: dict[str, float]) -> list[tuple[int, float]]:
-        """Slice documents fused from BM25 over slices, events pointing at them, and recency (current values)."""
-        docs = self.snapshot.docs("slices")
-        scored = self.slices.top(query, self.settings.candidates * (2 if _wants_time(analysis) else 1))
-        bm25 = [d for d, _ in scored]
-        by_state = {(docs[d]["t"], docs[d]["i"]): d for d in bm25}
-        rankings, weights = [bm25], [1.0]
-        event_docs = self.snapshot.docs("events")
-        via_events = []
-        for e, _ in self.events.top(query, 100):
-            ev = event_docs[e]
-            for idx in (ev["j"], ev["i"]):
-                d = by_state.get((ev["t"], idx))
-                if d is not None and d not in via_events:
-                    via_events.append(d)
-        rankings.append(via_events)
-        weights.append(0.5)
-        if _wants_time(analysis) and scored:
-            # the current value sits on the newest page that matches about as well as the best one
-            near_best = [d for d, score in scored if score >= RECENT_FLOOR * scored[0][1]]
-            recent = sorted(near_best, key=lambda d: docs[d].get("ts") or "", reverse=True)
-            rankings.append(recent)
-            weights.append(1.0 if analysis.wants_latest else 0.5)
-        return rrf(rankings, weights)
-
-    # -- items -----------------------------------------------------------------------------------------------------
     def search(self, question: str, budget: int, analysis: QuestionAnalysis | None = None
                ) -> tuple[list[EvidenceItem], QuestionAnalysis]:
         """Evidence items for `question`, already cut to fit `budget` in the order notes, events, slices."""
+        items, analysis, _left_out = self.search_counted(question, budget, analysis)
+        return items, analysis
+
+    def search_counted(self, question: str, budget: int, analysis: QuestionAnalysis | None = None
+                       ) -> tuple[list[EvidenceItem], QuestionAnalysis, int]:
+        """As `search`, and how many hits were found but left out because they did not fit the budget."""
+        found = self.find(question, budget, analysis)
+        items = [item for _, item in self.pack(found, budget)]
+        return items, found.analysis, len(found.notes) + len(found.events) + len(found.slices) - len(items)
+
+    def find(self, question: str, budget: int, analysis: QuestionAnalysis | None = None) -> Found:
+        """The ranked hits of every pool for `question` (slices cut for a context of `budget` tokens)."""
         self._load()
-        analysis = analysis or analyze(question)
-        query = self._query(analysis)
-        if not query or self.snapshot.empty:
-            return [], analysis
-        note_share, event_share = self.settings.shares.get(analysis.kind, (0.1, 0.1))
-        notes = _fill(self._note_items(analysis, query), int(budget * note_share))
-        events = _fill(self._event_items(analysis, query), int(budget * event_share))
-        used = sum(i.tokens for i in notes + events)
-        slices = _fill(self._slice_items(analysis, query, budget), budget - used)
-        return notes + events + slices, analysis
+        return self.recall.find(analysis or analyze(question), slice_chars=self.slice_cap(budget) * 3)
 
-    def _note_items(self, analysis: QuestionAnalysis, query: dict[str, float]) -> list[EvidenceItem]:
-        docs = self.snapshot.docs("notes")
-        prefer = {"procedure": "procedure", "gotcha": "hints"}.get(analysis.kind)
-        hits = []
-        for d, score in self.notes.top(query, 40):
-            doc = docs[d]
-            if prefer and doc.get("kind") == prefer:
-                score *= 1.5
-            if analysis.kind == "procedure" and doc.get("ok") is False:
-                score *= 0.6
-            hits.append((score, doc))
-        hits.sort(key=lambda h: -h[0])
-        items = []
-        for score, doc in hits:
-            text, _ = head_and_tail(doc["text"], self.settings.note_tokens)
-            items.append(EvidenceItem(trajectory_id=doc["t"], text=text, state_index=doc["i"],
-                                      end_state_index=doc["j"], url=doc.get("u") or "", timestamp=doc.get("ts"),
-                                      path=f"pools/notes ({doc.get('kind')})", kind="note",
-                                      score=round(score, 3)))
-        return items
+    def term_shares(self, text: str) -> dict[str, float]:
+        """{word of `text`: share of the stored states that have it}, from the state slices' index."""
+        self._load()
+        return self.recall.term_shares(sorted(set(tokenize(text))))
 
-    def _event_items(self, analysis: QuestionAnalysis, query: dict[str, float]) -> list[EvidenceItem]:
-        docs = self.snapshot.docs("events")
-        hits = [dict(docs[d], score=score) for d, score in self.events.top(query, 30)]
-        hits = latest_first(hits, _page_key, reorder=_wants_time(analysis))
-        items = []
-        for hit in hits:
-            text, _ = head_and_tail(hit["text"], self.settings.event_tokens)
-            items.append(EvidenceItem(trajectory_id=hit["t"], text=text, state_index=hit["i"],
-                                      end_state_index=hit["j"], url=hit.get("u") or "", timestamp=hit.get("ts"),
-                                      path="pools/events", kind="event", label=hit.get("label", ""),
-                                      score=round(hit["score"], 3)))
-        return items
+    def pack(self, found: Found, budget: int, reserve: int = 0) -> list[tuple[dict, EvidenceItem]]:
+        """The hits method R puts in a context of `budget` tokens, with their items: notes and events each within
+        their share for the question's kind, then slices in what is left but `reserve` tokens."""
+        note_share, event_share = self.settings.shares.get(found.analysis.kind, (0.1, 0.1))
+        notes = _fill([(h, self.note_item(h)) for h in found.notes], int(budget * note_share))
+        events = _fill([(h, self.event_item(h)) for h in found.events], int(budget * event_share))
+        used = sum(item.tokens for _, item in notes + events)
+        slices = _fill([(h, self.slice_item(h)) for h in found.slices], budget - used - reserve)
+        return notes + events + slices
 
-    def _slice_items(self, analysis: QuestionAnalysis, query: dict[str, float], budget: int) -> list[EvidenceItem]:
-        docs = self.snapshot.docs("slices")
-        fused = self.rank_states(analysis, query)[: self.settings.reread]
-        cap = self.settings.slice_tokens or max(150, min(1200, budget // 16))
-        excerpter = Excerpter(query, list(analysis.phrases), self._idf(self.slices, query), self.lines)
-        hits = []
-        for d, fused_score in fused:
-            doc = dict(docs[d])
-            header, page = _read_state(self.store, doc)
-            doc["excerpt"], doc["match"] = excerpter.excerpt(page, cap, doc.get("s") or "")
-            doc["match"] += excerpter.header_score(f"{doc.get('u') or ''}\n{doc.get('ti') or ''}")
-            doc["header"], doc["fused"] = header, fused_score
-            hits.append(doc)
-        by_match = sorted(range(len(hits)), key=lambda n: -hits[n]["match"])
-        final = rrf([list(range(len(hits))), by_match])
-        hits = [hits[n] for n, _ in final]
-        hits = latest_first(hits, _page_key, reorder=_wants_time(analysis))
-        items = []
-        same_as = collapse_duplicates([h["excerpt"] for h in hits])
-        for hit, dup in zip(hits, same_as):
-            body = _slice_text(hit)
-            if dup is not None:
-                first = hits[dup]
-                body = (f"(page excerpt identical to trajectory {first['t']} state {first['i']} above)\n"
-                        + _action_lines(hit))
-            items.append(EvidenceItem(trajectory_id=hit["t"], text=body, state_index=hit["i"], url=hit.get("u") or "",
-                                      timestamp=hit.get("ts"), path=_state_rel(hit), kind="state",
-                                      label=hit.get("label", ""), goal=self.goals.get(hit["t"], ""),
-                                      score=round(hit["fused"], 5)))
-        return items
+    def item(self, hit: dict) -> EvidenceItem:
+        """The evidence item of one recall hit, whatever its pool."""
+        return {"notes": self.note_item, "events": self.event_item, "slices": self.slice_item}[hit["pool"]](hit)
+
+    def note_item(self, doc: dict) -> EvidenceItem:
+        text, _ = head_and_tail(doc["text"], self.settings.note_tokens)
+        return EvidenceItem(trajectory_id=doc["t"], text=text, state_index=doc["i"], end_state_index=doc["j"],
+                            url=doc.get("u") or "", timestamp=doc.get("ts"), path=f"pools/notes ({doc.get('kind')})",
+                            kind="note", score=doc.get("score"))
+
+    def event_item(self, hit: dict) -> EvidenceItem:
+        text, _ = head_and_tail(hit["text"], self.settings.event_tokens)
+        return EvidenceItem(trajectory_id=hit["t"], text=text, state_index=hit["i"], end_state_index=hit["j"],
+                            url=hit.get("u") or "", timestamp=hit.get("ts"), path="pools/events", kind="event",
+                            label=hit.get("label", ""), score=hit.get("score"))
+
+    def slice_item(self, hit: dict) -> EvidenceItem:
+        body = _slice_text(hit)
+        if hit.get("same_as"):
+            first = self.recall.doc(hit["same_as"]) or {}
+            body = (f"(page excerpt identical to trajectory {first.get('t')} state {first.get('i')} above)\n"
+                    + _action_lines(hit))
+        if hit.get("sighting_of"):  # a corroborating view: its line is the point, kept short
+            body = f"page: {hit.get('ti') or ''}\n{hit['excerpt']}"
+        return EvidenceItem(trajectory_id=hit["t"], text=body, state_index=hit["i"], url=hit.get("u") or "",
+                            timestamp=hit.get("ts"), path=_state_rel(hit), kind="state", label=hit.get("label", ""),
+                            goal="" if hit.get("sighting_of") else self.goals.get(hit["t"], ""),
+                            score=hit.get("score"))
 
     def shortlist(self, question: str, k: int = 20) -> list[dict]:
         """The top states for a question, as a starting shortlist (e.g. for method C): id, index, url, time, score."""
         self._load()
-        analysis = analyze(question)
-        query = self._query(analysis)
-        if not query or self.snapshot.empty:
-            return []
-        docs = self.snapshot.docs("slices")
-        return [{"trajectory_id": docs[d]["t"], "state_index": docs[d]["i"], "url": docs[d].get("u"),
-                 "timestamp": docs[d].get("ts"), "score": round(s, 5)}
-                for d, s in self.rank_states(analysis, query)[:k]]
-
-
-def _read_state(store: Store, doc: dict) -> tuple[dict, str]:
-    from ..store.statefile import parse_state
-
-    path = store.layout.state_file(doc["d"], doc["i"])
-    header, page = parse_state(path.read_text(encoding="utf-8"))
-    return header, page
+        return self.recall.shortlist(question, k)
 
 
 def _state_rel(doc: dict) -> str:
@@ -234,30 +165,19 @@ def _action_lines(hit: dict) -> str:
 
 def _slice_text(hit: dict) -> str:
     header = hit["header"]
-    head = [f"page: {header.get('title', '')} (state {hit['i']} of {hit['n']})"]
+    head = [f"page: {header.get('title') or hit.get('ti') or ''} (state {hit['i']} of {hit['n']})"]
     actions = _action_lines(hit)
     if actions:
         head.append(actions)
     return "\n".join(head) + "\n---\n" + hit["excerpt"]
 
 
-def _wants_time(analysis: QuestionAnalysis) -> bool:
-    return analysis.wants_latest or analysis.kind == "dynamic"
-
-
-def _page_key(hit: dict) -> tuple:
-    """Hits on the same page: same site, same path (and hash route), same title."""
-    url = hit.get("u") or ""
-    parts = urlsplit(url)
-    return hit.get("s"), parts.netloc, parts.path.rstrip("/"), parts.fragment.split("?")[0], hit.get("ti")
-
-
-def _fill(items: list[EvidenceItem], budget: int) -> list[EvidenceItem]:
-    """Items in order while they fit `budget` (a smaller later item may still fit)."""
+def _fill(pairs: list[tuple[dict, EvidenceItem]], budget: int) -> list[tuple[dict, EvidenceItem]]:
+    """(hit, item) pairs in order while their items fit `budget` (a smaller later item may still fit)."""
     out, spent = [], 0
-    for item in items:
+    for hit, item in pairs:
         cost = item.measure()
         if spent + cost <= budget:
-            out.append(item)
+            out.append((hit, item))
             spent += cost
     return out

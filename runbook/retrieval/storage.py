@@ -1,12 +1,6 @@
-"""The pools on disk, under the store's `pools/` folder: append-only files plus a manifest that says how much of
-each file is committed. Inserting a trajectory appends; nothing is rewritten, so updates stay incremental.
-
-    pools/manifest.json           committed sizes, each trajectory's generation, a change stamp
-    pools/terms.txt               the vocabulary, one raw token per line (ids are line numbers)
-    pools/lines.bin               uint64 hashes of each state's distinct content lines (boilerplate counts)
-    pools/<pool>/docs.jsonl       one JSON object per document: provenance (and the text of events and notes)
-    pools/<pool>/<field>.post     postings (doc uint32, term uint32, tf uint16) of one indexed field
-    pools/cache/                  BM25 matrices built from the postings, keyed by the manifest stamp
+"""Writing the pools (the format is described, and read, in rbcore.pools, shared with the query sandbox):
+append-only files plus a manifest that says how much of each file is committed. Inserting a trajectory appends;
+nothing is rewritten, so updates stay incremental.
 """
 from __future__ import annotations
 
@@ -14,39 +8,51 @@ import os
 import shutil
 from collections import Counter
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import orjson
 
-from ..errors import StoreError
+from ..errors import StoreError, UnsafeStoreFile
+from ..store.layout import Layout
+from ..sandbox.programs.rbcore import pools as core
+from ..sandbox.programs.rbcore.pools import LINES, MANIFEST, POOL_FIELDS, POSTING, TERMS, PoolSnapshot
+from ..sandbox.programs.rbcore.text import tokenize
 from .pools import PoolDoc, TrajectoryDocs
-from .text import tokenize
 
-FORMAT = 1
-MANIFEST = "manifest.json"
-TERMS = "terms.txt"
-LINES = "lines.bin"
-CACHE = "cache"
-POOL_FIELDS = {"slices": ("page", "context"), "events": ("event",), "notes": ("note",)}
-POSTING = np.dtype([("doc", "<u4"), ("term", "<u4"), ("tf", "<u2")])
-
-
-def empty_manifest() -> dict:
-    return {"format": FORMAT, "stamp": 0, "terms": 0, "terms_bytes": 0, "lines": 0, "trajectories": {},
-            "pools": {name: {"docs": 0, "docs_bytes": 0, "fields": {f: 0 for f in fields}}
-                      for name, fields in POOL_FIELDS.items()}}
+__all__ = ["PoolWriter", "PoolSnapshot", "open_snapshot", "read_manifest"]
 
 
 def read_manifest(root: Path) -> dict:
-    """The committed manifest, or an empty one when the pools were never built."""
-    path = Path(root) / MANIFEST
-    if not path.exists():
-        return empty_manifest()
-    manifest = orjson.loads(path.read_bytes())
-    if manifest.get("format") != FORMAT:
-        raise StoreError(f"{path}: pool format {manifest.get('format')} is not this runbook's ({FORMAT}); "
-                         "run `runbook reindex` to rebuild the pools")
-    return manifest
+    """The committed manifest (empty when the pools were never built); StoreError when it cannot be used."""
+    try:
+        return core.read_manifest(root)
+    except core.PoolError as exc:
+        raise store_error(exc) from exc
+
+
+def safe_opener(layout: Layout) -> core.Opener:
+    """Pool files opened through the store's layout: a link planted among them is refused (PoolError, which
+    says to rebuild), not followed out of the store."""
+    def opener(path: Path) -> BinaryIO:
+        try:
+            return layout.open(path)
+        except UnsafeStoreFile as exc:
+            raise core.PoolError(f"{exc}; run `runbook reindex` to rebuild the pools") from exc
+    return opener
+
+
+def open_snapshot(layout: Layout) -> PoolSnapshot:
+    """A consistent read of the store's committed pools; StoreError when they cannot be used."""
+    try:
+        return PoolSnapshot(layout.pools, safe_opener(layout))
+    except core.PoolError as exc:
+        raise store_error(exc) from exc
+
+
+def store_error(exc: core.PoolError) -> StoreError:
+    """The host's error for pools that cannot be read: UnsafeStoreFile when a planted link was refused."""
+    return (UnsafeStoreFile if isinstance(exc.__cause__, UnsafeStoreFile) else StoreError)(str(exc))
 
 
 class PoolWriter:
@@ -158,56 +164,3 @@ def _truncate(path: Path, size: int) -> None:
     if path.exists() and path.stat().st_size > size:
         with open(path, "r+b") as fh:
             fh.truncate(size)
-
-
-class PoolSnapshot:
-    """A consistent read of the committed pools: documents, postings and vocabulary up to the manifest's sizes."""
-
-    def __init__(self, root: str | os.PathLike):
-        self.root = Path(root)
-        self.manifest = read_manifest(self.root)
-        self.stamp = self.manifest["stamp"]
-        self._docs: dict[str, list[dict]] = {}
-        self._terms: list[str] | None = None
-
-    @property
-    def empty(self) -> bool:
-        return not self.manifest["trajectories"]
-
-    def docs(self, pool: str) -> list[dict]:
-        """The pool's document records (dead generations included: see `live`)."""
-        if pool not in self._docs:
-            meta = self.manifest["pools"][pool]
-            path = self.root / pool / "docs.jsonl"
-            raw = path.read_bytes()[: meta["docs_bytes"]] if meta["docs"] else b""
-            self._docs[pool] = [orjson.loads(line) for line in raw.splitlines()]
-        return self._docs[pool]
-
-    def live(self, pool: str) -> np.ndarray:
-        """True for the documents of each trajectory's current generation."""
-        gens = self.manifest["trajectories"]
-        return np.fromiter((gens.get(d["t"]) == d["g"] for d in self.docs(pool)), dtype=bool,
-                           count=len(self.docs(pool)))
-
-    def postings(self, pool: str, field: str) -> np.ndarray:
-        count = self.manifest["pools"][pool]["fields"].get(field, 0)
-        path = self.root / pool / f"{field}.post"
-        if not count:
-            return np.empty(0, dtype=POSTING)
-        return np.fromfile(path, dtype=POSTING, count=count)
-
-    def terms(self) -> list[str]:
-        if self._terms is None:
-            path = self.root / TERMS
-            raw = path.read_bytes()[: self.manifest["terms_bytes"]] if path.exists() else b""
-            self._terms = raw.decode("utf-8").split("\n")[:-1]
-        return self._terms
-
-    def line_hashes(self) -> np.ndarray:
-        path = self.root / LINES
-        return np.fromfile(path, dtype="<u8", count=self.manifest["lines"]) if self.manifest["lines"] else \
-            np.empty(0, dtype="<u8")
-
-    @property
-    def cache_dir(self) -> Path:
-        return self.root / CACHE

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shlex
+import threading
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -13,7 +14,7 @@ STORE_MOUNT = "/store"
 SCRATCH_MOUNT = "/scratch"
 """The one writable folder a query's tool calls share (the working directory of every call)."""
 TOOLS_MOUNT = "/opt/runbook/tools"
-"""The repo's tools/ folder inside the sandbox: on PATH and on PYTHONPATH."""
+"""Where the sandbox programs (runbook/sandbox/programs) appear inside the sandbox: on PATH and PYTHONPATH."""
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,7 @@ class SandboxLimits:
     """Resource limits for one query's sandbox."""
 
     memory_mb: int = 512
-    """Memory for the sandbox (docker: all processes together; bwrap: address space per process)."""
+    """Memory for the sandbox: all processes together (bwrap without a cgroup: address space per process)."""
     pids: int = 128
     """Processes and threads at once; stops fork bombs."""
     cpus: float = 1.0
@@ -71,10 +72,22 @@ class ExecResult:
 def as_argv(cmd: list[str] | str) -> list[str]:
     """A list runs as is; a string runs through bash so pipes and globs work like in a terminal."""
     if isinstance(cmd, str):
-        return ["bash", "-c", cmd]
-    if not cmd or not all(isinstance(part, str) for part in cmd):
+        argv = ["bash", "-c", cmd]
+    elif not cmd or not all(isinstance(part, str) for part in cmd):
         raise SandboxError(f"a sandbox command must be a non-empty list of strings or one string, got {cmd!r}")
-    return list(cmd)
+    else:
+        argv = list(cmd)
+    for n, part in enumerate(argv):
+        if "\0" in part:  # exec() cannot pass it: the kernel ends every argument at the first NUL
+            raise SandboxError(f"argument {n} of the command ({part[:40]!r}...) contains a NUL byte (\\0), which no "
+                               f"program can receive; remove it (a regex matches it as \\x00)")
+    return argv
+
+
+def check_stdin(stdin: str | None) -> None:
+    if stdin is not None and "\0" in stdin:
+        raise SandboxError("stdin contains a NUL byte (\\0); remove it, or write binary data to a file under "
+                           "/scratch in one call and read it in the next")
 
 
 def describe(cmd: list[str] | str) -> str:
@@ -109,6 +122,8 @@ class SandboxBase:
         self.store_path = Path(store_path).expanduser().resolve()
         self.limits = limits or SandboxLimits()
         self._started = False
+        self._calls = threading.Lock()
+        """One call at a time: a call's end kills every process the sandbox user runs, another call's included."""
 
     def check_store(self) -> None:
         if not self.store_path.is_dir():
@@ -144,7 +159,15 @@ class SandboxBase:
             raise SandboxError(f"the {self.name} sandbox is not started; use it as a context manager or call start()")
         if timeout <= 0:
             raise SandboxError(f"timeout must be positive, got {timeout}")
-        return self._exec(as_argv(cmd), timeout=timeout, stdin=stdin)
+        argv = as_argv(cmd)
+        check_stdin(stdin)
+        with self._calls:
+            return self._exec(argv, timeout=timeout, stdin=stdin)
+
+    def enforcement(self) -> dict[str, tuple[bool, str]]:
+        """The limits this sandbox claims, by key (see probes.LIMITS): (True, how) or (False, why not). A key
+        left out does not apply to this backend."""
+        return {}
 
     def __enter__(self) -> "SandboxBase":
         return self.start()

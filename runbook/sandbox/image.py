@@ -1,4 +1,4 @@
-"""The sandbox image: tagged by the hash of tools/ and sandbox_image/, built from the Dockerfile on a pullable
+"""The sandbox image: tagged by the hash of its inputs (the Dockerfile and the programs), built on a pullable
 Python base when a registry answers, else from a Debian rootfs made offline (see rootfs.py)."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Callable
 from ..errors import SandboxError
 from .engine import Engine
 from .rootfs import RootfsSpec, build_tarball
-from .sources import content_hash, iter_files, project_root
+from .sources import DOCKERFILE, content_hash, image_inputs, source_root
 
 Log = Callable[[str], None]
 
@@ -52,13 +52,13 @@ def image_exists(engine: Engine, tag: str) -> bool:
 
 
 def build_image(engine: Engine, *, method: str = "auto", force: bool = False, log: Log = stderr_log) -> BuildReport:
-    """Build the image for the current tools/ and sandbox_image/ unless it exists; say which way was taken."""
+    """Build the image for the current programs and Dockerfile unless it exists; say which way was taken."""
     if method not in METHODS:
         raise SandboxError(f"unknown build method {method!r}; use one of {', '.join(METHODS)}")
     tag = image_tag()
     started = time.monotonic()
     if not force and image_exists(engine, tag):
-        return BuildReport(tag, "existing", 0.0, "already built for the current tools/ and sandbox_image/")
+        return BuildReport(tag, "existing", 0.0, "already built for the current programs and Dockerfile")
     offline_base = f"{BASE_REPO}:{RootfsSpec().key()}"
     if method == "auto" and not image_exists(engine, ONLINE_BASE) and image_exists(engine, offline_base):
         method = "offline"  # built offline before: do not wait on a registry again (it may hang, not just fail)
@@ -117,18 +117,17 @@ def _offline_base(engine: Engine, spec: RootfsSpec, log: Log) -> str:
 
 
 def build_context() -> io.BytesIO:
-    """A tar of exactly tools/ and sandbox_image/ (what the tag hashes), not the whole checkout."""
-    root = project_root()
+    """A tar of exactly the image's inputs (what the tag hashes), with the exec bits the programs need."""
+    root = source_root()
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for folder in ("tools", "sandbox_image"):
-            tar.add(root / folder, arcname=folder, recursive=False)  # kept even when empty: COPY needs it
-            for path in iter_files(root / folder):
-                arcname = str(path.relative_to(root))
-                parent = str(path.parent.relative_to(root))
-                if parent not in tar.getnames():
-                    tar.add(path.parent, arcname=parent, recursive=False)
-                tar.add(path, arcname=arcname, recursive=False)
+        added: set[str] = set()
+        for path in image_inputs():
+            for parent in reversed(path.relative_to(root).parents[:-1]):
+                if str(parent) not in added:
+                    tar.add(root / parent, arcname=str(parent), recursive=False)
+                    added.add(str(parent))
+            tar.add(path, arcname=str(path.relative_to(root)), recursive=False)
     buffer.seek(0)
     return buffer
 
@@ -137,7 +136,7 @@ def _docker_build(engine: Engine, tag: str, base: str, *, network: str | None, l
     started = time.monotonic()
     lines: list[str] = []
     stream = engine.client.api.build(
-        fileobj=build_context(), custom_context=True, dockerfile="sandbox_image/Dockerfile", tag=tag,
+        fileobj=build_context(), custom_context=True, dockerfile=DOCKERFILE, tag=tag,
         buildargs={"BASE": base}, rm=True, forcerm=True, decode=True, network_mode=network,
         labels={"runbook.sandbox.image": "1"})
     for chunk in stream:
@@ -155,7 +154,7 @@ KEEP_IMAGES = 3
 
 
 def _remove_stale(engine: Engine, keep: str) -> None:
-    """Drop images built for older tools/ so they do not pile up; recent ones and ones in use stay."""
+    """Drop images built for older programs so they do not pile up; recent ones and ones in use stay."""
     images = sorted(engine.client.images.list(name=IMAGE_REPO), key=lambda i: i.attrs.get("Created", ""),
                     reverse=True)
     for image in [i for i in images if keep not in i.tags][KEEP_IMAGES:]:

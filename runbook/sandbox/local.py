@@ -27,9 +27,9 @@ class LocalSandbox(SandboxBase):
         self.scratch: Path | None = None
 
     def _start(self) -> None:
-        from .sources import tools_dir
+        from .sources import programs_dir
         logging.getLogger(__name__).warning(WARNING)
-        self.tools_path = self.tools_path or tools_dir()
+        self.tools_path = self.tools_path or programs_dir()
         self.scratch = Path(tempfile.mkdtemp(prefix="runbook-local-"))
 
     def _env(self) -> dict[str, str]:
@@ -41,8 +41,19 @@ class LocalSandbox(SandboxBase):
         return env
 
     def _exec(self, argv: list[str], *, timeout: float, stdin: str | None) -> ExecResult:
-        return run_wrapped([], argv, limits=self.limits, timeout=timeout, stdin=stdin, cwd=self.scratch,
+        return run_wrapped(argv, limits=self.limits, timeout=timeout, stdin=stdin, cwd=self.scratch,
                            env=self._env())
+
+    def enforcement(self) -> dict[str, tuple[bool, str]]:
+        nothing = (False, "the local sandbox isolates nothing")
+        return {**{key: nothing for key in ("user", "store", "root_fs", "network", "host_files", "scratch", "dev_shm",
+                                             "namespaces", "memory", "memory_total", "pids", "pids_total")},
+                "timeout": (True, "the wrapper kills the command's process group"),
+                "timeout_tree": (False, "a setsid child leaves the process group and outlives the call"),
+                "output_host": (False, "the command runs as you and can write to any of your processes' output"),
+                "output": (True, f"{self.limits.output_bytes:,} bytes per call, read capped"),
+                "trailer": (True, "a per-call nonce"),
+                "tools": (True, "the programs from the package, your python3 and ripgrep")}
 
     def _stop(self) -> None:
         if self.scratch is not None:

@@ -1,38 +1,49 @@
-"""Running the wrapper as a host subprocess (bwrap and local backends), with a host-side backstop timeout."""
+"""Running one call as a host subprocess through the wrapper (the local backend), read capped and with a deadline."""
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 from .base import ExecResult, SandboxLimits
-from .output import to_result, wrap
+from .output import (GRACE_S, TRAILER_ROOM, inside_env, new_nonce, nonce_env, reported, stdin_fd, to_result,
+                     wrapper_argv)
+from .stream import read_capped
 
-GRACE_S = 10.0
-"""Seconds past a call's timeout before the host kills the process group itself (the inner timeout should fire)."""
 
-
-def run_wrapped(prefix: list[str], argv: list[str], *, limits: SandboxLimits, timeout: float, stdin: str | None,
+def run_wrapped(argv: list[str], *, limits: SandboxLimits, timeout: float, stdin: str | None,
                 cwd: Path | None = None, env: dict[str, str] | None = None) -> ExecResult:
-    """Run `prefix + wrapper + argv`, in its own session so a kill reaches everything it started."""
+    """Run `argv` under the wrapper in a session of its own, so a kill reaches the wrapper and its command."""
     started = time.monotonic()
-    proc = subprocess.Popen(prefix + wrap(argv, output_bytes=limits.output_bytes, timeout=timeout),
-                            cwd=cwd, env=env, start_new_session=True,
-                            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    nonce = new_nonce()
+    limit = limits.output_bytes
+    in_fd = stdin_fd(stdin)
     try:
-        raw, _ = proc.communicate(stdin.encode() if stdin is not None else None, timeout=timeout + GRACE_S)
-    except subprocess.TimeoutExpired:
-        _kill_session(proc)
-        raw, _ = proc.communicate()
+        proc = subprocess.Popen(wrapper_argv(sys.executable, argv, output_bytes=limit, timeout=timeout,
+                                             scope="group"),
+                                cwd=cwd, env={**(env if env is not None else os.environ), **inside_env(),
+                                              **nonce_env(nonce)},
+                                start_new_session=True, stdin=in_fd, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
+    finally:
+        os.close(in_fd)
+    try:
+        got = read_capped(proc.stdout.fileno(), cap=limit + TRAILER_ROOM, deadline=started + timeout + GRACE_S)
+        if not (got.ended and reported(got.data, nonce)):
+            _kill_session(proc)
+        proc.wait()
     except BaseException:  # Ctrl-C, SIGTERM turned into SystemExit: leave nothing running
         _kill_session(proc)
         proc.wait()
         raise
-    return to_result(raw, fallback_exit=proc.returncode, timeout=timeout, seconds=time.monotonic() - started,
-                     output_bytes=limits.output_bytes)
+    finally:
+        proc.stdout.close()
+    code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode  # killed by signal N: 128 + N
+    return to_result(got.data, nonce=nonce, fallback_exit=code, timeout=timeout,
+                     seconds=time.monotonic() - started, output_bytes=limit, late=got.late, over_cap=got.over_cap)
 
 
 def _kill_session(proc: subprocess.Popen) -> None:

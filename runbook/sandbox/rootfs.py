@@ -31,9 +31,9 @@ class RootfsSpec:
     """Debian release; bookworm's python3 is 3.11, like the python image the Dockerfile pulls."""
     variant: str = "minbase"
     """debootstrap variant: essential packages and apt only."""
-    packages: tuple[str, ...] = ("python3", "python3-pil", "ripgrep", "coreutils")
-    """python3-pil lets a query compare a question's image with the stored screenshots."""
-    """Installed on top (bash, util-linux and passwd come with minbase)."""
+    packages: tuple[str, ...] = ("python3", "python3-pil", "python3-numpy", "ripgrep", "coreutils")
+    """Installed on top (bash, util-linux and passwd come with minbase): python3-pil lets a query compare a
+    question's image with the stored screenshots; python3-numpy lets `recall` read method R's pools."""
 
     def key(self) -> str:
         """Names the tarball and the imported base image; changes when anything that shapes the rootfs changes."""

@@ -1,4 +1,5 @@
-"""Where the sandbox's inputs live on the host: the repo's tools/ and sandbox_image/ folders, and their hash."""
+"""Where the sandbox's inputs live: the programs run inside it and the Dockerfile, shipped as package data beside
+this module (so an installed wheel can build the image and run method C), and their hash."""
 from __future__ import annotations
 
 import hashlib
@@ -7,27 +8,30 @@ from pathlib import Path
 
 from ..errors import SandboxError
 
+PROGRAMS_DIR = "programs"
+DOCKERFILE = "Dockerfile"
+SOURCE_ENV = "RUNBOOK_SOURCE_DIR"
+"""Overrides where the programs and the Dockerfile are read from (a folder holding programs/ and Dockerfile)."""
+
 _SKIP = {"__pycache__", ".pytest_cache", ".mypy_cache"}
 
 
-def project_root() -> Path:
-    """The runbook checkout holding tools/ and sandbox_image/ (env RUNBOOK_SOURCE_DIR overrides)."""
-    root = Path(os.environ.get("RUNBOOK_SOURCE_DIR") or Path(__file__).resolve().parents[2])
-    if not (root / "sandbox_image" / "Dockerfile").is_file():
-        raise SandboxError(f"no sandbox_image/Dockerfile under {root}; the sandbox is built from a runbook checkout: "
-                           f"set RUNBOOK_SOURCE_DIR to one")
+def source_root() -> Path:
+    """The folder holding programs/ and the Dockerfile: this package, unless RUNBOOK_SOURCE_DIR names another."""
+    root = Path(os.environ.get(SOURCE_ENV) or Path(__file__).resolve().parent)
+    if not (root / DOCKERFILE).is_file() or not (root / PROGRAMS_DIR).is_dir():
+        raise SandboxError(f"no {DOCKERFILE} and {PROGRAMS_DIR}/ under {root}: the runbook installation is "
+                           f"incomplete (reinstall it) or {SOURCE_ENV} points at the wrong folder")
     return root
 
 
-def tools_dir() -> Path:
-    path = project_root() / "tools"
-    if not path.is_dir():
-        raise SandboxError(f"the tools folder {path} is missing; restore it from the runbook repository")
-    return path
+def programs_dir() -> Path:
+    """The programs the agent runs inside the sandbox (search, show, rbk.py)."""
+    return source_root() / PROGRAMS_DIR
 
 
-def image_dir() -> Path:
-    return project_root() / "sandbox_image"
+def dockerfile() -> Path:
+    return source_root() / DOCKERFILE
 
 
 def iter_files(folder: Path):
@@ -39,13 +43,17 @@ def iter_files(folder: Path):
                 yield Path(dirpath) / name
 
 
+def image_inputs() -> list[Path]:
+    """Every file the image is built from, in a stable order: the Dockerfile, then the programs."""
+    return [dockerfile(), *iter_files(programs_dir())]
+
+
 def content_hash() -> str:
-    """A short hash of tools/ and sandbox_image/ (paths, bytes, exec bits): the image tag, so edits force a rebuild."""
+    """A short hash of the image's inputs (paths, bytes, exec bits): the image tag, so edits force a rebuild."""
     digest = hashlib.sha256()
-    root = project_root()
-    for folder in (root / "tools", root / "sandbox_image"):
-        for path in iter_files(folder):
-            digest.update(str(path.relative_to(root)).encode() + b"\0")
-            digest.update(b"x" if os.access(path, os.X_OK) else b"-")
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    root = source_root()
+    for path in image_inputs():
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        digest.update(b"x" if os.access(path, os.X_OK) else b"-")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()[:12]

@@ -2,8 +2,13 @@
 from __future__ import annotations
 
 import hashlib
+import io
+import os
 import re
 from pathlib import Path
+from typing import BinaryIO
+
+from .safe_read import open_store_file
 
 FORMAT_VERSION = 1
 META_FILE = "runbook.json"
@@ -41,10 +46,27 @@ def screenshot_filename(index: int, suffix: str) -> str:
 
 
 class Layout:
-    """Paths of one store."""
+    """Paths of one store, and the one way to read a file in it (no symbolic link inside the store is followed)."""
 
     def __init__(self, root: Path):
         self.root = Path(root)
+        self._real_root: str | None = None
+
+    def open(self, path: str | os.PathLike) -> BinaryIO:
+        """A store file (absolute under the root, or root-relative) opened for reading; UnsafeStoreFile when it
+        is a symbolic link, passes through one, or is not a regular file."""
+        if self._real_root is None:
+            self._real_root = os.path.realpath(self.root)  # the root may be a link the user chose: resolved once
+        return open_store_file(self._real_root, self.root, path)
+
+    def read_bytes(self, path: str | os.PathLike) -> bytes:
+        with self.open(path) as fh:
+            return fh.read()
+
+    def read_text(self, path: str | os.PathLike) -> str:
+        """The file's text, newlines translated as Path.read_text does."""
+        with io.TextIOWrapper(self.open(path), encoding="utf-8") as fh:
+            return fh.read()
 
     @property
     def meta(self) -> Path:

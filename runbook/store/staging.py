@@ -12,7 +12,9 @@ from typing import Any, Callable
 import orjson
 
 from ..budget import count_tokens_batch
-from ..trajectory.model import Trajectory
+from ..errors import InputError
+from ..trajectory.model import Trajectory, check_id
+from ..trajectory.screenshots import ScreenshotRefused, read_screenshot
 from .layout import (FINGERPRINT_FILE, SCREENSHOTS_DIR, STATES_DIR, TMP_PREFIX, TRAJECTORY_FILE, screenshot_filename,
                      state_filename, trajectory_dirname)
 from .statefile import render_state
@@ -40,30 +42,35 @@ class StagedTrajectory:
     """name -> what a deriver computed from the trajectory in the worker (e.g. method R's pool documents)."""
 
 
-def _file_digest(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _screenshot_paths(trajectory: Trajectory) -> dict[int, tuple[str, str]]:
     """state index -> (source path, store-relative destination)."""
     return {s.index: (s.screenshot, f"{SCREENSHOTS_DIR}/{screenshot_filename(s.index, os.path.splitext(s.screenshot)[1])}")
             for s in trajectory.states if s.screenshot}
 
 
-def fingerprint(trajectory: Trajectory) -> tuple[str, bytes]:
+def read_screenshots(trajectory: Trajectory) -> dict[int, tuple[bytes, str]]:
+    """state index -> (image bytes, store-relative destination). The bytes are read once, checked to be an image
+    and then both fingerprinted and written, so a file swapped after validation cannot slip in between."""
+    out = {}
+    for index, (src, rel) in _screenshot_paths(trajectory).items():
+        try:
+            out[index] = (read_screenshot(src), rel)
+        except ScreenshotRefused as exc:
+            raise InputError(f"{src} {exc}", trajectory_id=trajectory.id,
+                             field=f"states[{index}].screenshot") from exc
+    return out
+
+
+def fingerprint(trajectory: Trajectory, shots: dict[int, tuple[bytes, str]] | None = None) -> tuple[str, bytes]:
     """(content fingerprint, canonical JSON as stored). Screenshots count by content, not by where they came from."""
-    shots = _screenshot_paths(trajectory)
+    shots = read_screenshots(trajectory) if shots is None else shots
     canonical = trajectory.to_dict()
     for raw in canonical["states"]:
         raw["screenshot"] = shots[raw["state_index"]][1] if raw["state_index"] in shots else None
     stored = orjson.dumps(canonical, option=orjson.OPT_INDENT_2)
     for raw in canonical["states"]:
         if raw["state_index"] in shots:
-            raw["screenshot"] = "sha256:" + _file_digest(shots[raw["state_index"]][0])
+            raw["screenshot"] = "sha256:" + hashlib.sha256(shots[raw["state_index"]][0]).hexdigest()
     return hashlib.sha256(orjson.dumps(canonical, option=orjson.OPT_SORT_KEYS)).hexdigest(), stored
 
 
@@ -74,12 +81,13 @@ Deriver = tuple[str, Callable[[Trajectory, str], Any]]
 def stage(trajectory: Trajectory, staging_root: str | os.PathLike, known_fingerprint: str | None = None,
           derivers: tuple[Deriver, ...] = ()) -> StagedTrajectory:
     """Write the trajectory's store files into a fresh folder under `staging_root` (skipped when unchanged)."""
-    digest, canonical_json = fingerprint(trajectory)
+    check_id(trajectory.id)  # readers checked it already; a trajectory built in code has not been
+    shots = read_screenshots(trajectory)
+    digest, canonical_json = fingerprint(trajectory, shots)
     dirname = trajectory_dirname(trajectory.id)
     n_errors = sum(1 for s in trajectory.states if s.action_error)
     if known_fingerprint == digest:
         return StagedTrajectory(trajectory.id, dirname, digest, None, len(trajectory.states), n_errors=n_errors)
-    shots = _screenshot_paths(trajectory)
     texts = [render_state(trajectory, s, shots[s.index][1] if s.index in shots else None) for s in trajectory.states]
     tokens = count_tokens_batch(texts)
     folder = Path(staging_root) / f"{TMP_PREFIX}{dirname}-{os.getpid()}-{os.urandom(4).hex()}"
@@ -96,7 +104,7 @@ def stage(trajectory: Trajectory, staging_root: str | os.PathLike, known_fingerp
 
 
 def _write(folder: Path, digest: str, canonical_json: bytes, trajectory: Trajectory, texts: list[str],
-           shots: dict[int, tuple[str, str]]) -> int:
+           shots: dict[int, tuple[bytes, str]]) -> int:
     (folder / STATES_DIR).mkdir(parents=True)
     (folder / TRAJECTORY_FILE).write_bytes(canonical_json)
     (folder / FINGERPRINT_FILE).write_text(digest + "\n")
@@ -107,7 +115,7 @@ def _write(folder: Path, digest: str, canonical_json: bytes, trajectory: Traject
         total += len(data)
     if shots:
         (folder / SCREENSHOTS_DIR).mkdir()
-        for src, rel in shots.values():
-            shutil.copyfile(src, folder / rel)
-            total += os.path.getsize(folder / rel)
+        for data, rel in shots.values():
+            (folder / rel).write_bytes(data)
+            total += len(data)
     return total

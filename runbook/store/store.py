@@ -46,7 +46,7 @@ class Store:
                 raise StoreError(f"no runbook store at {self.root}: run `runbook insert PATH` first, "
                                  "or pass --store DIR / set RUNBOOK_STORE")
             self._create()
-        meta = orjson.loads(self.layout.meta.read_bytes())
+        meta = orjson.loads(self.layout.read_bytes(self.layout.meta))
         if meta.get("format") != FORMAT_VERSION:
             raise StoreError(f"{self.layout.meta}: store format {meta.get('format')} is not supported "
                              f"(this runbook reads format {FORMAT_VERSION})")
@@ -91,15 +91,20 @@ class Store:
     def load(self, trajectory_id: str) -> Trajectory:
         """The stored trajectory, screenshots as absolute paths inside the store."""
         folder = self.trajectory_dir(trajectory_id)
-        obj = orjson.loads((folder / TRAJECTORY_FILE).read_bytes())
-        return trajectory_from_dict(obj, path=str(folder / TRAJECTORY_FILE), base_dir=str(folder))
+        obj = orjson.loads(self.layout.read_bytes(folder / TRAJECTORY_FILE))
+        return trajectory_from_dict(obj, path=str(folder / TRAJECTORY_FILE), base_dir=str(folder),
+                                    check_screenshots=False)  # checked when they were copied in
 
     def state_path(self, trajectory_id: str, index: int) -> Path:
         return self.trajectory_dir(trajectory_id) / STATES_DIR / state_filename(index)
 
     def read_state(self, trajectory_id: str, index: int) -> tuple[dict[str, str], str]:
-        """(header fields, page text) of one stored state."""
-        return parse_state(self.state_path(trajectory_id, index).read_text(encoding="utf-8"))
+        """(header fields, page text) of one stored state; UnsafeStoreFile when the file is a planted link."""
+        return parse_state(self.layout.read_text(self.state_path(trajectory_id, index)))
+
+    def read_state_file(self, dirname: str, index: int) -> tuple[dict[str, str], str]:
+        """(header fields, page text) of a state named by its trajectory's folder (as the pools record it)."""
+        return parse_state(self.layout.read_text(self.layout.state_file(dirname, index)))
 
     def iter_trajectories(self) -> Iterator[Trajectory]:
         for row in self.rows():
@@ -163,6 +168,10 @@ class StoreWriter:
                 from .summaries import render_summaries
 
                 render_summaries(self.store, self.conn)
+                for listener in self.listeners:  # derived data built once per batch, still under the lock
+                    finish = getattr(listener, "finish", None)
+                    if finish is not None:
+                        finish(self.store)
         finally:
             self.conn.close()
             self.conn = None

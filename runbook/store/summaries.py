@@ -12,6 +12,7 @@ ACTION_WIDTH = 160
 
 
 def _clean(value) -> str:
+    """One line, no tabs: str.split() breaks at every Unicode space and line break (\\u2028, \\x85, \\x1c ...)."""
     return " ".join(str(value if value is not None else "").split())
 
 
@@ -30,10 +31,10 @@ def render_summaries(store, conn: sqlite3.Connection) -> None:
         actions.setdefault(tid, []).append((idx, url or "", action or "", error or ""))
     lines = []
     for seq, tid, site, outcome, n_states, first_ts, _last, start_url, goal in rows:
-        lines.append(f"## {tid} | {site} | {_clean(outcome)} | {n_states} states | {first_ts or ''}")
+        lines.append(f"## {_clean(tid)} | {_clean(site)} | {_clean(outcome)} | {n_states} states | {_clean(first_ts)}")
         lines.append(f"goal: {_clean(goal)}")
         for idx, url, action, error in actions.get(tid, []):
-            line = f"  {idx:>3} {_clean(action)[:ACTION_WIDTH]}  @ {url}"
+            line = f"  {idx:>3} {_clean(action)[:ACTION_WIDTH]}  @ {_clean(url)}"
             if error:
                 line += f"  !! {_clean(error)[:100]}"
             lines.append(line)

@@ -1,10 +1,13 @@
 """The canonical Trajectory and State: what every reader produces and the store keeps."""
 from __future__ import annotations
 
+import os
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
+from .screenshots import locate
 
 
 @dataclass(slots=True)
@@ -102,23 +105,38 @@ def _index(value: Any, *, where: dict, name: str) -> int:
 
 
 _TOP_KNOWN = {"id", "domain", "site", "goal", "start_url", "outcome", "source", "states"}
+_CONTROL_CATEGORIES = {"Cc", "Cf", "Zl", "Zp"}
+"""Control and format characters, line and paragraph separators: never part of a key typed on a command line."""
+
+
+def check_id(trajectory_id: str, *, note: str = "", **where: Any) -> str:
+    """`trajectory_id` when it has no control character; InputError on field 'id' otherwise (ids are keys on the
+    command line, in file names, and in one-line headers and summaries)."""
+    for pos, ch in enumerate(trajectory_id):
+        if unicodedata.category(ch) in _CONTROL_CATEGORIES:
+            raise InputError(f"has the control character U+{ord(ch):04X} at position {pos}{note}: ids are keys "
+                             f"typed on the command line and used in file names; remove it from the id",
+                             field="id", **dict(where, trajectory_id=trajectory_id))  # shown with repr()
+    return trajectory_id
 
 
 def trajectory_from_dict(obj: Any, *, path: str | None = None, line: int | None = None,
-                         base_dir: str | None = None) -> Trajectory:
+                         base_dir: str | None = None, screenshot_root: str | None = None,
+                         check_screenshots: bool = True) -> Trajectory:
     """Validate one trajectory object of the project / LongMemEval-V2 `states` schema.
 
-    `base_dir` resolves relative screenshot paths. Raises InputError naming the file, line, trajectory and field.
+    `base_dir` (default: the working folder) resolves relative screenshot paths, and screenshots must lie inside
+    it, or inside `screenshot_root` when given (see trajectory/screenshots.py); `check_screenshots=False` only
+    joins the paths (for a store's own files). Raises InputError naming the file, line, trajectory and field.
     """
-    import os
-
+    base_dir = base_dir or os.getcwd()
     where: dict[str, Any] = {"path": path, "line": line}
     if not isinstance(obj, dict):
         raise InputError(f"a trajectory must be a JSON object, got {type(obj).__name__}", **where)
     tid = obj.get("id", obj.get("trajectory_id"))
     if tid is None or (isinstance(tid, str) and not tid.strip()):
         raise InputError("is missing or empty", field="id", **where)
-    tid = _text(tid, where=where, name="id")
+    tid = check_id(_text(tid, where=where, name="id"), **where)
     where["trajectory_id"] = tid
     raw_states = obj.get("states")
     if raw_states is None:
@@ -144,10 +162,10 @@ def trajectory_from_dict(obj: Any, *, path: str | None = None, line: int | None 
         shot = _text(raw.get("screenshot"), where=where, name=f"{fname}.screenshot")
         if shot in ("", "None", "null"):
             shot = None
-        if shot is not None and base_dir is not None and not os.path.isabs(shot):
-            shot = os.path.normpath(os.path.join(base_dir, shot))
-        if shot is not None and not os.path.isfile(shot):
-            raise InputError(f"file not found: {shot}", field=f"{fname}.screenshot", **where)
+        if shot is not None and check_screenshots:
+            shot = locate(shot, base_dir, screenshot_root=screenshot_root, field=f"{fname}.screenshot", where=where)
+        elif shot is not None:
+            shot = os.path.join(base_dir, shot)
         states.append(State(
             index=idx,
             url=_text(raw.get("url"), where=where, name=f"{fname}.url") or "",

@@ -10,9 +10,10 @@ from runbook.agent.exceptions import CostLimit, Finished, PolicyFailed, StepLimi
 from runbook.agent.loop import NUDGE, AgentLoop, Limits
 from runbook.agent.tools import ToolBox
 from runbook.agent.transcript import TranscriptWriter, read_transcript, render_replay
-from runbook.agent.types import Message
+from runbook.agent.types import Message, Task
 from runbook.errors import ConfigError
-from runbook.llm.fakes import ScriptedPolicy, call, finish, text
+from runbook.policies.scripted import ScriptedPolicy
+from runbook.llm.fakes import call, finish, text
 from runbook.sandbox import get_sandbox
 
 SEARCH_OUTPUT = "# 'x': 2 matching lines\nt-1 state 2 @ 2025-12-16 http://a\n  L9: x\nt-1 state 3 @ 2025 http://a"
@@ -27,7 +28,7 @@ def box(tmp_path):
 def run_loop(box, script, tmp_path=None, *, price=None, **limits):
     transcript = TranscriptWriter(tmp_path / "t.jsonl") if tmp_path else None
     loop = AgentLoop(ScriptedPolicy(script), ToolBox(box), Limits(**limits), transcript=transcript, price=price)
-    run = loop.run("system", Message("user", "Question: where is x?"))
+    run = loop.run("system", Message("user", "Question: where is x?"), Task("where is x?"))
     if transcript:
         transcript.close()
     return run

@@ -25,14 +25,14 @@ def run(box, name, check_spans=None, **arguments):
 
 
 def test_every_spec_is_an_object_schema_with_a_description():
-    assert [s.name for s in TOOL_SPECS] == ["search", "show", "read", "python", "finish"]
+    assert [s.name for s in TOOL_SPECS] == ["recall", "search", "show", "read", "python", "finish"]
     for spec in TOOL_SPECS:
         assert spec.description and spec.parameters["type"] == "object"
         assert set(spec.parameters["required"]) <= set(spec.parameters["properties"])
 
 
 @pytest.mark.parametrize("name, arguments, message", [
-    ("grep", {"pattern": "x"}, "there is no tool 'grep'; the tools are search, show, read, python, finish"),
+    ("grep", {"pattern": "x"}, "there is no tool 'grep'; the tools are recall, search, show, read, python, finish"),
     ("search", {}, "search: missing required argument(s) pattern"),
     ("search", {"pattern": 3}, "search.pattern must be string, got 3"),
     ("search", {"pattern": "x", "regex": "y"}, "search: unknown argument(s) regex; expected pattern,"),
@@ -126,3 +126,18 @@ def test_a_call_the_sandbox_refuses_is_reported_not_raised(tmp_path):
         result = run(refusing, "python", code="x" * 1_100_000)
     assert result.error == ("the sandbox could not run this call: stdin of 1,100,000 characters is over the "
                             "1,000,000 limit")
+
+
+def test_finish_keeps_recall_ids_once_in_order_and_refuses_other_strings(box):
+    toolbox = ToolBox(box)
+    with pytest.raises(Finished) as stop:
+        toolbox.run(ToolCall("c1", "finish", {"analysis": "a", "spans": [], "recall": ["s5", "n2", "s5"]}))
+    assert stop.value.recall == ["s5", "n2"]
+    result = toolbox.run(ToolCall("c2", "finish", {"analysis": "a", "spans": [], "recall": ["wa-1 state 3"]}))
+    assert "recall ids look like n12, e34 or s56" in result.error
+
+
+def test_recall_becomes_the_recall_program_and_an_empty_query_is_refused(box):
+    assert command_for("recall", {"query": "cancel an order", "states": 4}) == (
+        ["recall", "--states", "4", "--", "cancel an order"], None)
+    assert "query is empty" in run(box, "recall", query="  ").error

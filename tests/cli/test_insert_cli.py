@@ -156,3 +156,72 @@ def _alive(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def store_bytes(root):
+    """Every file under the store with its bytes: 'byte-identical', stricter than store_snapshot."""
+    return sorted((str(p.relative_to(root)), p.read_bytes()) for p in root.rglob("*")
+                  if p.is_file() and not p.name.startswith("catalog.sqlite-"))
+
+
+def _shot_case(tmp_path, case: str) -> str:
+    """The screenshot value of one attack, with what it needs on disk."""
+    from PIL import Image
+
+    (tmp_path / "private").mkdir()
+    secret = tmp_path / "private" / "secret.png"
+    Image.new("RGB", (3, 3), "white").save(secret)
+    secret.chmod(0o600)
+    src = tmp_path / "src"
+    if case == "dot-dot":
+        return "../../../../../../../../../etc/passwd"
+    if case == "absolute":
+        return str(secret)
+    if case == "symlink out":
+        os.symlink(secret, src / "link.png")
+        return "link.png"
+    if case == "fifo":
+        os.mkfifo(src / "pipe.png")
+        return "pipe.png"
+    if case == "not an image":
+        (src / "fake.png").write_text("root:x:0:0:root:/root:/bin/bash\n")
+        return "fake.png"
+    if case == "nul":
+        return "a.png\u0000/../../etc/passwd"
+    raise AssertionError(case)
+
+
+@pytest.mark.parametrize("case", ["dot-dot", "absolute", "symlink out", "fifo", "not an image", "nul"])
+def test_a_screenshot_from_outside_or_not_an_image_is_refused_and_the_store_is_byte_identical(tmp_path, case):
+    (tmp_path / "src").mkdir()
+    shot = _shot_case(tmp_path, case)
+    bad = {"id": "evil", "states": [{"state_index": 0, "url": "http://a/"},
+                                    {"state_index": 1, "url": "http://a/b", "screenshot": shot}]}
+    src = tmp_path / "src" / "in.jsonl"
+    src.write_text(json.dumps(make_trajectory("good").to_dict()) + "\n" + json.dumps(bad) + "\n")
+    store = tmp_path / "s"
+    run(store, "insert", str(write_jsonl(tmp_path / "seed.jsonl", [make_trajectory("seed")])))
+    before = store_bytes(store)
+    result = run(store, "insert", str(src))
+    assert result.exit_code == 1
+    assert f"{src}:2" in result.output and "'evil'" in result.output and "states[1].screenshot" in result.output
+    assert "nothing was inserted" in result.output
+    assert store_bytes(store) == before
+
+
+def test_screenshot_root_lets_a_source_name_images_kept_elsewhere(tmp_path):
+    from PIL import Image
+
+    shots = tmp_path / "shots"
+    shots.mkdir()
+    Image.new("RGB", (3, 3), "white").save(shots / "a.png")
+    doc = {"id": "kept", "states": [{"state_index": 0, "url": "http://a/", "screenshot": str(shots / "a.png")}]}
+    (tmp_path / "src").mkdir()
+    src = tmp_path / "src" / "in.jsonl"
+    src.write_text(json.dumps(doc) + "\n")
+    refused = run(tmp_path / "s", "insert", str(src))
+    assert refused.exit_code == 1 and "--screenshot-root" in refused.output
+    result = run(tmp_path / "s", "insert", "--screenshot-root", str(shots), str(src))
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "s" / "trajectories" / "kept" / "screenshots" / "0000.png").read_bytes() == \
+        (shots / "a.png").read_bytes()

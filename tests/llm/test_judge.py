@@ -7,7 +7,7 @@ import pytest
 
 from runbook.llm.fakes import FakeOpenAIServer, Reply, text
 from runbook.llm.judge import Judge, JudgeError, judge_messages, parse_verdict
-from runbook.llm.openai_policy import OpenAIPolicy
+from runbook.policies.openai import OpenAIPolicy
 
 
 @pytest.mark.parametrize("reply, label", [

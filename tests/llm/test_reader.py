@@ -9,7 +9,7 @@ from runbook.context import Context, EvidenceItem
 from runbook.errors import ConfigError
 from runbook.llm.config import load_settings
 from runbook.llm.fakes import FakeOpenAIServer, text
-from runbook.llm.openai_policy import OpenAIPolicy
+from runbook.policies.openai import OpenAIPolicy
 from runbook.llm.reader import READER_PROMPTS, Reader, extract_boxed
 
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmM"

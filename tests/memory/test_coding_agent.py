@@ -10,15 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from runbook.agent import POLICIES, get_policy
+from runbook.policies import POLICIES, get_policy
+from runbook.agent.loop import NUDGE
 from runbook.agent.transcript import read_transcript
 from runbook.errors import ConfigError
 from runbook.llm.fakes import FakeAnthropicServer, FakeOpenAIServer, call, fail, finish, raw_call, text
-from runbook.memory.coding_agent import NOT_CHOSEN, CodingAgentMemory, focus_page, water_level
+from runbook.memory.coding_agent import NOT_CHOSEN, CodingAgentMemory
+from runbook.memory.spans import focus_page, water_level
 from runbook.store import Store
-from tests.conftest import make_trajectory
+from tests.conftest import make_trajectory, sandbox_missing
 
-IN_CI = os.environ.get("CI", "").lower() == "true"
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmM"
                        "IQAAAABJRU5ErkJggg==")
 FILLER = "\n".join(f"\t[{200 + n}] link 'Menu entry {n}'" for n in range(300))
@@ -184,9 +185,7 @@ def test_the_repeated_call_catch_and_span_checks_reach_the_model(store):
 def test_text_without_a_tool_call_is_nudged(store):
     with FakeOpenAIServer([text("I think the answer is 24."), *PRICE_SCRIPT]) as server:
         context = openai_memory(store, server).query("price?", budget=4000)
-    assert server.requests[1]["messages"][-1] == {"role": "user", "content": (
-        "Reply with a tool call. Use search, show, read or python to look at the memory; when you have the "
-        "evidence, call finish(analysis, spans).")}
+    assert server.requests[1]["messages"][-1] == {"role": "user", "content": NUDGE}
     assert context.meta["finished"]
 
 
@@ -209,9 +208,9 @@ def test_focus_page_and_water_level():
 
 
 def test_a_missing_policy_module_is_a_clear_config_error(monkeypatch):
-    monkeypatch.setitem(POLICIES, "ghost", "runbook.agent.ghost_planner:Ghost")
+    monkeypatch.setitem(POLICIES, "ghost", "runbook.policies.ghost_planner:Ghost")
     with pytest.raises(ConfigError, match=r"the ghost policy is not part of this installation "
-                                          r"\(runbook.agent.ghost_planner is missing\)"):
+                                          r"\(runbook.policies.ghost_planner is missing\)"):
         get_policy("ghost")
     with pytest.raises(ConfigError, match="unknown policy 'nope': choose one of offline, anthropic, openai"):
         get_policy("nope")
@@ -231,9 +230,7 @@ def docker_ready():
     try:
         ensure_image(connect())
     except SandboxError as exc:
-        if IN_CI:
-            pytest.fail(f"CI=true and the docker sandbox cannot run: {exc}")
-        pytest.skip(f"no docker sandbox here: {exc}")
+        sandbox_missing(f"no docker sandbox here: {exc}")
 
 
 @pytest.mark.docker
@@ -253,3 +250,42 @@ def test_overlapping_spans_do_not_repeat_states(store):
     with FakeOpenAIServer([finish("x", spans)]) as server:
         context = openai_memory(store, server).query("price?", budget=8000)
     assert [(i.state_index, i.end_state_index) for i in context.items] == [(2, None), (1, None), (3, None)]
+
+
+SECRET = "HOST-SECRET-4f1c: root password is hunter2"
+
+
+@pytest.mark.parametrize("where", ["state file", "states folder", "trajectory folder"])
+def test_span_expansion_skips_planted_symlinks(store, tmp_path, caplog, where):
+    import logging
+
+    host = tmp_path / "host"
+    host.mkdir()
+    folder = store.trajectory_dir("wa-admin-2")
+    if where == "state file":
+        (host / "secret.md").write_text(f"trajectory: wa-admin-2\n---\n{SECRET}\n")
+        link, target = folder / "states" / "0001.md", host / "secret.md"
+        link.unlink()
+    else:
+        link = folder / "states" if where == "states folder" else folder
+        target = host / "copy"
+        os.rename(link, target)
+        for state in target.rglob("*.md"):
+            state.write_text(f"trajectory: wa-admin-2\n---\n{SECRET}\n")
+    os.symlink(target, link)
+    with FakeOpenAIServer([finish("Prices.", [("wa-admin-2", 0, 1), ("wa-admin-1", 2, 2)])]) as server:
+        with caplog.at_level(logging.WARNING, logger="runbook"):
+            context = openai_memory(store, server).query("What is the current price?", budget=4000)
+    assert SECRET not in context.to_markdown() + context.to_json_text()
+    assert ("wa-admin-1", 2) in [(i.trajectory_id, i.state_index) for i in context.items]
+    assert any("symbolic link" in record.getMessage() for record in caplog.records)
+
+
+def test_a_planted_screenshot_symlink_is_not_handed_on(store, tmp_path):
+    shot = store.trajectory_dir("inf-app-1") / "screenshots" / "0000.png"
+    shot.unlink()
+    os.symlink("/etc/hostname", shot)
+    with FakeOpenAIServer([finish("Team settings.", [("inf-app-1", 0, 0)])]) as server:
+        context = openai_memory(store, server).query("Where are team settings?", budget=3000)
+    (item,) = context.items
+    assert item.screenshot is None and not any(part["type"] == "image" for part in context.to_lme_items())

@@ -1,7 +1,7 @@
 """Pools are built incrementally on insert, survive a killed writer, and rebuild identically with reindex."""
 from runbook.ingest import insert_paths
 from runbook.retrieval import Retriever, insert_listener, reindex
-from runbook.retrieval.storage import PoolSnapshot, PoolWriter
+from runbook.retrieval.storage import PoolWriter, open_snapshot
 from runbook.store import Store
 from tests.conftest import make_trajectory, write_jsonl
 
@@ -19,7 +19,7 @@ def _insert(store: Store, tmp_path, trajectories, name="in.jsonl", replace=False
 
 
 def _live_ids(store: Store, pool: str = "slices") -> set[tuple[str, int]]:
-    snap = PoolSnapshot(store.layout.pools)
+    snap = open_snapshot(store.layout)
     return {(d["t"], d["i"]) for d, alive in zip(snap.docs(pool), snap.live(pool)) if alive}
 
 

@@ -1,24 +1,17 @@
-"""Sandbox fixtures: a tiny store, and backends that FAIL in CI (CI=true) when their engine is missing but skip
-elsewhere, so a laptop without Docker still runs the rest."""
+"""Sandbox fixtures: a tiny store, and backends that FAIL when their engine is missing (skipped only where
+RUNBOOK_TEST_ALLOW_SKIP=1 says so, never in CI)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from runbook.errors import SandboxError
 
-IN_CI = os.environ.get("CI", "").lower() == "true"
+from tests.conftest import sandbox_missing as missing
+
 TEST_LIMITS = dict(memory_mb=128, pids=64, output_bytes=4_000, scratch_mb=16)
 """Small limits so the hog and bomb tests finish fast."""
-
-
-def missing(what: str) -> None:
-    if IN_CI:
-        pytest.fail(f"{what} (CI=true: the sandbox tests must run; start the engine with scripts/docker-engine.sh "
-                    f"and apt-get install -y bubblewrap)")
-    pytest.skip(what)
 
 
 @pytest.fixture(scope="session")

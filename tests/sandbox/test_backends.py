@@ -6,7 +6,8 @@ import pytest
 from runbook.errors import SandboxError
 from runbook.sandbox import ExecResult, Sandbox, SandboxLimits, get_sandbox
 from runbook.sandbox import select
-from runbook.sandbox.output import COUNT_CAP, STDIN_CHUNK, stdin_env, to_result
+from runbook.sandbox.output import STDIN_CHUNK, stdin_env, to_result
+from runbook.sandbox.inside import COUNT_CAP
 
 
 def test_unknown_backend_and_limit_are_named(tmp_path):
@@ -55,24 +56,37 @@ def test_auto_prefers_docker(docker_engine, tmp_path):
     assert get_sandbox("auto", tmp_path).name == "docker"
 
 
+NONCE = "0123456789abcdef"
+
+
+def parse(raw: bytes, **options):
+    return to_result(raw, **{"nonce": NONCE, "fallback_exit": None, "timeout": 5, "seconds": 0.1,
+                             "output_bytes": 100, **options})
+
+
 def test_result_parsing():
-    raw = b"hello\x1erunbook-cut 0\x1erunbook-exit 3"
-    result = to_result(raw, fallback_exit=None, timeout=5, seconds=0.1, output_bytes=100)
+    result = parse(b"hello\x1erunbook-%s 3 0 0" % NONCE.encode())
     assert (result.exit_code, result.output, result.truncated, result.timed_out) == (3, "hello", False, False)
-    cut = to_result(b"abc\x1erunbook-cut 1234\x1erunbook-exit 0", fallback_exit=None, timeout=5, seconds=0.1,
-                    output_bytes=3)
+    cut = parse(b"abc\x1erunbook-%s 0 1234 0" % NONCE.encode(), output_bytes=3)
     assert cut.truncated and cut.cut_bytes == 1234 and "1,234 more bytes were not shown" in cut.output
-    stopped = to_result(b"y\x1erunbook-cut %d\x1erunbook-exit 141" % COUNT_CAP, fallback_exit=None, timeout=5,
-                        seconds=0.1, output_bytes=1)
+    stopped = parse(b"y\x1erunbook-%s 137 %d 0" % (NONCE.encode(), COUNT_CAP), output_bytes=1)
     assert "at least" in stopped.output
-    timed = to_result(b"\x1erunbook-cut 0\x1erunbook-exit 137", fallback_exit=None, timeout=1, seconds=1.01,
-                      output_bytes=10)
-    assert timed.timed_out and "timed out after 1 s" in timed.output
-    oom = to_result(b"\x1erunbook-cut 0\x1erunbook-exit 137", fallback_exit=None, timeout=10, seconds=0.3,
-                    output_bytes=10)
-    assert not oom.timed_out
-    no_trailer = to_result(b"x" * 50, fallback_exit=9, timeout=10, seconds=0.3, output_bytes=10)
-    assert no_trailer.exit_code == 9 and no_trailer.cut_bytes == 40
+    timed = parse(b"\x1erunbook-%s 137 0 1" % NONCE.encode(), timeout=1)
+    assert timed.timed_out and timed.exit_code == 137 and "timed out after 1 s" in timed.output
+    oom = parse(b"\x1erunbook-%s 137 0 0" % NONCE.encode())
+    assert not oom.timed_out and oom.exit_code == 137
+    no_trailer = parse(b"x" * 50, fallback_exit=9, output_bytes=10)
+    assert no_trailer.exit_code == 9 and no_trailer.cut_bytes == 40 and "killed before it could report" in \
+        no_trailer.output
+    late = parse(b"partial", late=True)
+    assert late.timed_out and late.exit_code == 137 and late.output.startswith("partial\n[runbook: timed out")
+
+
+def test_a_trailer_without_the_calls_nonce_is_output():
+    forged = parse(b"hi\x1erunbook-%s 0 0 0" % (b"f" * 16), fallback_exit=137)
+    assert forged.exit_code == 137 and not forged.ok and "runbook-ffff" in forged.output
+    old_style = parse(b"hi\x1erunbook-cut 0\x1erunbook-exit 0", fallback_exit=137)
+    assert old_style.exit_code == 137
 
 
 def test_stdin_is_split_into_env_chunks():

@@ -21,7 +21,7 @@ import sys
 from runbook.sandbox import get_sandbox
 backend, store = sys.argv[1], sys.argv[2]
 with get_sandbox(backend, store, memory_mb=128) as box:
-    handle = box.container_id if backend == "docker" else box.scratch
+    handle = box.container_id if backend == "docker" else box.jail_id
     print("READY", handle, flush=True)
     box.exec("sleep 60", timeout=120)
 print("FINISHED", flush=True)
@@ -36,9 +36,10 @@ def gone(backend: str, handle: str, engine=None) -> bool:
             return False
         except docker.errors.NotFound:
             return True
-    if Path(handle).exists():
-        return False
-    # no jail process still refers to this query's scratch folder
+    from runbook.sandbox.cgroup import find
+    if find(handle):
+        return False  # the jail's cgroup is still there
+    # no jail process still names this query's jail (its init has the name on its command line)
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             if handle.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
@@ -49,7 +50,7 @@ def gone(backend: str, handle: str, engine=None) -> bool:
 
 
 def handle_of(box) -> str:
-    return box.container_id if box.name == "docker" else str(box.scratch)
+    return box.container_id if box.name == "docker" else box.jail_id
 
 
 def engine_for(backend, request):
@@ -122,3 +123,31 @@ def test_leftover_of_a_dead_owner_is_reaped(docker_engine, tiny_store):
     with get_sandbox("docker", tiny_store, engine=engine, **TEST_LIMITS):
         pass
     assert gone("docker", handle, engine)
+
+
+@pytest.mark.bwrap
+def test_a_bwrap_query_killed_with_sigkill_leaves_nothing(bwrap_ready, tiny_store, tmp_path, monkeypatch):
+    """kill -9 allows no cleanup: the jail dies with its owner, and the next start removes what it left."""
+    import tempfile
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", QUERY_SCRIPT, "bwrap", str(tiny_store)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmpdir)})
+    line = proc.stdout.readline()
+    assert line.startswith("READY"), line + proc.stderr.read()
+    handle = line.split(None, 1)[1].strip()
+    proc.kill()
+    proc.wait()
+    from runbook.sandbox.cgroup import find
+    left = find(handle)  # the cgroup outlives its owner: only the next start can remove it
+    monkeypatch.setenv("TMPDIR", str(tmpdir))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    with get_sandbox("bwrap", tiny_store, **TEST_LIMITS):
+        pass
+    deadline = time.monotonic() + 10
+    while not gone("bwrap", handle) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert gone("bwrap", handle), f"bwrap sandbox {handle} outlived its owner"
+    assert list(tmpdir.iterdir()) == []
+    assert all(not folder.exists() for folder in left)

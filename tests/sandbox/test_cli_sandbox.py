@@ -44,16 +44,42 @@ def test_exec_in_a_real_sandbox(backend, tiny_store):
     assert result.output.strip() == "/store/trajectories/t-1/states/0000.md:1"
 
 
-def test_check_json_reports_every_probe(backend, tiny_store):
+def test_check_reports_every_limit_and_runs_every_agent_tool(backend, tiny_store):
     result = CliRunner().invoke(cli(tiny_store), ["sandbox", "check", "--sandbox", backend, "--json"])
     report = json.loads(result.output)
-    assert report["backend"] == backend and report["passed"], result.output
-    names = {p["name"] for p in report["probes"]}
-    assert {"no DNS", "store read-only", "no connection to the host's loopback"} <= names
-    assert result.exit_code == 0
+    assert report["backend"] == backend and report["passed"] and result.exit_code == 0, result.output
+    status = {limit["name"]: limit["status"] for limit in report["limits"]}
+    for name in ("no DNS", "store read-only", "no connection to the host's loopback",
+                 "timeout ends every process (setsid child)", "a stopped wrapper still ends near its timeout",
+                 "output cap holds on the host (300 MB)", "output cannot forge the exit code",
+                 "no new user namespace or mount", "no unbounded tmpfs at /dev/shm",
+                 "agent tool search runs", "agent tool show runs", "agent tool read runs", "agent tool python runs"):
+        assert status.get(name) == "enforced", (name, status.get(name))
+    assert set(status.values()) <= {"enforced", "NOT ENFORCED"}
+    if backend == "docker":
+        assert status["no container log (log driver none)"] == "enforced" and not report["not_enforced"]
+    assert "every claimed limit holds" in report["verdict"]
 
 
-def test_check_without_a_store_still_probes(backend, tmp_path):
-    result = CliRunner().invoke(cli(tmp_path / "none"), ["sandbox", "check", "--sandbox", backend, "--json"])
-    report = json.loads(result.output)
-    assert "missing" in report["store"] and report["passed"]
+def test_check_without_a_store_still_probes(tmp_path):
+    from runbook.sandbox.check import check_sandbox
+    from runbook.sandbox.probes import Probe, command
+    echo = Probe("timeout", "echo runs", command(["echo", "hi"], lambda r: r.output == "hi\n"))
+    report = check_sandbox("local", tmp_path / "none", probes=[echo], tools=False)
+    assert "missing" in report.store and report.passed and report.limits[0].status == "enforced"
+
+
+def test_check_exits_1_when_a_claimed_limit_does_not_hold(tiny_store, monkeypatch):
+    from runbook.sandbox import probes
+    broken = probes.Probe("timeout", "a limit that does not hold", lambda box: (False, "the attack worked"))
+    unclaimed = probes.Probe("network", "no network", lambda box: (True, "not run: local claims no network"))
+    monkeypatch.setattr(probes, "probes", lambda limits: [broken, unclaimed])
+    monkeypatch.setattr("runbook.sandbox.check.agent_tool_results", lambda *args: [])
+    result = CliRunner().invoke(cli(tiny_store), ["sandbox", "check", "--sandbox", "local"])
+    assert result.exit_code == 1
+    assert "FAILED        a limit that does not hold" in result.output and "the attack worked" in result.output
+    assert "NOT ENFORCED  no network" in result.output and "isolates nothing" in result.output
+    monkeypatch.setattr(probes, "probes", lambda limits: [unclaimed])
+    assert CliRunner().invoke(cli(tiny_store), ["sandbox", "check", "--sandbox", "local"]).exit_code == 0
+    strict = CliRunner().invoke(cli(tiny_store), ["sandbox", "check", "--sandbox", "local", "--strict"])
+    assert strict.exit_code == 1 and "NOT ENFORCED here: network" in strict.output

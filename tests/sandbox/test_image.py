@@ -1,4 +1,5 @@
-"""The image tag follows tools/ and sandbox_image/; the build context holds only them; the mirror comes from apt."""
+"""The image tag follows the programs and the Dockerfile; the build context holds only them; the mirror comes from
+apt."""
 from __future__ import annotations
 
 import shutil
@@ -10,17 +11,14 @@ import pytest
 from runbook.errors import SandboxError
 from runbook.sandbox.image import build_context, ensure_image, image_tag
 from runbook.sandbox.rootfs import RootfsSpec, apt_mirror
-from runbook.sandbox.sources import content_hash
-
-REPO = Path(__file__).resolve().parents[2]
-
+from runbook.sandbox.sources import content_hash, dockerfile, programs_dir
 
 @pytest.fixture
 def checkout(tmp_path, monkeypatch) -> Path:
     root = tmp_path / "checkout"
-    (root / "tools").mkdir(parents=True)
-    (root / "tools" / "search").write_text("#!/bin/sh\n")
-    shutil.copytree(REPO / "sandbox_image", root / "sandbox_image")
+    (root / "programs").mkdir(parents=True)
+    (root / "programs" / "search").write_text("#!/bin/sh\n")
+    shutil.copy(dockerfile(), root / "Dockerfile")
     (root / "README.md").write_text("not part of the image\n")
     monkeypatch.setenv("RUNBOOK_SOURCE_DIR", str(root))
     return root
@@ -30,24 +28,23 @@ def test_tag_changes_with_tools_and_dockerfile_only(checkout):
     first = image_tag()
     assert first.startswith("runbook-sandbox:") and image_tag() == first
     (checkout / "README.md").write_text("edited\n")
-    (checkout / "tools" / "__pycache__").mkdir()
-    (checkout / "tools" / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    (checkout / "programs" / "__pycache__").mkdir()
+    (checkout / "programs" / "__pycache__" / "x.pyc").write_bytes(b"\0")
     assert image_tag() == first
-    (checkout / "tools" / "search").chmod(0o755)
+    (checkout / "programs" / "search").chmod(0o755)
     assert image_tag() != first
     second = content_hash()
-    (checkout / "sandbox_image" / "Dockerfile").write_text("FROM scratch\n")
+    (checkout / "Dockerfile").write_text("FROM scratch\n")
     assert content_hash() != second
 
 
-def test_build_context_holds_only_tools_and_sandbox_image(checkout):
+def test_build_context_holds_only_the_programs_and_the_dockerfile(checkout):
     with tarfile.open(fileobj=build_context()) as tar:
         names = tar.getnames()
-    assert "tools/search" in names and "sandbox_image/Dockerfile" in names
-    assert not [n for n in names if not n.startswith(("tools", "sandbox_image"))]
+    assert sorted(names) == ["Dockerfile", "programs", "programs/search"]
 
 
-def test_missing_checkout_says_what_to_set(tmp_path, monkeypatch):
+def test_missing_sources_say_what_to_set(tmp_path, monkeypatch):
     monkeypatch.setenv("RUNBOOK_SOURCE_DIR", str(tmp_path))
     with pytest.raises(SandboxError, match="RUNBOOK_SOURCE_DIR"):
         image_tag()
@@ -93,4 +90,4 @@ def test_image_has_python_ripgrep_tools_and_user_1000(docker_engine):
     assert lines[0] == "1000" and lines[1].startswith("Python 3") and lines[3].startswith("ripgrep")
     assert lines[4].startswith("/opt/runbook/tools:") and lines[5] == "/opt/runbook/tools"
     shipped = sorted(name for name in lines[6:] if name != "__pycache__")  # the image compiles rbk ahead
-    assert shipped == sorted(p.name for p in (REPO / "tools").iterdir() if p.name != "__pycache__")
+    assert shipped == sorted(p.name for p in programs_dir().iterdir() if p.name != "__pycache__")

@@ -1,6 +1,7 @@
 """The store: layout, idempotent atomic insert, conflicts, replace, recovery, catalog and summaries."""
 from __future__ import annotations
 
+import os
 import sqlite3
 
 import pytest
@@ -134,3 +135,54 @@ def test_concurrent_writers_are_serialised(tmp_path):
                                "--workers", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE) for s in srcs]
     assert all(p.wait(timeout=120) == 0 for p in procs)
     assert len(Store(root)) == 45
+
+
+def _shot_trajectory(tmp_path, tid="swap"):
+    from PIL import Image
+
+    shot = tmp_path / "src" / "s0.png"
+    shot.parent.mkdir(exist_ok=True)
+    Image.new("RGB", (8, 8), "red").save(shot)
+    traj = make_trajectory(tid, n=1)
+    traj.states[0].screenshot = str(shot)
+    return traj, shot
+
+
+def test_a_screenshot_swapped_for_a_symlink_after_validation_is_not_copied(tmp_path, store):
+    from runbook.errors import InputError
+
+    traj, shot = _shot_trajectory(tmp_path)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root-only secret")
+    shot.unlink()
+    os.symlink(secret, shot)  # what a reader checked is now a link to something else
+    with pytest.raises(InputError, match=r"states\[0\]\.screenshot"), store.writer() as w:
+        w.insert(traj)
+    assert store.row("swap") is None
+    assert not any("root-only secret" in p.read_text(errors="replace")
+                   for p in store.root.rglob("*") if p.is_file())
+
+
+def test_a_screenshot_whose_folder_was_swapped_for_a_symlink_is_not_copied(tmp_path, store):
+    from PIL import Image
+    from runbook.errors import InputError
+
+    traj, shot = _shot_trajectory(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    Image.new("RGB", (8, 8), "blue").save(elsewhere / "s0.png")
+    os.rename(shot.parent, tmp_path / "moved")
+    os.symlink(elsewhere, shot.parent)
+    with pytest.raises(InputError, match="symbolic link"), store.writer() as w:
+        w.insert(traj)
+    assert store.row("swap") is None
+
+
+def test_a_screenshot_replaced_by_a_non_image_is_not_copied(tmp_path, store):
+    from runbook.errors import InputError
+
+    traj, shot = _shot_trajectory(tmp_path)
+    shot.write_text("not an image any more")
+    with pytest.raises(InputError, match="not an image"), store.writer() as w:
+        w.insert(traj)
+    assert store.row("swap") is None

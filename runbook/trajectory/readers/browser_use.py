@@ -6,12 +6,14 @@ state: {url, title, screenshot_path, ...}, metadata: {step_start_time, step_numb
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any, Iterator
 
 from ...errors import InputError
-from ..model import State, Trajectory
+from ..model import State, Trajectory, check_id
+from ..screenshots import allowed_root, confine, locate
 from .browsergym import iso_utc, load_json, reward_outcome, site_from_url
 
 NAME = "browser_use"
@@ -28,27 +30,29 @@ def detect(path: Path) -> bool:
     return path.is_dir() and (path / "history.json").is_file()
 
 
-def read(path: Path) -> Iterator[Trajectory | InputError]:
-    """Yield the folder's one episode, or an InputError naming the history entry and field at fault."""
+def read(path: Path, *, screenshot_root: str | None = None) -> Iterator[Trajectory | InputError]:
+    """Yield the folder's one episode, or an InputError naming the history entry and field at fault.
+
+    Screenshots must lie in the folder, or in `screenshot_root` when given."""
     folder = Path(path).parent if Path(path).is_file() else Path(path)
     history_file = folder / "history.json"
     if not history_file.is_file():
         raise InputError("has no history.json (a browser-use history folder was expected)", path=str(folder))
     try:
-        yield _trajectory(folder, history_file)
+        yield _trajectory(folder, history_file, allowed_root(str(folder), screenshot_root))
     except InputError as exc:
         yield exc
 
 
-def _trajectory(folder: Path, history_file: Path) -> Trajectory:
-    tid = folder.name
+def _trajectory(folder: Path, history_file: Path, shots_root: str) -> Trajectory:
+    tid = check_id(folder.name, note=" (the id is the folder name)", path=str(folder))
     where = {"path": str(history_file), "trajectory_id": tid}
     doc = load_json(history_file, tid)
     entries = doc.get("history") if isinstance(doc, dict) else None
     if not isinstance(entries, list) or not entries:
         raise InputError("is missing or empty", field="history", **where)
     first = 1 if _is_initial_actions(entries[0]) else 0
-    states = [_state(pos - first, entries[pos], pos, folder, where) for pos in range(first, len(entries))]
+    states = [_state(pos - first, entries[pos], pos, folder, where, shots_root) for pos in range(first, len(entries))]
     if not states:
         raise InputError("holds only browser-use's synthetic 'Initial Actions' entry", field="history", **where)
     result = _load_result(folder, tid)
@@ -68,7 +72,7 @@ def _is_initial_actions(entry: Any) -> bool:
     return isinstance(entry, dict) and _dict(entry.get("state")).get("title") == _INITIAL_TITLE
 
 
-def _state(index: int, entry: Any, pos: int, folder: Path, where: dict) -> State:
+def _state(index: int, entry: Any, pos: int, folder: Path, where: dict, shots_root: str) -> State:
     name = f"history[{pos}]"
     if not isinstance(entry, dict):
         raise InputError(f"must be an object, got {type(entry).__name__}", field=name, **where)
@@ -89,7 +93,9 @@ def _state(index: int, entry: Any, pos: int, folder: Path, where: dict) -> State
         action=render_actions(output.get("action")) or None,
         action_error=_errors(entry.get("result")),
         timestamp=iso_utc(_dict(entry.get("metadata")).get("step_start_time")),
-        screenshot=_screenshot(folder, pos, state.get("screenshot_path"), f"{name}.state.screenshot_path", where),
+        screenshot=_screenshot(folder, pos, state.get("screenshot_path"), where,
+                               fields=(f"states[{index}].screenshot", f"{name}.state.screenshot_path"),
+                               shots_root=shots_root),
     )
 
 
@@ -115,21 +121,19 @@ def _errors(results: Any) -> str:
     return "\n".join(str(e) for e in errors if e)
 
 
-def _screenshot(folder: Path, pos: int, recorded: Any, name: str, where: dict) -> str | None:
+def _screenshot(folder: Path, pos: int, recorded: Any, where: dict, *, fields: tuple[str, str],
+                shots_root: str) -> str | None:
+    saved_field, recorded_field = fields
     # the harness copies history entry i's screenshot to screenshots/step_<i>.png
     for suffix in (".png", ".jpg", ".jpeg"):
         saved = folder / "screenshots" / f"step_{pos}{suffix}"
-        if saved.is_file():
-            return str(saved.resolve())
+        if os.path.lexists(saved):
+            return confine(str(saved), shots_root, field=saved_field, where=dict(where, path=str(saved)))
     if not isinstance(recorded, str) or not recorded:
         return None
-    recorded_path = Path(recorded)
-    if recorded_path.is_absolute():
-        # browser-use records a temporary folder that is deleted after the run: a vanished one is no error
-        return str(recorded_path) if recorded_path.is_file() else None
-    if (folder / recorded_path).is_file():
-        return str((folder / recorded_path).resolve())
-    raise InputError(f"file not found: {folder / recorded_path}", field=name, **where)
+    if "\0" not in recorded and os.path.isabs(recorded) and not os.path.lexists(recorded):
+        return None  # browser-use records a temporary folder that is deleted after the run: no error
+    return locate(recorded, str(folder), screenshot_root=shots_root, field=recorded_field, where=where)
 
 
 def _load_result(folder: Path, tid: str) -> dict:

@@ -21,7 +21,8 @@ from urllib.parse import urlsplit
 import orjson
 
 from ...errors import InputError
-from ..model import State, Trajectory
+from ..model import State, Trajectory, check_id
+from ..screenshots import allowed_root, confine
 
 NAME = "browsergym"
 _STEP_JSON = re.compile(r"^steps_info_(\d+)\.json$")
@@ -51,12 +52,14 @@ def detect(path: Path) -> bool:
         return False
 
 
-def read(path: Path) -> Iterator[Trajectory | InputError]:
-    """Yield the folder's one episode, or an InputError naming the step file and field at fault."""
+def read(path: Path, *, screenshot_root: str | None = None) -> Iterator[Trajectory | InputError]:
+    """Yield the folder's one episode, or an InputError naming the step file and field at fault.
+
+    Screenshots must lie in the folder, or in `screenshot_root` when given."""
     folder = Path(path)
     numbered = _step_files(folder)
     try:
-        yield _trajectory(folder, numbered)
+        yield _trajectory(folder, numbered, allowed_root(str(folder), screenshot_root))
     except _FolderUnreadable:
         raise
     except InputError as exc:
@@ -84,8 +87,8 @@ def _step_files(folder: Path) -> dict[int, Path]:
     return numbered
 
 
-def _trajectory(folder: Path, numbered: dict[int, Path]) -> Trajectory:
-    tid = folder.name
+def _trajectory(folder: Path, numbered: dict[int, Path], shots_root: str) -> Trajectory:
+    tid = check_id(folder.name, note=" (the id is the folder name)", path=str(folder))
     missing = next((n for n in range(len(numbered)) if n not in numbered), None)
     if missing is not None:
         raise InputError(f"step {missing} is missing: step files must be numbered 0, 1, 2, ...",
@@ -96,7 +99,7 @@ def _trajectory(folder: Path, numbered: dict[int, Path]) -> Trajectory:
     states = []
     for n, (file, record) in enumerate(zip(files, records)):
         following = records[n + 1] if n + 1 < len(records) else None
-        states.append(_state(n, record, following, file=file, tid=tid))
+        states.append(_state(n, record, following, file=file, tid=tid, shots_root=shots_root))
     start_url = states[0].url
     return Trajectory(
         id=tid,
@@ -109,7 +112,7 @@ def _trajectory(folder: Path, numbered: dict[int, Path]) -> Trajectory:
     )
 
 
-def _state(n: int, record: dict, following: dict | None, *, file: Path, tid: str) -> State:
+def _state(n: int, record: dict, following: dict | None, *, file: Path, tid: str, shots_root: str) -> State:
     obs = _obs(record, file, tid)
     url, title = _active_page(obs, file, tid)
     text = obs.get("axtree_txt", obs.get("dom_txt")) or ""
@@ -121,7 +124,7 @@ def _state(n: int, record: dict, following: dict | None, *, file: Path, tid: str
     return State(index=n, url=url, title=title, text=text, action=action, thought=thought,
                  action_error=str(error or ""),
                  timestamp=iso_utc(_fields(record.get("profiling")).get("env_stop")),
-                 screenshot=_screenshot(file.parent, n))
+                 screenshot=_screenshot(file.parent, n, tid, shots_root))
 
 
 def _obs(record: dict, file: Path, tid: str) -> dict:
@@ -164,11 +167,12 @@ def _goal(obs: dict) -> str:
     return "\n".join(t for t in texts if isinstance(t, str))
 
 
-def _screenshot(folder: Path, n: int) -> str | None:
+def _screenshot(folder: Path, n: int, tid: str, shots_root: str) -> str | None:
     for suffix in (".png", ".jpg", ".jpeg"):
         candidate = folder / f"screenshot_step_{n}{suffix}"
-        if candidate.is_file():
-            return str(candidate.resolve())
+        if os.path.lexists(candidate):
+            return confine(str(candidate), shots_root, field=f"states[{n}].screenshot",
+                           where={"path": str(candidate), "trajectory_id": tid})
     return None
 
 

@@ -25,20 +25,23 @@ def _open_text(path: Path) -> io.BufferedIOBase:
     return open(path, "rb")
 
 
-def _convert(obj, *, path: Path, line: int | None) -> Trajectory | InputError:
+def _convert(obj, *, path: Path, line: int | None, screenshot_root: str | None) -> Trajectory | InputError:
+    options = {"path": str(path), "line": line, "base_dir": str(path.parent), "screenshot_root": screenshot_root}
     try:
         if isinstance(obj, dict) and "states" not in obj:
             from . import lme  # the content+metadata form
 
             if lme.is_content_form(obj):
-                return lme.from_content_form(obj, path=str(path), line=line, base_dir=str(path.parent))
-        return trajectory_from_dict(obj, path=str(path), line=line, base_dir=str(path.parent))
+                return lme.from_content_form(obj, **options)
+        return trajectory_from_dict(obj, **options)
     except InputError as exc:
         return exc
 
 
-def read(path: Path) -> Iterator[Trajectory | InputError]:
-    """Stream trajectories: JSONL line by line; a .json file holds one trajectory or a list of them."""
+def read(path: Path, *, screenshot_root: str | None = None) -> Iterator[Trajectory | InputError]:
+    """Stream trajectories: JSONL line by line; a .json file holds one trajectory or a list of them.
+
+    Screenshots must lie in the file's folder, or in `screenshot_root` when given."""
     try:
         with _open_text(path) as fh:
             head = fh.peek(1)[:1] if hasattr(fh, "peek") else b""
@@ -48,24 +51,24 @@ def read(path: Path) -> Iterator[Trajectory | InputError]:
             if not head:
                 raise InputError("the file is empty", path=str(path))
             if path.name.lower().endswith((".json", ".json.gz")) and head == b"[":
-                yield from _read_json_document(fh, path)
+                yield from _read_json_document(fh, path, screenshot_root)
                 return
-            yield from _read_lines(fh, path)
+            yield from _read_lines(fh, path, screenshot_root)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise InputError(f"cannot read: {exc}", path=str(path)) from exc
 
 
-def _read_json_document(fh, path: Path) -> Iterator[Trajectory | InputError]:
+def _read_json_document(fh, path: Path, screenshot_root: str | None) -> Iterator[Trajectory | InputError]:
     # A JSON array must be parsed whole; such files are single-run exports, so this is bounded in practice.
     try:
         doc = orjson.loads(fh.read())
     except orjson.JSONDecodeError as exc:
         raise InputError(f"malformed JSON: {exc}", path=str(path)) from exc
     for obj in doc:
-        yield _convert(obj, path=path, line=None)
+        yield _convert(obj, path=path, line=None, screenshot_root=screenshot_root)
 
 
-def _read_lines(fh, path: Path) -> Iterator[Trajectory | InputError]:
+def _read_lines(fh, path: Path, screenshot_root: str | None) -> Iterator[Trajectory | InputError]:
     buffered = None
     n_records = 0
     for lineno, raw in enumerate(fh, start=1):
@@ -82,13 +85,13 @@ def _read_lines(fh, path: Path) -> Iterator[Trajectory | InputError]:
             n_records += 1
             continue
         n_records += 1
-        yield _convert(obj, path=path, line=lineno)
+        yield _convert(obj, path=path, line=lineno, screenshot_root=screenshot_root)
     if buffered is not None:
         try:
             obj = orjson.loads(buffered)
         except orjson.JSONDecodeError as exc:
             raise InputError(f"malformed JSON: {exc}", path=str(path)) from exc
-        yield _convert(obj, path=path, line=None)
+        yield _convert(obj, path=path, line=None, screenshot_root=screenshot_root)
         return
     if n_records == 0:
         raise InputError("the file is empty", path=str(path))

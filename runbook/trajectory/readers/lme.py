@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ...errors import InputError
-from ..model import State, Trajectory
+from ..model import State, Trajectory, check_id
+from ..screenshots import locate
 
 NAME = "lme"
 _TOP_KNOWN = {"id", "domain", "site", "goal", "start_url", "outcome", "source", "content", "metadata"}
@@ -29,11 +30,11 @@ def detect(path: Path) -> bool:
     return False
 
 
-def read(path: Path) -> Iterator[Trajectory | InputError]:
+def read(path: Path, *, screenshot_root: str | None = None) -> Iterator[Trajectory | InputError]:
     """Read a file of content-form trajectories through the JSONL reader, which routes them here."""
     from . import jsonl
 
-    return jsonl.read(path)
+    return jsonl.read(path, screenshot_root=screenshot_root)
 
 
 def is_content_form(obj: Any) -> bool:
@@ -42,19 +43,22 @@ def is_content_form(obj: Any) -> bool:
 
 
 def from_content_form(obj: dict, *, path: str | None = None, line: int | None = None,
-                      base_dir: str | None = None) -> Trajectory:
-    """Validate one content-form trajectory; raises InputError naming the file, trajectory and field."""
+                      base_dir: str | None = None, screenshot_root: str | None = None) -> Trajectory:
+    """Validate one content-form trajectory; raises InputError naming the file, trajectory and field.
+
+    Screenshots must lie in `base_dir` (default: the working folder), or in `screenshot_root` when given."""
     where: dict[str, Any] = {"path": path, "line": line}
     tid = obj.get("id")
     if not isinstance(tid, str) or not tid.strip():
         raise InputError("is missing or not a non-empty string", field="id", **where)
-    where["trajectory_id"] = tid
+    where["trajectory_id"] = check_id(tid, **where)
     content, metadata = obj.get("content"), obj.get("metadata")
     if not isinstance(content, list) or not content:
         raise InputError("must be a non-empty list of states", field="content", **where)
     if not isinstance(metadata, dict):
         raise InputError("must be an object (it carries the goal as original_goal)", field="metadata", **where)
-    states = [_state(item, pos, where=where, base_dir=base_dir) for pos, item in enumerate(content)]
+    folders = (base_dir or os.getcwd(), screenshot_root)
+    states = [_state(item, pos, where=where, folders=folders) for pos, item in enumerate(content)]
     return Trajectory(
         id=tid,
         states=states,
@@ -69,7 +73,7 @@ def from_content_form(obj: dict, *, path: str | None = None, line: int | None = 
     )
 
 
-def _state(item: Any, pos: int, *, where: dict, base_dir: str | None) -> State:
+def _state(item: Any, pos: int, *, where: dict, folders: tuple[str, str | None]) -> State:
     name = f"content[{pos}]"
     if not isinstance(item, dict):
         raise InputError(f"must be an object, got {type(item).__name__}", field=name, **where)
@@ -90,24 +94,18 @@ def _state(item: Any, pos: int, *, where: dict, base_dir: str | None) -> State:
         action=_optional_str(item.get("action"), f"{name}.action", where),
         thought=_optional_str(item.get("thoughts", item.get("thought")), f"{name}.thoughts", where),
         timestamp=_optional_str(item.get("timestamp"), f"{name}.timestamp", where),
-        screenshot=_screenshot(observation.get("screenshot"), f"{name}.observation.screenshot", where, base_dir),
+        screenshot=_screenshot(observation.get("screenshot"), f"{name}.observation.screenshot", where, folders),
     )
 
 
-def _screenshot(value: Any, name: str, where: dict, base_dir: str | None) -> str | None:
+def _screenshot(value: Any, name: str, where: dict, folders: tuple[str, str | None]) -> str | None:
     value = _optional_str(value, name, where)
     if not value:
         return None
-    if os.path.isabs(value):
-        candidates = [value]
-    else:
-        root = base_dir or "."
-        # the benchmark's data root keeps images in screenshots/, and paths are written either with or without it
-        candidates = [os.path.join(root, value), os.path.join(root, "screenshots", value)]
-    for candidate in candidates:
-        if os.path.isfile(candidate):
-            return os.path.abspath(candidate)
-    raise InputError(f"file not found: {candidates[0]}", field=name, **where)
+    source_folder, screenshot_root = folders
+    # the benchmark's data root keeps images in screenshots/, and paths are written either with or without it
+    return locate(value, source_folder, screenshot_root=screenshot_root, field=name, where=where,
+                  also_under=("screenshots",))
 
 
 def _optional_str(value: Any, name: str, where: dict) -> str | None:

@@ -1,0 +1,221 @@
+"""What the offline planner picks from its scan (see outputs.py for the records; analysis.py writes what it found).
+
+Choices per question kind (a question image's look-alike screenshots always come first):
+
+    static     the best-scoring states (at most 3 of one run) and the last state of the run whose goal asks the
+               question, where that agent reported its answer
+    dynamic    the newest states that show the question's names (or cover nearly as much of it as the best),
+               then the best older ones, labelled older
+    procedure  the run that best shows the workflow (its goal's action and object, success, few errors), whole
+               or cut around its best states, a close runner-up, then the best other states
+    gotcha     the run that best matches the question, then the best match among those that failed or hit errors,
+               with its errors and the states after them, then the best other states (the scan ranks trouble
+               higher for these)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...agent.types import Span
+from .outputs import Hit, Run, Scan, find_hit
+
+MAX_STATES = 20
+"""At most this many states across all spans (the finish contract)."""
+STATIC_STATES = 6
+PER_RUN = 3
+"""At most this many of the best states from one run: neighbouring states mostly show the same page."""
+SPAN_GAP = 2
+"""Two chosen states of a run this close become one span with the states between: the steps that link them."""
+DYNAMIC_STATES = 6
+IMAGE_STATES, IMAGE_BITS, IMAGE_GREY = 3, 4, 0.02
+"""Screenshots taken as the question's page: at most 3, within 4 hash bits and 0.02 grey levels of the closest."""
+PROCEDURE_RUN_STATES = 10
+"""A procedure's best run is returned whole up to this length; a longer one is cut around its best states."""
+RUNNER_UP, RUNNER_UP_STATES = 0.85, 6
+"""A second run scoring this close to the best is added too, cut to this many states around its best ones."""
+GOTCHA_RUN_STATES = 8
+GOTCHA_STATES = 12
+
+
+@dataclass
+class Choice:
+    """The states picked, most important first, with a note on each for the analysis."""
+
+    keys: list[tuple[str, int]] = field(default_factory=list)
+    notes: dict[tuple[str, int], str] = field(default_factory=dict)
+    runs: list[Run] = field(default_factory=list)
+    """The runs whose steps the analysis walks through (procedures, gotchas), best first."""
+    contrasts: list[tuple[str, str, tuple[str, int], str]] = field(default_factory=list)
+    """(typed, seen, state, time): a value the run typed and what another page shows instead."""
+
+    @property
+    def run(self) -> Run | None:
+        return self.runs[0] if self.runs else None
+
+    def add(self, key: tuple[str, int], note: str = "") -> bool:
+        if key in self.keys or len(self.keys) >= MAX_STATES:
+            return False
+        self.keys.append(key)
+        if note:
+            self.notes[key] = note
+        return True
+
+
+def choose(kind: str, wants_latest: bool, scan: Scan) -> Choice:
+    """The states to hand back for a question of `kind`, from what the scan found."""
+    choice = Choice()
+    pick_images(scan, choice)
+    if kind == "procedure":
+        pick_procedure(scan, choice)
+    elif kind == "gotcha":
+        pick_gotcha(scan, choice)
+    elif wants_latest or kind == "dynamic":
+        pick_latest(scan, choice)
+    else:
+        pick_best(scan.states, choice, STATIC_STATES - 1)
+        pick_goal_answer(scan, choice)
+    if scan.latest and not (wants_latest or kind == "dynamic"):
+        choice.add(scan.latest[0].key, "the newest state showing the question's names")
+    for hit in scan.extras[:2]:
+        choice.add(hit.key, "covers other parts of the question")
+    return choice
+
+
+def pick_images(scan: Scan, choice: Choice) -> None:
+    """The stored screenshots that are the question's image, as near as the sandbox can tell; among pictures
+    that are alike, the states whose text matches the question first."""
+    if not scan.images:
+        return
+    best = scan.images[0]
+    alike = [h for h in scan.images if (h.d or 0) <= (best.d or 0) + IMAGE_BITS
+             and (h.px or 0.0) <= (best.px or 0.0) + IMAGE_GREY][:IMAGE_STATES]
+    text = {h.key: h.s for h in scan.states}
+    alike.sort(key=lambda h: -text.get(h.key, 0.0))
+    for hit in alike:
+        choice.add(hit.key, "looks like the question's image")
+
+
+def pick_best(hits: list[Hit], choice: Choice, limit: int) -> None:
+    """Best-scoring states, at most PER_RUN of one run: a run's neighbouring states mostly show the same page."""
+    per_run: dict[str, int] = {}
+    for t, _ in choice.keys:
+        per_run[t] = per_run.get(t, 0) + 1
+    for hit in hits:
+        if len(choice.keys) >= limit:
+            break
+        if per_run.get(hit.t, 0) >= PER_RUN or hit.key in choice.keys:
+            continue
+        per_run[hit.t] = per_run.get(hit.t, 0) + 1
+        choice.add(hit.key)
+
+
+def pick_goal_answer(scan: Scan, choice: Choice) -> None:
+    """The last state of the run whose goal asks what the question asks: where that agent reported its answer."""
+    asked = [r for r in scan.runs if r.gs > 0 and r.head > 0]
+    if not asked:
+        return
+    run = max(asked, key=lambda r: (r.gs * (1 + 0.5 * r.head), r.ok == 1, r.s))
+    choice.add((run.t, run.n - 1), "end of the run whose goal matches the question")
+
+
+def pick_latest(scan: Scan, choice: Choice) -> None:
+    """The newest of the states that match nearly as well as the best one, then the best older ones."""
+    if not scan.states:
+        return
+    strong = sorted(scan.latest or scan.states[:1], key=lambda h: h.time, reverse=True)
+    for n, hit in enumerate(strong[:3]):
+        choice.add(hit.key, "latest sighting" if n == 0 else "")
+    pick_best(scan.states, choice, DYNAMIC_STATES)
+    newest = strong[0].time if strong else ""
+    for key in choice.keys:
+        hit = find_hit(scan, key)
+        if hit and newest and hit.time < newest and key not in choice.notes:
+            choice.notes[key] = "older"
+
+
+def pick_procedure(scan: Scan, choice: Choice) -> None:
+    """The run that best shows the workflow (goal, pages, success, few errors), whole; then the best other states."""
+    best_states = max((r.s for r in scan.runs), default=0.0)
+    ranked = sorted(scan.runs, key=lambda r: -r.workflow_score(best_states))
+    if ranked:
+        choice.runs.append(ranked[0])
+        for i in run_window(scan, ranked[0], PROCEDURE_RUN_STATES):
+            choice.add((ranked[0].t, i))
+    if len(ranked) > 1 and ranked[1].workflow_score(best_states) >= RUNNER_UP * ranked[0].workflow_score(best_states):
+        choice.runs.append(ranked[1])  # a close second may be the workflow meant
+        for i in run_window(scan, ranked[1], RUNNER_UP_STATES):
+            choice.add((ranked[1].t, i))
+    pick_best(scan.states, choice, len(choice.keys) + 2)
+
+
+def pick_gotcha(scan: Scan, choice: Choice) -> None:
+    """The run that best matches the question (its steps show what was in the way even without an error), then the
+    one that best matches among those that failed or hit errors, whole when short, else its errors with the state
+    after each and its last state; then the best other states (already ranked for trouble)."""
+    best_states = max((r.s for r in scan.runs), default=0.0)
+    run = max(scan.runs, key=lambda r: r.trouble_score(best_states), default=None)
+    matched = max(scan.runs, key=lambda r: r.workflow_score(best_states), default=None)
+    if matched is not None and run is not None and matched.t != run.t:
+        # the run the question is about may hit no error: what was in its way shows in its steps (a stale filter);
+        # measured: first the best-matching run, then the troubled one, found more gotcha phrases on the generated
+        # sets than either alone, or than the matching run only when it matched 1.2x or 1.5x better
+        choice.runs.append(matched)
+        for i in run_window(scan, matched, GOTCHA_RUN_STATES):
+            choice.add((matched.t, i))
+    if run is not None:
+        choice.runs.append(run)
+        errors = [h.i for h in scan.states if h.t == run.t and h.err]
+        if run.n <= GOTCHA_RUN_STATES:
+            indices = list(range(run.n))
+        else:
+            indices = sorted({j for i in errors for j in (i, i + 1) if j < run.n} | {run.n - 1})
+            indices = indices[:GOTCHA_RUN_STATES] or run_window(scan, run, GOTCHA_RUN_STATES)
+        for i in indices:
+            choice.add((run.t, i))
+    for hit in scan.states[:8]:
+        if len(choice.keys) >= GOTCHA_STATES:
+            break
+        choice.add(hit.key)
+        if hit.err and hit.i + 1 < hit.n:
+            choice.add((hit.t, hit.i + 1))
+
+
+def run_window(scan: Scan, run: Run, limit: int) -> list[int]:
+    """A run's states: all of them when short, else `limit` states around the ones that scored."""
+    if run.n <= limit:
+        return list(range(run.n))
+    scored = sorted((h for h in scan.states if h.t == run.t), key=lambda h: -h.s)
+    center = scored[0].i if scored else run.n - 1
+    start = max(0, min(center - limit // 2, run.n - limit))
+    return list(range(start, start + limit))
+
+
+def spans_of(keys: list[tuple[str, int]], gap: int = 0) -> list[Span]:
+    """States of one trajectory at most `gap` states apart merged into spans (the states between included), in
+    the order their first state was chosen, within MAX_STATES in all."""
+    spans: list[Span] = []
+    for t, i in keys:
+        for n, span in enumerate(spans):
+            if span.trajectory_id == t and span.start_state_index - 1 - gap <= i <= span.end_state_index + 1 + gap:
+                spans[n] = Span(t, min(span.start_state_index, i), max(span.end_state_index, i))
+                break
+        else:
+            spans.append(Span(t, i, i))
+    spans = _merge_touching(spans)
+    while sum(span.size for span in spans) > MAX_STATES:
+        spans.pop()
+    return spans
+
+
+def _merge_touching(spans: list[Span]) -> list[Span]:
+    out: list[Span] = []
+    for span in spans:
+        for n, kept in enumerate(out):
+            if kept.trajectory_id == span.trajectory_id and not (
+                    span.start_state_index > kept.end_state_index + 1 or span.end_state_index < kept.start_state_index - 1):
+                out[n] = Span(kept.trajectory_id, min(kept.start_state_index, span.start_state_index),
+                              max(kept.end_state_index, span.end_state_index))
+                break
+        else:
+            out.append(span)
+    return out

@@ -1,0 +1,248 @@
+"""OfflinePlanner: the policy used when no model is configured. Deterministic, no model, the same tools and loop.
+
+One query takes three or four tool calls, each a step of a fixed plan:
+
+    1. python: scan      one ripgrep pass over every state for the question's phrases and stemmed terms, BM25 with
+                         the goal, url/title and the site the question names; prints the best states, the newest
+                         strong matches ('current'/'latest' questions), the best runs, terms found nowhere, and
+                         with a question image the stored screenshots that look most alike (dHash)
+    2. python: detail    for the states chosen by kind (runbook.policies.offline.choose): the action with the element
+                         it clicked, the error, and the page lines worth quoting
+    3. search            gotchas only, when the run that went wrong typed something: where other pages show a
+                         different value (runbook.policies.offline.probe)
+    4. finish            spans (most important first) and an analysis: the kind, latest vs older values with their
+                         times, terms found nowhere (a possibly false premise), a procedure's steps
+
+The planner only reads tool outputs: the sandbox is its only access to the store. A failed call is not retried
+with the same arguments; the planner finishes with what it has.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...question import QuestionAnalysis, analyze
+from .analysis import write_analysis
+from .choose import SPAN_GAP, Choice, choose, spans_of
+from .outputs import Scan, Step, find_hit, read_scan, read_steps
+from .image import question_image
+from .probe import probe_pattern, read_probe, typed_values
+from .terms import patterns_for, without_common
+from ...agent.types import Message, Task, ToolCall, ToolSpec
+from ...errors import ConfigError
+
+SCAN_CHARS = 3800
+"""Characters a scan or detail prints: JSON runs about 2.4 characters a token, so this stays under the loop's
+default 2,000-token view of one output."""
+SCOPE_SITES = 2
+"""The scan reads only the states of the sites method R's evidence comes from, when they are this few."""
+DETAIL_LINES = 2
+QUOTE_AFTER = 6
+"""Lines of text quoted after a matching line: values follow their labels."""
+
+
+PROGRAMS = {"scan": "rbscan", "detail": "rbdetail"}
+"""The sandbox module of each program the planner runs (runbook/sandbox/programs)."""
+
+
+def program_call(entry: str, params: dict[str, Any]) -> str:
+    """Python code for the `python` tool: one call of the sandbox program `entry` with `params`."""
+    module = PROGRAMS[entry]
+    return (f"import json, {module}\n"
+            f"{module}.{entry}(json.loads({json.dumps(json.dumps(params, ensure_ascii=False))}))\n")
+
+
+@dataclass
+class Plan:
+    """What the planner knows about one question so far."""
+
+    question: str
+    analysis: QuestionAnalysis
+    patterns: list[dict[str, Any]]
+    image: str | None = None
+    scan: Scan | None = None
+    choice: Choice | None = None
+    steps: list[Step] = field(default_factory=list)
+    typed: list[str] = field(default_factory=list)
+    """Values the walked-through run typed (gotchas): probed for what the site shows instead."""
+    recall: list[dict] = field(default_factory=list)
+    """Method R's hits for the question (the Task's), best first; `packed` ones are what R's own context holds."""
+    calls: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return self.analysis.kind
+
+
+class OfflinePlanner:
+    """A Policy that needs no model: a fixed, question-kind-aware plan over the sandbox tools."""
+
+    name = "offline"
+    model = None
+
+    def __init__(self, **_options: Any):
+        self.plan: Plan | None = None
+
+    def begin(self, task: Task) -> None:
+        """A new query: the question, its image and method R's recall, as structured input."""
+        analysis = analyze(task.question)
+        patterns = without_common(patterns_for(analysis), task.term_shares)
+        self.plan = Plan(question=task.question, analysis=analysis, patterns=patterns,
+                         image=task.image, recall=list(task.recall))
+
+    def next(self, messages: list[Message], tools: list[ToolSpec]) -> Message:
+        """The next call of the plan, given the tool results so far."""
+        if self.plan is None:
+            raise ConfigError("the offline planner starts from the query's Task: run it through "
+                              "AgentLoop.run(system, user, task) (runbook.memory.coding_agent does)")
+        results = _latest_results(messages)
+        if self.plan.calls == 0:
+            return self.call("python", code=program_call("scan", self.scan_params()))
+        if self.plan.scan is None:
+            self.plan.scan = read_scan(_output(results, "python", self.plan))
+            self.plan.choice = choose(self.plan.kind, self.plan.analysis.wants_latest, self.plan.scan)
+            if self.plan.choice.keys:
+                return self.call("python", code=program_call("detail", self.detail_params()))
+        elif self.plan.calls == 2:
+            self.plan.steps = read_steps(_output(results, "python", self.plan))
+            probe = self.probe_arguments()
+            if probe:
+                return self.call("search", **probe)
+        elif self.plan.calls == 3 and self.plan.typed:
+            self.take_probe(_output(results, "search", self.plan))
+        return self.finish()
+
+    # -- the plan ------------------------------------------------------------------------------------------------
+    def scan_params(self) -> dict[str, Any]:
+        plan = self.plan
+        params: dict[str, Any] = {"patterns": plan.patterns, "max_chars": SCAN_CHARS, "top": 30,
+                                  "states_before_trajectories": 10,
+                                  "latest": plan.analysis.wants_latest or plan.kind == "dynamic",
+                                  "trajectories": 10, "prefer": "trouble" if plan.kind == "gotcha" else None,
+                                  "answers": plan.kind in ("static", "dynamic")}
+        sites = scope_sites(plan.recall)
+        if sites:
+            params["scope_sites"] = sites
+        if plan.image:
+            signature = question_image(plan.image)
+            if signature is not None:
+                params.update(image=signature, image_top=6)
+        return params
+
+    def detail_params(self) -> dict[str, Any]:
+        plan = self.plan
+        walked = {run.t for run in plan.choice.runs}
+        # a walked-through run speaks through its actions; other states through their best lines
+        quoted = {k for k in plan.choice.keys if k[0] not in walked}
+        states = [[t, i, DETAIL_LINES if (t, i) in quoted else 0] for t, i in plan.choice.keys]
+        return {"states": states, "patterns": weighted(plan.patterns, plan.scan), "max_chars": SCAN_CHARS,
+                "after": QUOTE_AFTER}
+
+    def probe_arguments(self) -> dict[str, Any] | None:
+        """For a gotcha whose run typed something: search other pages for what the site has instead."""
+        plan = self.plan
+        if plan.kind != "gotcha" or plan.choice.run is None:
+            return None
+        plan.typed = typed_values(plan.steps, plan.choice.run.t)
+        pattern = probe_pattern(plan.typed)
+        if not pattern:
+            return None
+        return {"pattern": pattern, "ignore_case": True, "field": "text", "sort": "newest", "max_results": 30}
+
+    def take_probe(self, output: str) -> None:
+        plan = self.plan
+        for sighting in read_probe(output, plan.choice.run.t, plan.typed):
+            if plan.choice.add(sighting.key, f"shows '{sighting.seen}'"):
+                plan.choice.contrasts.append((sighting.typed, sighting.seen, sighting.key, sighting.time))
+
+    def finish(self) -> Message:
+        plan = self.plan
+        scan = plan.scan or Scan()
+        choice = plan.choice or Choice()
+        # a name the question gives is written nowhere: the analysis says so, and method R's ranking of the closest
+        # evidence stands whole (measured: the scan's own closest states displaced better ones of R's)
+        doubt = bool(plan.recall) and premise_in_doubt(scan, plan.patterns)
+        recall = [hit for hit in plan.recall if hit.get("packed")]  # method R's own evidence, in its order
+        shown = {(hit["t"], hit["i"]) for hit in recall if hit.get("pool") == "slices"}
+        # the analysis quotes only states R's evidence does not show: a quote of a shown page costs the budget
+        # tokens that R's tail evidence needed (measured on gen23: two static questions lost a cited state)
+        analysis = write_analysis(plan.kind, plan.analysis.wants_latest, scan, choice, plan.steps,
+                                  weak_missing=_weak_labels(plan.patterns), premise_only=doubt, unquoted=shown)
+        if plan.failures:
+            analysis += "\n(Some tool calls failed: " + "; ".join(plan.failures)[:300] + ")"
+        if scan.image_error:
+            analysis += f"\n(The question's image was not compared: {scan.image_error}.)"
+        added = [key for key in choice.keys if key not in shown]
+        if plan.analysis.wants_latest or plan.kind == "dynamic":  # the newest sighting leads, as in R's evidence
+            added.sort(key=lambda key: _time_of(key, scan, plan.steps), reverse=True)
+        spans = spans_of(added, gap=SPAN_GAP)
+        if doubt:
+            spans = []
+        return self.call("finish", analysis=analysis, spans=[span.to_json() for span in spans],
+                         recall=[hit["id"] for hit in recall])
+
+    def call(self, name: str, **arguments: Any) -> Message:
+        self.plan.calls += 1
+        return Message("assistant", tool_calls=[ToolCall(f"offline-{self.plan.calls}", name, arguments)])
+
+
+def weighted(patterns: list[dict[str, Any]], scan: Scan) -> list[dict[str, Any]]:
+    """The patterns with weights by rarity (from the scan's counts), so that quoted lines favour rare terms."""
+    total = max(1, scan.n_states)
+    out = []
+    for p in patterns:
+        states = (scan.df.get(p.get("label", p["text"])) or [0])[0]
+        rarity = math.log(1 + (total - states + 0.5) / (states + 0.5))
+        out.append({**p, "weight": round(p.get("weight", 1.0) * rarity * (2 if p["kind"] == "phrase" else 1), 3)})
+    return out
+
+
+def _latest_results(messages: list[Message]) -> list[Message]:
+    """The tool results after the last assistant turn."""
+    out: list[Message] = []
+    for message in reversed(messages):
+        if message.role == "assistant":
+            break
+        if message.role == "tool" and message.tool_result is not None:
+            out.append(message)
+    return list(reversed(out))
+
+
+def _output(results: list[Message], name: str, plan: Plan) -> str:
+    """The output of the last call named `name`; a failed call is noted and gives no output."""
+    for message in reversed(results):
+        result = message.tool_result
+        if result.name != name:
+            continue
+        if result.error or result.exit_code:
+            plan.failures.append(f"{name}: {(result.error or result.output)[-200:]}")
+        return result.output
+    return ""
+
+
+def _time_of(key: tuple[str, int], scan: Scan, steps: list[Step]) -> str:
+    """A chosen state's time, from the detail step or the scan ('' when neither has it)."""
+    step = next((s for s in steps if (s.t, s.i) == key), None)
+    hit = find_hit(scan, key)
+    return (step.time if step else "") or (hit.time if hit else "")
+
+
+def scope_sites(recall: list[dict]) -> list[str]:
+    """The sites of method R's own evidence, when it names at most SCOPE_SITES: where the scan looks (R's
+    evidence of another site stays in the context); none (the whole store) when R has nothing or is spread."""
+    sites = sorted({hit["s"] for hit in recall if hit.get("packed") and hit.get("s")})
+    return sites if 0 < len(sites) <= SCOPE_SITES else []
+
+
+def premise_in_doubt(scan: Scan, patterns: list[dict[str, Any]]) -> bool:
+    """Whether a phrase of the question (several words: a name, a label) appears in no stored state."""
+    weak = _weak_labels(patterns)
+    return any(" " in label.strip() and label not in weak for label in scan.missing)
+
+
+def _weak_labels(patterns: list[dict[str, Any]]) -> set[str]:
+    """Patterns whose absence says little: low-weight words, and compounds the planner made up from a term."""
+    return {p.get("label", p["text"]) for p in patterns if p.get("weight", 1.0) < 1.0 or p.get("derived")}

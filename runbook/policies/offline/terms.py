@@ -1,0 +1,144 @@
+"""The search patterns the offline planner derives from a question: exact phrases and stemmed key terms."""
+from __future__ import annotations
+
+import re
+
+from ...question import STOP_WORDS, QuestionAnalysis
+
+SUFFIXES = ("ations", "ation", "ings", "ing", "ions", "ion", "ies", "ied", "ed", "es", "s", "ly")
+"""Trimmed from a word so that its pattern matches the word's other forms (canceled -> cancel -> cancels)."""
+MIN_STEM = 3
+MAX_PATTERNS = 24
+"""Patterns searched at most: each one costs the single ripgrep pass a little."""
+ACTION_SYNONYMS = (("change", "update", "edit", "modify"), ("create", "add"), ("delete", "remove"),
+                   ("send", "submit"))
+"""Actions that goals and pages name with different verbs: a question's verb also finds its group's others."""
+SYNONYM_WEIGHT = 0.5
+PAIR_WEIGHT = 0.25
+"""Word pairs weigh a quarter of a phrase: they help rank, and their absence says nothing."""
+LONG_WORD, PREFIX_LETTERS = 9, 7
+"""Words this long are cut to their first letters: truncation is the stemmer that needs no word list."""
+WEAK_TERMS = frozenset("""many much first look want need find found see seen open opened check button click
+clicked page pages site agent task tasks value values kind number""".split())
+"""Words a question about web pages says without naming anything: kept, at half weight."""
+
+
+COMMON_SHARE = 0.35
+"""A word on more than this share of the stored states is left out of the scan: its ripgrep matches are most of the
+scan's time (measured: 'account' and 'product' made a 2.4 s pass of 0.6 s on the 928-trajectory store) and its
+weight in the ranking is small."""
+MIN_TERMS = 2
+"""Words the scan keeps whatever their share (the rarest ones), so that a question of common words still ranks."""
+
+
+def without_common(patterns: list[dict], shares: dict[str, float]) -> list[dict]:
+    """The patterns less the single words on more than COMMON_SHARE of the states (`shares`: from R's index)."""
+    terms = [p for p in patterns if p["kind"] == "term" and not p.get("derived")]
+    share = {id(p): shares.get(p["label"].lower(), 0.0) for p in terms}
+    keep = {id(p) for p in sorted(terms, key=lambda p: share[id(p)])[:MIN_TERMS]}
+    return [p for p in patterns if id(p) not in share or id(p) in keep or share[id(p)] <= COMMON_SHARE]
+
+
+def stem(word: str) -> str:
+    """A light stem: a long word's first letters, else one common suffix off and a doubled consonant undone.
+
+    'subscription' -> 'subscri' (matches subscribe, subscriber), 'cancelled' -> 'cancel', 'added' -> 'add'.
+    """
+    w = word.lower()
+    if len(w) >= LONG_WORD:
+        w = w[:PREFIX_LETTERS]
+        return w[:-1] if w[-1] == w[-2] else w
+    for suffix in SUFFIXES:
+        if w.endswith(suffix) and len(w) - len(suffix) >= MIN_STEM:
+            w = w[: -len(suffix)]
+            break
+    else:
+        return w  # no suffix came off: 'shell' stays 'shell'
+    if len(w) > 4 and w[-1] == w[-2] and w[-1] not in "aeious":
+        w = w[:-1]
+    return w
+
+
+def patterns_for(analysis: QuestionAnalysis) -> list[dict]:
+    """[{text, label, kind: phrase|term, stem: suffix|prefix|False, weight, derived}], no two alike, phrases first.
+
+    `text` is what the sandbox searches for (a stem for words), `label` the question's own word."""
+    out: list[dict] = []
+    seen: set[str] = set()
+
+    def add(text: str, kind: str, *, stemmed: bool | str = False, weight: float = 1.0, derived: bool = False) -> None:
+        label = text
+        if stemmed:
+            text = stem(text)
+            stemmed = "prefix" if len(label) >= LONG_WORD else "suffix"
+        key = re.sub(r"[\s_-]+", " ", text.lower()).strip()
+        if len(key) < 2 or key in seen or label.lower() in STOP_WORDS:
+            return
+        seen.add(key)
+        out.append({"text": text, "label": label, "kind": kind, "stem": stemmed, "weight": weight,
+                    "derived": derived})
+
+    for phrase in analysis.phrases:
+        if " > " in phrase:
+            continue  # the steps of a menu path come as phrases of their own
+        phrase = whole_words(phrase, analysis.question)
+        words = re.findall(r"[A-Za-z0-9]+", phrase)
+        multi = len(words) > 1 or any(c.isdigit() for c in phrase)
+        add(phrase, "phrase" if multi else "term", stemmed=not multi and phrase.isalpha())
+    for term in analysis.terms:
+        parts = [p for p in re.split(r"[-_/.]+", term) if p]
+        if len(parts) > 1:
+            add(term, "phrase", derived=True)
+        for part in parts:
+            if part.isdigit() and len(part) < 3:
+                continue  # '29' of a date: the date itself is a phrase
+            if part in STOP_WORDS or len(part) < 2:
+                continue
+            weight = 0.5 if part in WEAK_TERMS else 1.0
+            add(part, "term", stemmed=part.isalpha(), weight=weight)
+    for term in list(out):
+        for other in synonyms(term["label"]):
+            add(other, "term", stemmed=True, weight=SYNONYM_WEIGHT, derived=True)
+            if out[-1]["label"] == other:
+                out[-1]["synonym"] = True
+    for first, second in word_pairs(analysis.question):
+        last = stem(second)
+        out_len = len(out)
+        add(f"{first} {last}", "phrase", weight=PAIR_WEIGHT, derived=True)
+        if len(out) > out_len:
+            out[-1].update(label=f"{first} {second}", stem="prefix" if len(second) >= LONG_WORD else "suffix")
+    return out[:MAX_PATTERNS]  # the question's own names and words come first; extras are cut
+
+
+def whole_words(phrase: str, question: str) -> str:
+    """The phrase as the question writes it, to the end of its last word ('Ripstop Pan' -> 'Ripstop Pant' when the
+    question says "Ripstop Pant's")."""
+    at = question.find(phrase)
+    if at < 0 or not phrase[-1:].isalnum():
+        return phrase
+    end = at + len(phrase)
+    while end < len(question) and question[end].isalnum():
+        end += 1
+    return question[at:end]
+
+
+def synonyms(word: str) -> list[str]:
+    """Other words web tasks use for the same action ('change' -> 'update', 'edit', 'modify')."""
+    w = word.lower()
+    for group in ACTION_SYNONYMS:
+        if any(w == g or stem(w) == stem(g) for g in group):
+            return [g for g in group if g != w and stem(g) != stem(w)]
+    return []
+
+
+def word_pairs(question: str) -> list[tuple[str, str]]:
+    """Two content words side by side in the question ('website URL', 'event annotation'): a page that has them
+    side by side likely names the same thing."""
+    words = re.findall(r"[A-Za-z][A-Za-z0-9]*(?:'s)?|\S", question)
+    pairs = []
+    for a, b in zip(words, words[1:]):
+        a, b = a.removesuffix("'s"), b.removesuffix("'s")
+        if all(w.isalnum() and w.lower() not in STOP_WORDS and w.lower() not in WEAK_TERMS and len(w) > 2
+               for w in (a, b)):
+            pairs.append((a.lower(), b.lower()))
+    return pairs

@@ -1,0 +1,29 @@
+"""What every query checks before any work: a question with words in it, and an image that is an image."""
+from __future__ import annotations
+
+import os
+
+from .errors import QueryError
+from .images import NotAnImage, verify_image
+
+
+def check_query(question: str, image: str | os.PathLike | None = None) -> tuple[str, str | None]:
+    """(question, image path) when both can be asked; QueryError saying what is wrong and what to do otherwise."""
+    if not isinstance(question, str) or not question.strip():
+        raise QueryError('the question is empty: ask something, e.g. runbook query "Where is the Bestsellers '
+                         'report?"')
+    if image is None:
+        return question, None
+    path = os.fspath(image)
+    if not os.path.exists(path):
+        raise QueryError(f"image {path} does not exist: give the path of the screenshot the question is about")
+    if os.path.isdir(path):
+        raise QueryError(f"image {path} is a folder: give the path of one image file (PNG, JPEG, ...)")
+    try:
+        with open(path, "rb") as fh:
+            verify_image(fh)
+    except NotAnImage as exc:
+        raise QueryError(f"image {path} {exc}: give a PNG, JPEG or other image file") from exc
+    except OSError as exc:
+        raise QueryError(f"image {path} cannot be read ({exc.strerror}): check the path and its permissions") from exc
+    return question, path

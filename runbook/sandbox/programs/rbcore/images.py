@@ -1,0 +1,80 @@
+"""Screenshots compared without a model: a dHash of each (its bits: brighter than the right neighbour) and grey
+thumbnails for near ties. The host hashes the question's image with the same functions the sandbox uses on the
+stored screenshots. Pillow is optional (None without it)."""
+from __future__ import annotations
+
+import os
+
+HASH_SIZE = 16
+THUMB = (64, 40)
+TIE_BITS, TIE_POOL = 4, 16
+"""Screenshots within this many bits of the closest hash (at most this many) are told apart by their thumbnails."""
+
+
+def grey_pixels(path, width, height):
+    """The image in grey at width x height (bytes), or None without Pillow."""
+    try:
+        from PIL import Image
+    except ImportError:
+        return None
+    with Image.open(path) as img:
+        img.draft("L", (width * 4, height * 4))  # a JPEG decodes at a fraction of its size: far faster
+        return img.convert("L").resize((width, height), Image.BILINEAR).tobytes()
+
+
+def image_hash(path, size=HASH_SIZE):
+    """A dHash of `size` x `size` bits as an int: one bit per pixel brighter than its right neighbour (None
+    without Pillow). Stored screenshots and the question's image go through the same function."""
+    px = grey_pixels(path, size + 1, size)
+    if px is None:
+        return None
+    bits = 0
+    for row in range(size):
+        for col in range(size):
+            at = row * (size + 1) + col
+            bits = bits << 1 | (px[at] > px[at + 1])
+    return bits
+
+
+def thumbnail(path):
+    """The image in grey at THUMB size, hex: compared pixel by pixel when hashes tie (pages that differ in text)."""
+    px = grey_pixels(path, *THUMB)
+    return None if px is None else px.hex()
+
+
+def nearest_screenshots(root, rows, meta, question, top):
+    """The stored screenshots that look most like the question's image: dHash distance first, then, among
+    the near ties, the mean difference of grey thumbnails."""
+    found = []
+    for (d, index), m in meta.items():
+        if not m[6]:
+            continue
+        path = os.path.join(root, "trajectories", d, m[6])
+        try:
+            h = image_hash(path)
+        except OSError:
+            continue
+        if h is None:
+            return [{"type": "image", "error": "Pillow is not available in the sandbox"}]
+        found.append((bin(h ^ int(question["hash"], 16)).count("1"), m[0], d, index, path))
+    found.sort()
+    if not found:
+        return []
+    near = [f for f in found if f[0] <= found[0][0] + TIE_BITS][:TIE_POOL]
+    wanted = bytes.fromhex(question.get("thumb") or "")
+    ranked = sorted((pixel_distance(wanted, f[4]), f) for f in near) + [(None, f) for f in found[len(near):]]
+    return [{"type": "image", "t": rows[d]["id"], "i": index, "d": dist, "px": px, "time": time}
+            for px, (dist, time, d, index, _path) in ranked[:top]]
+
+
+def pixel_distance(wanted, path):
+    """Mean absolute grey difference to the question's thumbnail (0 = the same picture)."""
+    if not wanted:
+        return 0.0
+    try:
+        have = bytes.fromhex(thumbnail(path) or "")
+    except OSError:
+        return 255.0
+    if len(have) != len(wanted):
+        return 255.0
+    return round(sum(abs(a - b) for a, b in zip(wanted, have)) / len(wanted), 3)

@@ -1,0 +1,223 @@
+"""Question analysis shared by the methods: what kind of question it is, its key terms and exact phrases.
+
+Deterministic and model-free, so that the offline planner (method C) and retrieval (method R) read a question
+the same way:
+
+    >>> a = analyze("What price does the admin currently list for SKU WS05-XS-Black?")
+    >>> a.kind, a.wants_latest, a.phrases
+    ('dynamic', True, ('WS05-XS-Black', 'SKU WS05-XS-Black'))
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+KINDS = ("static", "dynamic", "procedure", "gotcha")
+
+STOP_WORDS = frozenset("""
+a about above after again against all am an and any are aren't as at be because been before being below between both
+but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each few for from further
+had hadn't has hasn't have haven't having he her here hers herself him himself his how i if in into is isn't it it's
+its itself just let's me more most my myself no nor not of off on once only or other ought our ours ourselves out
+over own same she should shouldn't so some such than that that's the their theirs them themselves then there there's
+these they this those through to too under until up very was wasn't we were weren't what what's when where where's
+which while who whom why will with won't would wouldn't you your yours yourself yourselves
+one ones also via per does shown show shows showing list lists listed displayed display displays use used uses using
+get got make made currently current now latest still anymore recently most last time times agent agent's page app
+here there thing things way
+""".split())
+"""Function words, question words, and words every question about a memory of web pages carries."""
+
+_LATEST = re.compile(r"\b(current(ly)?|now|latest|most recent(ly)?|newest|last (set|saved|changed|updated|value)|"
+                     r"still|any ?more|at present|as of (now|today)|these days|final(ly)? (value|state))\b", re.I)
+_PROCEDURE = re.compile(r"\b(how (do|does|did|can|could|should|would|is|are|was|were|to)\b(?! (many|much|long|often|"
+                        r"old|far|big|large))|what (are the )?steps|which steps|step[- ]by[- ]step|walk me through|"
+                        r"in what order|what is the (procedure|process|workflow)|where do (you|i) (go|click|find))",
+                        re.I)
+_GOTCHA = re.compile(r"\b(went wrong|go wrong|goes wrong|why\b|fail(ed|s|ure)?|error|errors|time[sd]? ?out|"
+                     r"pitfall|gotcha|mistake|careful|watch out|avoid|check first|problem|trap|workaround|fix\b|"
+                     r"did not work|didn't work|doesn't work|broken|stuck|retry|retries|in the way|obstacle|blocked|"
+                     r"prerequisite|(?:have|need|must) to do (?:first|before)|must be (?:set|done|checked|chosen) "
+                     r"(?:first|before))", re.I)
+_DYNAMIC = re.compile(r"\b(changed?|updated?|set to|now|after the agent|most recently|anymore|still)\b", re.I)
+
+_QUOTED = re.compile(r"'([^']{2,80})'(?!\w)|\"([^\"]{2,80})\"|‘([^’]{2,80})’|“([^”]{2,80})”")
+_URL = re.compile(r"\bhttps?://[^\s'\"<>)]+|(?<![\w/])/[A-Za-z0-9_.~-]+(?:/[A-Za-z0-9_.~#=-]*)*")
+_ID = re.compile(r"#?\b(?=[A-Za-z0-9._/:-]*\d)[A-Za-z0-9][A-Za-z0-9._/:-]*[A-Za-z0-9%]\b%?|\$\d[\d,]*(?:\.\d+)?")
+_MENU = re.compile(r"([A-Z][\w&'.-]*(?: [A-Za-z&][\w&'.-]*){0,3}(?:\s*(?:>|->|→|»)\s*[A-Z][\w&'.-]*"
+                   r"(?: [A-Za-z&][\w&'.-]*){0,3})+)")
+_CAPWORD = r"[A-Z](?:[\w&.-]|'(?!s\b))*(?!'s\b)"
+_NAME = re.compile(rf"{_CAPWORD}(?:(?: (?:of|the|and|for|de|&))? {_CAPWORD})+")
+_WORD = re.compile(r"[a-z0-9][a-z0-9'._-]*[a-z0-9%]|[a-z0-9]")
+
+_LEADING_CAPS = frozenset("""What Which Who Whom Whose When Where Why How Is Are Was Were Do Does Did Can Could
+Should Would Will In On At For From To After Before During Since Until The A An If Once Find Show List Tell Give
+Name""".split())
+
+_PREMISE_CUES = (
+    (re.compile(r"\bthe (\w+(?: \w+){0,3}) (?:that|which) the agent (created|added|made|wrote|posted|opened|set up)\b",
+                re.I), "assumes the agent {2} '{1}' and that it still exists"),
+    (re.compile(r"\b(send|sent|reply|replied|respond|responded|answer|answered) back\b|\bwhat (\w+ )?did (the )?"
+                r"(store owner|owner|admin|support|seller|user|customer)s? (send|reply|say|answer)", re.I),
+     "assumes a reply was received; check that one was ever observed"),
+    (re.compile(r"\bhow (do|can|does|did) (you|i|one|the agent) "
+                r"(add|switch|enable|turn on|attach|insert|merge|combine)\b", re.I),
+     "assumes the interface offers this option; check that the control exists"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionAnalysis:
+    """What a question asks for, read without a model."""
+
+    question: str
+    kind: str
+    """'static' (a fact on a page), 'dynamic' (a value that changes: latest wins), 'procedure' (how to do it),
+    'gotcha' (errors, pitfalls, why something failed)."""
+    terms: tuple[str, ...]
+    """Key terms in question order: lower-case, stop and question words removed, possessives and plurals trimmed."""
+    phrases: tuple[str, ...]
+    """Exact strings worth grepping for: quoted text, Capitalised names, ids/SKUs/numbers, URLs/paths, menu paths."""
+    wants_latest: bool
+    """The question asks for the current / latest / most recent value."""
+    possible_false_premise: tuple[str, ...] = field(default=())
+    """Presuppositions to verify (the named thing exists, the option exists, a reply came): hints, not verdicts."""
+    menu_paths: tuple[tuple[str, ...], ...] = field(default=())
+    """'Sales > Orders' as ('Sales', 'Orders'): navigation the question names."""
+
+    def summary(self) -> str:
+        """One line for a Context's analysis."""
+        parts = [f"question kind: {self.kind}"]
+        if self.wants_latest:
+            parts.append("wants the latest value (newer evidence first; older values labelled)")
+        if self.phrases:
+            parts.append("key phrases: " + ", ".join(repr(p) for p in self.phrases[:8]))
+        if self.possible_false_premise:
+            parts.append("check the premise: " + "; ".join(self.possible_false_premise))
+        return ". ".join(parts) + "."
+
+
+def analyze(question: str) -> QuestionAnalysis:
+    """Read `question` into a QuestionAnalysis (deterministic, no model)."""
+    text = " ".join(question.split())
+    wants_latest = bool(_LATEST.search(text))
+    menus = _menu_paths(text)
+    phrases = _phrases(text, menus)
+    return QuestionAnalysis(
+        question=question,
+        kind=_kind(text, wants_latest),
+        terms=tuple(_terms(text)),
+        phrases=tuple(phrases),
+        wants_latest=wants_latest,
+        possible_false_premise=tuple(_premise_hints(text, phrases)),
+        menu_paths=tuple(menus),
+    )
+
+
+def _kind(text: str, wants_latest: bool) -> str:
+    if _GOTCHA.search(text):
+        return "gotcha"
+    if _PROCEDURE.search(text):
+        return "procedure"
+    if wants_latest or _DYNAMIC.search(text):
+        return "dynamic"
+    return "static"
+
+
+def normalize_term(word: str) -> str:
+    """Light normalisation: lower-case, no possessive, simple plural trimmed ('categories' -> 'category')."""
+    w = word.lower().strip("'._-")
+    if w.endswith("'s"):
+        w = w[:-2]
+    if len(w) > 3 and not any(c.isdigit() for c in w):
+        if w.endswith("ies"):
+            w = w[:-3] + "y"
+        elif w.endswith(("sses", "shes", "ches", "xes")):
+            w = w[:-2]
+        elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+            w = w[:-1]
+    return w
+
+
+def _terms(text: str) -> list[str]:
+    out: list[str] = []
+    for raw in _WORD.findall(text.lower()):
+        if raw in STOP_WORDS:
+            continue
+        term = normalize_term(raw)
+        if term and term not in STOP_WORDS and term not in out and len(term) > 1:
+            out.append(term)
+    return out
+
+
+def _menu_paths(text: str) -> list[tuple[str, ...]]:
+    paths = []
+    for match in _MENU.finditer(text):
+        steps = [s.strip(" '\"") for s in re.split(r"\s*(?:>|->|→|»)\s*", match.group(1))]
+        steps[0] = _strip_leading_caps(steps[0])
+        steps = [_trim_tail(s) for s in steps]
+        if all(steps):
+            paths.append(tuple(steps))
+    return paths
+
+
+def _strip_leading_caps(step: str) -> str:
+    words = step.split()
+    while len(words) > 1 and (words[0] in _LEADING_CAPS or words[0].lower() in STOP_WORDS):
+        words.pop(0)
+    return " ".join(words)
+
+
+def _trim_tail(step: str) -> str:
+    """'All Customers grid contain' -> 'All Customers': a menu step ends at its last Capitalised word."""
+    words = step.split()
+    while len(words) > 1 and not words[-1][:1].isupper():
+        words.pop()
+    return " ".join(words)
+
+
+def _phrases(text: str, menus: list[tuple[str, ...]]) -> list[str]:
+    found: list[str] = []
+
+    def add(phrase: str) -> None:
+        phrase = phrase.strip(" .,;:?!'\"")
+        if len(phrase) >= 2 and phrase.lower() not in (p.lower() for p in found):
+            found.append(phrase)
+
+    for match in _QUOTED.finditer(text):
+        add(next(g for g in match.groups() if g))
+    for match in _URL.finditer(text):
+        add(match.group(0))
+    for match in _ID.finditer(text):
+        token = match.group(0)
+        if not re.fullmatch(r"\d", token) and not _URL.fullmatch(token):
+            add(token.lstrip("#") if token.startswith("#") and len(token) > 3 else token)
+    for steps in menus:
+        add(" > ".join(steps))
+        for step in steps:
+            add(step)
+    unquoted = _QUOTED.sub(" , ", text)
+    for match in _NAME.finditer(unquoted):
+        name = _strip_leading_caps(match.group(0))
+        if " " in name or (name != match.group(0) and name[:1].isupper() and len(name) > 2):
+            add(name)
+    inside = {w.lower() for p in found for w in re.findall(r"\w+", p)}
+    for match in re.finditer(r"(?<![\w'.-])([A-Z]\w*)(?:'s)?(?![\w'-])", unquoted):
+        word = match.group(1)
+        if (match.start() > 0 and word not in _LEADING_CAPS and word.lower() not in inside
+                and (len(word) > 2 or word.isupper())):
+            add(word)  # a Capitalised word mid-sentence names something: Karaoke, GitLab, OSM, Super_Awesome_Robot
+    return [p for p in found if p not in _LEADING_CAPS]
+
+
+def _premise_hints(text: str, phrases: list[str]) -> list[str]:
+    hints = []
+    for pattern, template in _PREMISE_CUES:
+        match = pattern.search(text)
+        if match:
+            groups = ["" if g is None else g for g in match.groups()]
+            hints.append(template.format(match.group(0), *groups))
+    quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
+    for name in quoted[:3]:
+        hints.append(f"assumes '{name}' exists; confirm it appears in a state")
+    return hints

@@ -1,0 +1,39 @@
+"""What the store readers return: records whose keys are also attributes, lists of hits that know how many
+matched in all, and the one error a reader raises."""
+from __future__ import annotations
+
+
+class RbkError(Exception):
+    """A request the store cannot answer; the message says what to change."""
+
+
+class Record(dict):
+    """A dict whose keys are also attributes; prints long strings cut short (the full value stays inside)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __repr__(self) -> str:
+        parts = []
+        for key, value in self.items():
+            if isinstance(value, str) and len(value) > 160:
+                value = f"{value[:150]}…(+{len(value) - 150} chars)"
+            elif isinstance(value, list) and len(value) > 8:
+                value = f"[{len(value)} items]"
+            parts.append(f"{key}={value!r}")
+        return "{" + ", ".join(parts) + "}"
+
+
+class Hits(list):
+    """A list of hits that also says how many lines matched in all (`total`) and whether some were left out."""
+
+    def __init__(self, items=(), total: int = 0, states: int = 0, truncated: bool = False):
+        super().__init__(items)
+        self.total = total
+        self.states = states
+        self.truncated = truncated

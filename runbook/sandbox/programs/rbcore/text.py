@@ -1,0 +1,68 @@
+"""Page text helpers shared by the pools: line cleaning, tokenising for BM25, stable line hashes."""
+from __future__ import annotations
+
+import functools
+import re
+import zlib
+
+from .question import normalize_term
+
+_TOKEN = re.compile(r"\[\d+\]|\\u[ef][0-9a-f]{3}|([^\W_]+)")
+"""Words; element ids and escaped glyphs match too but capture nothing, so one findall pass skips them."""
+_IDS = re.compile(r"\[\d+\] ?")
+_GLYPHS = re.compile(r"[\ue000-\uf8ff] ?|\\u[ef][0-9a-f]{3} ?")
+"""Element ids, the `StaticText` role and icon-font glyphs (private-use characters, raw or as \\uXXXX): no words."""
+_HAS_WORD = re.compile(r"[^\W\d_]{2,}|\d")
+_BARE = re.compile(r"^\s*(?:generic|group|LineBreak|none|list|listitem|paragraph|Section|LayoutTable|"
+                   r"LayoutTableRow|LayoutTableCell|<div\s*/>|<span\s*/>)\s*(?:''|\"\")?\s*$")
+
+
+def clean_line(line: str) -> str:
+    """A page line without element ids and the `StaticText` role, trailing space trimmed (indentation kept)."""
+    return strip_markup(line).rstrip()
+
+
+def content_lines(text: str) -> list[str]:
+    """The cleaned lines of a page that carry words: structure-only lines (bare `generic`, `<div />`) dropped."""
+    out: list[str] = []
+    keep = _keep_line
+    for line in strip_markup(text).split("\n"):
+        line = line.rstrip()
+        if not keep(line):
+            continue
+        body = line.lstrip()
+        if body[:1] in "'\"" and out and body.strip("'\" ") in out[-1]:
+            continue  # an accessibility tree repeats an element's name as its text child
+        out.append(line)
+    return out
+
+
+@functools.lru_cache(maxsize=200_000)
+def _keep_line(line: str) -> bool:
+    """Pages repeat the same lines thousands of times: the verdict per distinct line is cached."""
+    return bool(line.strip()) and bool(_HAS_WORD.search(line)) and not _BARE.match(line)
+
+
+def strip_markup(text: str) -> str:
+    """`clean_line` for a whole page, in fast passes (a literal replace, then simple regexes)."""
+    text = _IDS.sub("", text.replace("StaticText ", ""))
+    return _GLYPHS.sub("", text)
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case word tokens (letters/digits runs), element ids skipped: what BM25 indexes."""
+    return [t for t in _TOKEN.findall(text.lower()) if t]
+
+
+@functools.lru_cache(maxsize=500_000)
+def stem(token: str) -> str:
+    """The index's term normalisation: the same light one the question analysis applies (plurals, possessives).
+
+    Measured: also folding -ed/-ing/-e endings lost two dev questions and gained nothing on a generated set."""
+    return normalize_term(token)
+
+
+def line_hash(line: str, site: str = "") -> int:
+    """A stable 64-bit hash of a cleaned, unindented line within a site (boilerplate is counted per site)."""
+    data = f"{site}\x00{line.strip()}".encode("utf-8", "surrogatepass")
+    return (zlib.crc32(data) << 32) | zlib.adler32(data)

@@ -1,0 +1,391 @@
+"""The offline planner: its patterns, its reading of tool outputs, its choices per question kind, and whole queries
+through the real loop, the `local` sandbox and a store of the quick-start sample (no model, no key)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runbook.policies import get_policy
+from runbook.policies.offline.planner import OfflinePlanner, program_call
+from runbook.policies.offline.analysis import write_analysis
+from runbook.policies.offline.choose import MAX_STATES, choose, spans_of
+from runbook.policies.offline.outputs import read_scan, read_steps
+from runbook.sandbox.programs.rbscan import pattern_regex, python_regex
+from runbook.policies.offline.terms import patterns_for, stem, without_common, word_pairs
+from runbook.agent.prompts import user_prompt
+from runbook.agent.types import Message, Task, ToolResult
+from runbook.errors import ConfigError
+from runbook.question import analyze
+from runbook.sandbox.sources import programs_dir
+from runbook.store import Store
+from runbook.ingest import insert_paths
+from runbook.trajectory.readers.jsonl import read as read_jsonl
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "trajectories"
+TOOLS = programs_dir()
+
+
+# -- patterns --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("word, expected", [("canceled", "cancel"), ("cancelled", "cancel"), ("added", "add"),
+                                            ("subscription", "subscri"), ("customers", "custome"),
+                                            ("opening", "open"), ("reviews", "review"), ("shell", "shell"),
+                                            ("stopped", "stop")])
+def test_stem(word, expected):
+    assert stem(word) == expected
+
+
+def matches(item: dict, text: str) -> bool:
+    return bool(python_regex(pattern_regex(item)).fullmatch(text))
+
+
+def test_a_stem_matches_the_forms_of_its_word_and_not_others():
+    cancel = {"text": "cancel", "stem": "suffix"}
+    assert matches(cancel, "canceled") and matches(cancel, "Cancelled") and matches(cancel, "cancel")
+    add = {"text": "add", "stem": "suffix"}
+    assert matches(add, "added") and matches(add, "adding") and not matches(add, "address")
+    prefix = {"text": "subscri", "stem": "prefix"}
+    assert matches(prefix, "subscribe") and matches(prefix, "subscription")
+
+
+def test_a_phrase_matches_across_separators_and_case():
+    item = {"text": "Tee-XS-Black", "kind": "phrase"}
+    assert matches(item, "tee-xs-black") and matches(item, "Tee XS Black") and matches(item, "TeeXSBlack")
+    assert not matches(item, "Tee-XS-Blue")
+
+
+def test_ripgrep_regexes_stay_ascii_for_speed():
+    assert pattern_regex({"text": "website url", "kind": "phrase"}).startswith("(?-u)")
+
+
+def test_patterns_for_a_question():
+    patterns = patterns_for(analyze("What price does the admin currently list for Desiree Fitness Tee-XS-Black?"))
+    texts = {p["text"]: p for p in patterns}
+    assert texts["Desiree Fitness Tee-XS-Black"]["kind"] == "phrase" and not texts["Desiree Fitness Tee-XS-Black"]["derived"]
+    assert texts["price"]["kind"] == "term" and texts["price"]["stem"] == "suffix"
+    assert "currently" not in texts and "what" not in texts
+    assert all(p["derived"] for p in patterns if p["weight"] < 0.5)  # word pairs are extra, never the question's own
+
+
+def test_word_pairs_are_neighbours_without_function_words():
+    assert ("website", "url") in word_pairs("What website URL is saved on the profile?")
+    assert ("url", "saved") not in word_pairs("What website URL is saved on the profile?")
+
+
+# -- reading outputs and choosing ------------------------------------------------------------------------------
+def scan_output(states, runs=(), latest=(), missing=()) -> str:
+    lines = [{"type": "terms", "n_states": 100, "df": {"price": [10, 3]}, "missing": list(missing), "sites": []}]
+    lines += [{"type": "latest", **s} for s in latest]
+    lines += [{"type": "state", **s} for s in states]
+    lines += [{"type": "traj", **r} for r in runs]
+    return "\n".join(json.dumps(x) for x in lines) + "\n[… 12 tokens elided …]\n{\"type\": \"state\", \"t\""
+
+
+def test_read_scan_skips_what_is_not_a_whole_json_line():
+    scan = read_scan(scan_output([{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}]))
+    assert scan.ok and [h.key for h in scan.states] == [("a", 1)] and scan.df == {"price": [10, 3]}
+
+
+def test_dynamic_questions_put_the_newest_strong_state_first_and_label_older_ones():
+    scan = read_scan(scan_output(
+        states=[{"t": "old", "i": 4, "s": 9.0, "time": "2025-12-17T19:18:00"}],
+        latest=[{"t": "new", "i": 9, "s": 7.0, "time": "2025-12-18T22:17:00"},
+                {"t": "new", "i": 10, "s": 7.0, "time": "2025-12-18T22:20:00"}]))
+    choice = choose("dynamic", True, scan)
+    assert choice.keys[:2] == [("new", 10), ("new", 9)] and choice.notes[("new", 10)] == "latest sighting"
+    assert choice.notes[("old", 4)] == "older"
+    assert [s.to_json() for s in spans_of(choice.keys)][0] == {"trajectory_id": "new", "start_state_index": 9,
+                                                               "end_state_index": 10}
+
+
+def test_procedures_take_the_successful_run_whose_goal_names_the_task():
+    runs = [{"t": "notify", "s": 80.0, "gs": 6.0, "head": 0, "ok": 1, "n": 12, "ne": 1, "goal": "Notify a customer"},
+            {"t": "cancel", "s": 78.0, "gs": 5.8, "head": 2, "ok": 1, "n": 8, "ne": 1, "goal": "Cancel order 305"},
+            {"t": "cancel-failed", "s": 79.0, "gs": 5.8, "head": 2, "ok": 0, "n": 8, "ne": 4, "goal": "Cancel order 9"}]
+    choice = choose("procedure", False, read_scan(scan_output([], runs)))
+    assert choice.run.t == "cancel" and choice.keys == [("cancel", i) for i in range(8)]
+
+
+def test_gotchas_take_the_failed_run_with_its_errors():
+    runs = [{"t": "ok-run", "s": 50.0, "gs": 3.0, "head": 0, "ok": 1, "n": 30, "ne": 0, "goal": "Browse"},
+            {"t": "failed", "s": 45.0, "gs": 9.0, "head": 2, "ok": 0, "n": 30, "ne": 2, "goal": "Subscribe"}]
+    states = [{"t": "failed", "i": 12, "s": 9.0, "err": 1, "n": 30}, {"t": "ok-run", "i": 3, "s": 8.0, "n": 30}]
+    choice = choose("gotcha", False, read_scan(scan_output(states, runs)))
+    assert choice.run.t == "failed"
+    assert ("failed", 12) in choice.keys and ("failed", 13) in choice.keys and ("failed", 29) in choice.keys
+
+
+def test_a_gotchas_best_matching_run_comes_first_even_without_an_error():
+    runs = [{"t": "lookup-175", "s": 60.0, "gs": 9.0, "head": 0, "ok": 1, "n": 6, "ne": 0, "goal": "Look up order 175"},
+            {"t": "other", "s": 40.0, "gs": 8.0, "head": 0, "ok": 0, "n": 6, "ne": 3, "goal": "Find an order"}]
+    states = [{"t": "other", "i": 2, "s": 5.0, "err": 1, "n": 6}]
+    choice = choose("gotcha", False, read_scan(scan_output(states, runs)))
+    assert [run.t for run in choice.runs] == ["lookup-175", "other"]  # a stale filter shows in its steps
+    assert choice.keys[:6] == [("lookup-175", i) for i in range(6)] and ("other", 2) in choice.keys
+
+
+def test_spans_merge_neighbours_and_never_exceed_the_limit():
+    keys = [("a", 3), ("a", 4), ("b", 0), ("a", 6)] + [("c", i) for i in range(0, 40, 2)]
+    spans = spans_of(keys, gap=1)
+    assert spans[0].to_json() == {"trajectory_id": "a", "start_state_index": 3, "end_state_index": 6}
+    assert sum(s.size for s in spans) <= MAX_STATES
+
+
+def test_the_analysis_names_terms_found_nowhere():
+    scan = read_scan(scan_output([{"t": "a", "i": 1, "s": 3.0}], missing=["Shipping Policy", "wishlist"]))
+    text = write_analysis("static", False, scan, choose("static", False, scan), [])
+    assert "'wishlist'" in text and "premise may be false" in text and "'Shipping Policy'" in text
+
+
+def test_detail_steps_are_read_back():
+    out = json.dumps({"type": "step", "t": "a", "i": 2, "act": "click('7')  [7 = button 'Cancel']", "err": ""})
+    assert read_steps(out)[0].act.endswith("button 'Cancel']")
+
+
+# -- the policy over scripted tool results ---------------------------------------------------------------------
+def tool_message(name: str, output: str, exit_code: int = 0) -> Message:
+    return Message("tool", tool_result=ToolResult("x", name, output, exit_code=exit_code))
+
+
+def test_the_plan_is_scan_detail_finish():
+    policy = get_policy("offline")
+    assert isinstance(policy, OfflinePlanner) and policy.name == "offline"
+    policy.begin(Task("What price does the admin list now?"))
+    messages = [Message("system", "sys"), Message("user", user_prompt("What price does the admin list now?"))]
+    first = policy.next(messages, [])
+    assert first.tool_calls[0].name == "python" and "scan(json.loads(" in first.tool_calls[0].arguments["code"]
+    messages += [first, tool_message("python", scan_output(
+        [{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}],
+        latest=[{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}]))]
+    second = policy.next(messages, [])
+    assert second.tool_calls[0].name == "python" and "detail(json.loads(" in second.tool_calls[0].arguments["code"]
+    messages += [second, tool_message("python", json.dumps({"type": "step", "t": "a", "i": 1, "time": "2025-12-16",
+                                                            "lines": ["textbox 'Price' value='$5'"]}))]
+    third = policy.next(messages, [])
+    call = third.tool_calls[0]
+    assert call.name == "finish" and call.arguments["spans"] == [{"trajectory_id": "a", "start_state_index": 1,
+                                                                  "end_state_index": 1}]
+    assert "value='$5'" in call.arguments["analysis"] and "latest" in call.arguments["analysis"]
+
+
+def test_the_finish_keeps_method_rs_evidence_and_adds_only_states_it_does_not_show():
+    recall = [{"id": "n4", "pool": "notes", "t": "a", "i": 0, "j": 5, "packed": True},
+              {"id": "s7", "pool": "slices", "t": "a", "i": 1, "packed": True},
+              {"id": "s9", "pool": "slices", "t": "b", "i": 3}]
+    policy = OfflinePlanner()
+    policy.begin(Task("What price does the admin list now?", recall=recall))
+    messages = [Message("user", "q"), policy.next([Message("user", "q")], [])]
+    messages.append(tool_message("python", scan_output(
+        [{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}, {"t": "b", "i": 3, "s": 2.0, "time": "2025"}])))
+    messages += [policy.next(messages, []), tool_message("python", "")]
+    finish = policy.next(messages, []).tool_calls[0]
+    assert finish.name == "finish" and finish.arguments["recall"] == ["n4", "s7"]  # R's own, in R's order
+    assert finish.arguments["spans"] == [{"trajectory_id": "b", "start_state_index": 3, "end_state_index": 3}]
+
+
+def test_a_name_found_nowhere_leaves_method_rs_ranking_whole_and_says_so():
+    recall = [{"id": "s7", "pool": "slices", "t": "a", "i": 1, "packed": True},
+              {"id": "s9", "pool": "slices", "t": "b", "i": 3}]
+    question = "What is the SKU of 'Glacier Canvas Hammock'?"
+    policy = OfflinePlanner()
+    policy.begin(Task(question, recall=recall))
+    messages = [Message("user", "q"), policy.next([Message("user", "q")], [])]
+    messages.append(tool_message("python", scan_output(
+        [{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}, {"t": "c", "i": 2, "s": 2.0, "time": "2025"}],
+        missing=["Glacier Canvas Hammock"])))
+    messages += [policy.next(messages, []), tool_message("python", "")]
+    finish = policy.next(messages, []).tool_calls[0]
+    assert finish.arguments["recall"] == ["s7"] and finish.arguments["spans"] == []  # no closest states of its own
+    assert "'Glacier Canvas Hammock'" in finish.arguments["analysis"]
+    assert "check the premise" in finish.arguments["analysis"]
+
+
+def test_words_on_most_states_stay_out_of_the_scan_but_the_rarest_two_are_kept():
+    patterns = patterns_for(analyze("Which product heads the 'My Recent Reviews' list on the account page?"))
+    shares = {"product": 0.43, "account": 0.48, "head": 0.02, "review": 0.3, "recent": 0.13}
+    kept = {p["label"].lower() for p in without_common(patterns, shares)}
+    assert {"my recent reviews", "head", "review", "recent"} <= kept
+    assert "product" not in kept and "account" not in kept
+    only_common = patterns_for(analyze("Which product is on the account page?"))
+    assert {p["label"].lower() for p in without_common(only_common, {"product": 0.9, "account": 0.8})} >= {
+        "product", "account"}
+
+
+def test_the_scan_is_scoped_to_the_sites_of_rs_own_evidence():
+    from runbook.policies.offline.planner import scope_sites
+
+    hits = [{"id": "n1", "s": "shopping", "packed": True}, {"id": "s2", "s": "shopping_admin", "packed": True},
+            {"id": "s3", "s": "gitlab"}]  # not R's own: does not widen the scope
+    assert scope_sites(hits) == ["shopping", "shopping_admin"]
+    assert scope_sites(hits + [{"id": "s4", "s": "reddit", "packed": True}]) == []  # spread: the whole store
+    assert scope_sites([]) == []
+    policy = OfflinePlanner()
+    policy.begin(Task("What price does the admin list now?", recall=hits))
+    code = policy.next([Message("user", "q")], []).tool_calls[0].arguments["code"]
+    assert '\\"scope_sites\\": [\\"shopping\\", \\"shopping_admin\\"]' in code
+
+
+def test_a_current_value_questions_added_states_come_newest_first():
+    recall = [{"id": "s1", "pool": "slices", "t": "a", "i": 1, "packed": True, "s": "shop"}]
+    policy = OfflinePlanner()
+    policy.begin(Task("What price does the admin list now?", recall=recall))
+    messages = [Message("user", "q"), policy.next([Message("user", "q")], [])]
+    messages.append(tool_message("python", scan_output(
+        [{"t": "old", "i": 2, "s": 9.0, "time": "2025-12-16T06:00:00"},
+         {"t": "a", "i": 1, "s": 8.0, "time": "2025-12-18T06:00:00"}],
+        latest=[{"t": "new", "i": 5, "s": 7.0, "time": "2025-12-17T06:00:00"}])))
+    messages += [policy.next(messages, []), tool_message("python", "")]
+    spans = policy.next(messages, []).tool_calls[0].arguments["spans"]
+    assert [span["trajectory_id"] for span in spans] == ["new", "old"]  # 'a' 1 is R's own, shown already
+
+
+def test_the_planner_needs_the_task():
+    with pytest.raises(ConfigError, match="Task"):
+        OfflinePlanner().next([Message("user", "q")], [])
+
+
+def test_a_failed_scan_still_finishes_and_says_so():
+    policy = OfflinePlanner()
+    policy.begin(Task("How do you cancel an order?"))
+    messages = [Message("user", user_prompt("How do you cancel an order?"))]
+    messages.append(policy.next(messages, []))
+    messages.append(tool_message("python", "Traceback: boom", exit_code=1))
+    reply = policy.next(messages, [])
+    assert reply.tool_calls[0].name == "finish" and reply.tool_calls[0].arguments["spans"] == []
+    assert "failed" in reply.tool_calls[0].arguments["analysis"]
+
+
+# -- the sandbox program and whole queries on the quick-start sample --------------------------------------------
+@pytest.fixture(scope="module")
+def sample_store(tmp_path_factory) -> Store:
+    root = tmp_path_factory.mktemp("offline") / "store"
+    store = Store(root, create=True)
+    insert_paths(store, [SAMPLE / "trajectories.jsonl"])
+    return store
+
+
+
+
+def run_program(store: Store, entry: str, params: dict) -> list[dict]:
+    env = dict(os.environ, RUNBOOK_STORE_DIR=str(store.root), PYTHONPATH=str(TOOLS))
+    done = subprocess.run([sys.executable, "-"], input=program_call(entry, params), capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_scan_ranks_states_and_names_missing_terms(sample_store):
+    patterns = patterns_for(analyze("What is the status of order #000000238 in the zorblax grid?"))
+    out = run_program(sample_store, "scan", {"patterns": patterns, "max_chars": 4000})
+    terms = out[0]
+    assert terms["type"] == "terms" and "zorblax" in terms["missing"] and terms["df"]["000000238"][0] > 0
+    states = [r for r in out if r["type"] == "state"]
+    assert states and all({"t", "i", "s", "time"} <= set(r) for r in states)
+    assert sum(len(json.dumps(r)) + 1 for r in out) <= 4000
+
+
+def test_a_scoped_scan_reads_only_its_sites_and_looks_elsewhere_before_calling_a_term_missing(tmp_path):
+    from tests.conftest import make_trajectory
+
+    store = Store(tmp_path / "store", create=True)
+    with store.writer() as writer:
+        writer.insert(make_trajectory("shop-1", 2, site="shop", texts=["'Lumaflex Band' price", "'Lumaflex' cart"]))
+        writer.insert(make_trajectory("git-1", 2, site="gitlab", texts=["'Lumaflex' repo", "'zorblax' issue"]))
+    patterns = patterns_for(analyze("Where is the Lumaflex zorblax quibbit?"))
+    out = run_program(store, "scan", {"patterns": patterns, "max_chars": 4000, "scope_sites": ["shop"]})
+    assert out[0]["scope"] == ["shop"] and out[0]["n_states"] == 2
+    assert "quibbit" in out[0]["missing"] and "zorblax" not in out[0]["missing"]  # in another site: not missing
+    assert {r["t"] for r in out if r["type"] == "state"} == {"shop-1"}
+
+
+def test_detail_names_what_an_action_clicked(sample_store):
+    trajectory = next(iter(read_jsonl(SAMPLE / "trajectories.jsonl")))
+    index = next(i for i, s in enumerate(trajectory.states) if s.action and "click" in s.action)
+    out = run_program(sample_store, "detail", {"states": [[trajectory.id, index, 2]], "patterns": []})
+    assert out[0]["t"] == trajectory.id and " = " in out[0]["act"]
+
+
+def sample_questions() -> list[dict]:
+    return [json.loads(line) for line in (SAMPLE / "questions.jsonl").read_text().splitlines() if line.strip()]
+
+
+def test_queries_end_to_end_stay_in_budget_and_cite_their_states(sample_store, clean_env):
+    from runbook.memory.coding_agent import CodingAgentMemory
+
+    memory = CodingAgentMemory(sample_store, sandbox="local")
+    kinds = {}
+    for q in sample_questions():
+        kinds.setdefault(q["question_type"], q)
+    for q in kinds.values():
+        image = str(SAMPLE / q["image"]) if q.get("image") else None
+        context = memory.query(q["question"], budget=8000, image=image)
+        assert context.meta["policy"] == "offline" and context.meta["finished"], context.meta
+        assert 0 < context.tokens <= 8000 and context.items
+        assert all(item.trajectory_id and item.state_index is not None for item in context.items)
+        assert context.analysis.startswith("Question kind:")
+
+
+def test_the_same_question_gives_the_same_context(sample_store, clean_env):
+    from runbook.memory.coding_agent import CodingAgentMemory
+
+    memory = CodingAgentMemory(sample_store, sandbox="local")
+    question = "After the recent edits, what does Quartz Thermal Pant cost now?"
+    first, second = (memory.query(question, budget=4000) for _ in range(2))
+    assert first.analysis == second.analysis and [i.citation() for i in first.items] == \
+        [i.citation() for i in second.items]
+
+
+def test_a_question_image_finds_its_screenshot(sample_store, clean_env):
+    pytest.importorskip("PIL")
+    from runbook.memory.coding_agent import CodingAgentMemory
+
+    q = next(q for q in sample_questions() if q.get("image"))
+    context = CodingAgentMemory(sample_store, sandbox="local").query(q["question"], budget=8000,
+                                                                     image=str(SAMPLE / q["image"]))
+    trajectory, state = Path(q["image"]).parts[-2], int(Path(q["image"]).stem)
+    first = context.items[0]
+    assert first.trajectory_id == trajectory
+    assert first.state_index <= state <= (first.end_state_index or first.state_index)
+
+
+# -- the gotcha probe ------------------------------------------------------------------------------------------
+def test_the_probe_finds_where_the_site_shows_another_value_than_the_one_typed():
+    from runbook.policies.offline.outputs import Step
+    from runbook.policies.offline.probe import probe_pattern, read_probe, typed_values
+
+    steps = [Step("run", 0, act="fill('1910', 'emma.lopez@example.com')  [1910 = textbox 'Newsletter']"),
+             Step("run", 1, act="click('1912')")]
+    typed = typed_values(steps, "run")
+    assert typed == ["emma.lopez@example.com"] and probe_pattern(typed) == r"emma\.lopez"
+    output = ("# 'emma\\.lopez' (-i) in field text: 3 matching lines in 3 states of 2 trajectories\n"
+              "run state 0 @ 2025-12-18T13:11:14Z http://localhost:7770/\n  L5: value='emma.lopez@example.com'\n"
+              "acct state 1 @ 2025-12-22T06:25:53Z http://localhost:7770/customer/account/\n"
+              "  L89: StaticText 'emma.lopez@gmail.com'\n"
+              "acct state 2 @ 2025-12-22T06:26:00Z http://localhost:7770/customer/account/\n"
+              "  L89: StaticText 'emma.lopez@gmail.com'\n")
+    sightings = read_probe(output, "run", typed)
+    assert [(s.key, s.seen) for s in sightings] == [(("acct", 1), "StaticText 'emma.lopez@gmail.com'")]
+
+
+def test_a_gotcha_whose_run_typed_a_value_searches_for_it():
+    policy = OfflinePlanner()
+    policy.begin(Task("What went wrong in the failed newsletter subscription?"))
+    messages = [Message("user", user_prompt("What went wrong in the failed newsletter subscription?"))]
+    messages.append(policy.next(messages, []))
+    runs = [{"t": "run", "s": 9.0, "gs": 9.0, "head": 2, "ok": 0, "n": 2, "ne": 1, "goal": "Subscribe"}]
+    messages.append(tool_message("python", scan_output([{"t": "run", "i": 0, "s": 9.0, "n": 2}], runs)))
+    messages.append(policy.next(messages, []))
+    messages.append(tool_message("python", json.dumps({"type": "step", "t": "run", "i": 0,
+                                                       "act": "fill('1', 'emma.lopez@example.com')"})))
+    probe = policy.next(messages, [])
+    assert probe.tool_calls[0].name == "search" and probe.tool_calls[0].arguments["pattern"] == r"emma\.lopez"
+    messages += [probe, tool_message("search", "acct state 1 @ 2025-12-22T06:25:53Z http://x/\n"
+                                               "  L89: StaticText 'emma.lopez@gmail.com'\n")]
+    finish = policy.next(messages, []).tool_calls[0]
+    assert finish.name == "finish" and "emma.lopez@gmail.com" in finish.arguments["analysis"]
+    assert {"trajectory_id": "acct", "start_state_index": 1, "end_state_index": 1} in finish.arguments["spans"]

@@ -1,0 +1,38 @@
+"""check_query, and every Memory raising its QueryError before any work."""
+from __future__ import annotations
+
+import pytest
+from PIL import Image
+
+from runbook.errors import QueryError
+from runbook.ingest import insert_paths
+from runbook.memory import get_memory
+from runbook.query_input import check_query
+from runbook.retrieval import insert_listener
+from tests.conftest import make_trajectory, write_jsonl
+
+
+def test_check_query_accepts_a_question_and_a_real_image(tmp_path):
+    Image.new("RGB", (4, 4), "white").save(tmp_path / "q.jpg")
+    assert check_query("Where?", tmp_path / "q.jpg") == ("Where?", str(tmp_path / "q.jpg"))
+    assert check_query("Where?") == ("Where?", None)
+
+
+def test_check_query_refuses_a_truncated_image(tmp_path):
+    Image.new("RGB", (40, 40), "white").save(tmp_path / "q.png")
+    (tmp_path / "q.png").write_bytes((tmp_path / "q.png").read_bytes()[:20])
+    with pytest.raises(QueryError, match=r"q\.png .*not an image"):
+        check_query("Where?", tmp_path / "q.png")
+
+
+@pytest.mark.parametrize("method", ["c", "r", "bm25"])
+def test_every_memory_raises_a_typed_error(store, tmp_path, clean_env, method):
+    insert_paths(store, [write_jsonl(tmp_path / "a.jsonl", [make_trajectory("wa-1", 2)])],
+                 listeners=[insert_listener(store)], workers=1)
+    memory = get_memory(method, store, **({"sandbox": "local"} if method == "c" else {}))
+    with pytest.raises(QueryError, match="the question is empty"):
+        memory.query("  ", budget=1000)
+    (tmp_path / "fake.jpg").write_bytes(b"\xff\xd8 not really a jpeg")
+    with pytest.raises(QueryError, match="not an image"):
+        memory.query("Which page?", budget=1000, image=str(tmp_path / "fake.jpg"))
+    assert not (tmp_path / "transcripts").exists()
