@@ -108,7 +108,11 @@ def run_bench(config: BenchConfig, options: RunOptions | None = None,
             todo = [q for q in asked if not run.done(q.id)]
             progress.begin(point.label, len(asked), len(asked) - len(todo))
             memory = _memory(point, ready, run.folder)
-            _answer_all(todo, memory, point.budget, ready, grader, run, progress, jobs)
+            try:
+                _answer_all(todo, memory, point.budget, ready, grader, run, progress, jobs)
+            finally:
+                if hasattr(memory, "close"):
+                    memory.close()  # e.g. method C's sandbox kept warm for the next query
     ids = [q.id for q in questions]
     return [RunResult(p, runs[p.slug].folder,
                       runs[p.slug].finish(ids, store_write_failures=sum(write_failures.values())))

@@ -89,6 +89,10 @@ class AutoMemory:
     def insert(self, trajectory) -> str:
         return self.r.insert(trajectory)
 
+    def close(self) -> None:
+        """Stop C's spare sandbox, if it keeps one warm."""
+        self.c.close()
+
     def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
         started = time.perf_counter()
         context = self.r.query(question, budget=budget, image=image)
