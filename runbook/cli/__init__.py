@@ -20,6 +20,7 @@ COMMANDS = [
     ("answer", "answer"),
     ("replay", "replay"),
     ("config", "config"),
+    ("serve", "serve"),
 ]
 
 
