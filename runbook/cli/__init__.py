@@ -21,6 +21,7 @@ COMMANDS = [
     ("replay", "replay"),
     ("config", "config"),
     ("bench", "bench"),
+    ("serve", "serve"),
 ]
 
 

@@ -11,15 +11,15 @@ from runbook.errors import ConfigError
 EVAL = Path(__file__).resolve().parents[2] / "eval"
 
 
-def test_the_dev_config_names_both_dev_sets_and_five_methods():
+def test_the_dev_config_names_both_dev_sets_and_six_methods():
     config = load_config(EVAL / "dev.toml")
     assert [q.path.resolve().name for q in config.questions] == ["questions_dev_webarena.jsonl",
                                                                  "questions_dev_infinity.jsonl"]
     assert config.questions[0].path.resolve().parent == EVAL.parent.parent / "shared" / "data"
-    assert {m.method for m in config.methods} == {"c", "r", "bm25", "full", "none"}
+    assert {m.method for m in config.methods} == {"c", "auto", "r", "bm25", "full", "none"}
     assert config.runs_dir == EVAL / "runs" and config.reader is None
     slugs = [p.slug for p in config.points()]
-    assert "c-offline-3k" in slugs and "r-8k" in slugs and len(slugs) == len(set(slugs))
+    assert "c-offline-3k" in slugs and "auto-8k" in slugs and "r-8k" in slugs and len(slugs) == len(set(slugs))
     assert config.points()[0].folder == EVAL / "runs" / "dev" / "c-offline-3k"
 
 

@@ -1,0 +1,148 @@
+"""Load on the HTTP API over loopback: N clients query (methods R and C mixed) while one writer streams trajectories
+in step by step. Prints throughput, p50/p95 latency per method and errors; checks that nothing streamed was lost
+and that no sandbox container outlived the server.
+
+usage: python benchmarks/serve_load.py [--clients 16] [--queries 6] [--c-share 0.25] [--streams 4] [--steps 6]
+                                       [--source trajectories/] [--max-sandboxes 2]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def sandbox_containers() -> set[str]:
+    """This process's sandbox containers (an engine may not be running: then none)."""
+    try:
+        from runbook.sandbox.docker import LABEL
+        from runbook.sandbox.engine import connect
+
+        engine = connect()
+    except Exception:
+        return set()
+    return {c["Id"] for c in engine.client.api.containers(all=True, filters={"label": f"{LABEL}=1"})
+            if (c.get("Labels") or {}).get("runbook.owner_pid") == str(os.getpid())}
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--queries", type=int, default=6, help="queries per client")
+    parser.add_argument("--c-share", type=float, default=0.25, help="share of queries that use method C")
+    parser.add_argument("--streams", type=int, default=4, help="trajectories the writer streams in")
+    parser.add_argument("--steps", type=int, default=6, help="steps per streamed trajectory")
+    parser.add_argument("--source", default=str(ROOT / "trajectories"), help="what the store holds at the start")
+    parser.add_argument("--max-sandboxes", type=int, default=2)
+    args = parser.parse_args(argv)
+
+    sys.path.insert(0, str(ROOT))
+    import httpx
+    import uvicorn
+
+    from runbook.ingest import insert_paths
+    from runbook.retrieval import insert_listener
+    from runbook.serve import MemoryService, create_app
+    from runbook.store import Store
+
+    folder = Path(tempfile.mkdtemp(prefix="runbook-load-"))
+    store = Store(folder / "store", create=True)
+    insert_paths(store, [args.source], listeners=[insert_listener(store)])
+    for path in [folder, store.root, *store.root.rglob("*")]:  # the sandbox user reads the store
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    questions = [json.loads(line)["question"] for line in (Path(args.source) / "questions.jsonl").read_text()
+                 .splitlines() if line.strip()] if (Path(args.source) / "questions.jsonl").exists() else [
+        "Where is the Bestsellers report?"]
+    before = sandbox_containers()
+
+    service = MemoryService(store.root, max_sandboxes=args.max_sandboxes, sandbox_wait=120)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(service), host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    url = f"http://127.0.0.1:{port}"
+    print(f"store: {store.stats()['trajectories']} trajectories; {args.clients} clients x {args.queries} queries "
+          f"({args.c_share:.0%} method C, at most {args.max_sandboxes} sandboxes); one writer streams "
+          f"{args.streams} x {args.steps} steps")
+
+    latencies: dict[str, list[float]] = {"r": [], "c": []}
+    errors: list[str] = []
+    lock = threading.Lock()
+    rng = random.Random(7)
+    plan = [[("c" if rng.random() < args.c_share else "r", rng.choice(questions)) for _ in range(args.queries)]
+            for _ in range(args.clients)]
+
+    def client(work):
+        with httpx.Client(base_url=url, timeout=300) as http:
+            for method, question in work:
+                start = time.perf_counter()
+                response = http.post("/query", json={"question": question, "budget": "4k", "method": method})
+                took = time.perf_counter() - start
+                with lock:
+                    if response.status_code == 200:
+                        latencies[method].append(took)
+                    else:
+                        errors.append(f"{method} {response.status_code}: {response.text[:120]}")
+
+    def writer():
+        with httpx.Client(base_url=url, timeout=300) as http:
+            for n in range(args.streams):
+                tid = f"load-stream-{n}"
+                http.post("/trajectories", json={"id": tid, "stream": True, "goal": f"Streamed task {n}"})
+                for i in range(args.steps):
+                    response = http.post(f"/trajectories/{tid}/states", json={
+                        "url": f"http://shop/load/{n}/{i}", "accessibility_tree": f"'Load page {n} {i}'",
+                        "action": f"click('{i}')"})
+                    if response.status_code != 201:
+                        errors.append(f"stream {response.status_code}: {response.text[:120]}")
+                response = http.post(f"/trajectories/{tid}/close")
+                if response.status_code != 200:
+                    errors.append(f"close {response.status_code}: {response.text[:120]}")
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(work,)) for work in plan] + [threading.Thread(target=writer)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - started
+    server.should_exit = True
+    thread.join(10)
+    service.close()
+
+    done = sum(len(v) for v in latencies.values())
+    print(f"queries: {done} in {wall:.1f} s = {done / wall:.2f} per second; errors: {len(errors)}")
+    for method, values in latencies.items():
+        if values:
+            values.sort()
+            print(f"  method {method}: {len(values)} queries, p50 {statistics.median(values):.2f} s, "
+                  f"p95 {values[int(0.95 * (len(values) - 1))]:.2f} s")
+    for line in errors[:5]:
+        print("  error:", line)
+    streamed = [row for row in store.rows() if row.id.startswith("load-stream-")]
+    lost = args.streams - sum(1 for row in streamed if row.n_states == args.steps)
+    leaked = sandbox_containers() - before
+    print(f"streamed trajectories stored whole: {len(streamed)} of {args.streams} (lost: {lost}); "
+          f"sandbox containers left: {len(leaked)}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
