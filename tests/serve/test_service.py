@@ -1,0 +1,36 @@
+"""The service's limits: one writer at a time with a bounded wait, a cap on method C's sandboxes."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from runbook.serve import BusyError, MemoryService
+
+
+@pytest.fixture
+def service(tmp_path, clean_env):
+    service = MemoryService(tmp_path / "store", write_timeout=0.3, max_sandboxes=1, sandbox_wait=0.3)
+    yield service
+    service.close()
+
+
+def test_a_second_writer_waits_then_gets_a_clear_error(service):
+    service._writer.acquire()  # another insert holds the store
+    try:
+        start = time.monotonic()
+        with pytest.raises(BusyError, match="another insert held the store"):
+            service.insert({"id": "t-1", "states": [{"url": "http://shop/a"}]})
+        assert 0.25 < time.monotonic() - start < 5
+    finally:
+        service._writer.release()
+    assert service.insert({"id": "t-1", "states": [{"url": "http://shop/a"}]})["status"] == "inserted"
+
+
+def test_excess_sandbox_queries_wait_then_fail_clearly(service):
+    service._sandboxes.acquire()  # every sandbox is busy
+    try:
+        with pytest.raises(BusyError, match="every sandbox stayed busy.*method 'r'"):
+            service.query("Where is the report?", budget=1000, method="c")
+    finally:
+        service._sandboxes.release()
