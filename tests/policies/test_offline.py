@@ -142,6 +142,13 @@ def test_the_analysis_names_terms_found_nowhere():
     assert "'wishlist'" in text and "premise may be false" in text and "'Shipping Policy'" in text
 
 
+def test_the_analysis_passes_on_what_the_questions_wording_presupposes():
+    scan = read_scan(scan_output([{"t": "a", "i": 1, "s": 3.0}]))
+    hints = analyze("How many subscribers does the Karaoke forum that the agent created have?").possible_false_premise
+    text = write_analysis("dynamic", False, scan, choose("dynamic", False, scan), [], premise_hints=hints)
+    assert hints and "Check the premise: assumes the agent created 'Karaoke forum'" in text
+
+
 def test_detail_steps_are_read_back():
     out = json.dumps({"type": "step", "t": "a", "i": 2, "act": "click('7')  [7 = button 'Cancel']", "err": ""})
     assert read_steps(out)[0].act.endswith("button 'Cancel']")

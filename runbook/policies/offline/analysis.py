@@ -21,12 +21,15 @@ KIND_NAMES = {"static": "a fact shown on a page", "dynamic": "a value that chang
 
 def write_analysis(kind: str, wants_latest: bool, scan: Scan, choice: Choice, steps: list[Step],
                    *, weak_missing: set[str] = frozenset(), premise_only: bool = False,
-                   unquoted: set[tuple[str, int]] = frozenset()) -> str:
+                   unquoted: set[tuple[str, int]] = frozenset(), premise_hints: tuple[str, ...] = ()) -> str:
     """A few plain sentences: the question's kind, where the evidence is, latest vs older, missing terms, steps.
     `premise_only`: the terms found nowhere and no more (the evidence below is not the planner's own states);
-    `unquoted`: states whose lines are not quoted (the context shows them already)."""
+    `unquoted`: states whose lines are not quoted (the context shows them already); `premise_hints`: what the
+    question's wording presupposes (QuestionAnalysis.possible_false_premise), passed on for the reader to verify."""
     by_key = {(s.t, s.i): s for s in steps}
     parts = [f"Question kind: {KIND_NAMES.get(kind, kind)}."]
+    if premise_hints:  # the same hints method R's analysis gives: C's analysis replaces R's, so it must keep them
+        parts.append("Check the premise: " + "; ".join(premise_hints) + ".")
     missing = [m for m in scan.missing if m not in weak_missing]
     words = [m for m in missing if " " not in m.strip()]
     phrases = [m for m in missing if " " in m.strip()]

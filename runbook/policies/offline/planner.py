@@ -170,7 +170,8 @@ class OfflinePlanner:
         # the analysis quotes only states R's evidence does not show: a quote of a shown page costs the budget
         # tokens that R's tail evidence needed (measured on gen23: two static questions lost a cited state)
         analysis = write_analysis(plan.kind, plan.analysis.wants_latest, scan, choice, plan.steps,
-                                  weak_missing=_weak_labels(plan.patterns), premise_only=doubt, unquoted=shown)
+                                  weak_missing=_weak_labels(plan.patterns), premise_only=doubt, unquoted=shown,
+                                  premise_hints=plan.analysis.possible_false_premise)
         if plan.failures:
             analysis += "\n(Some tool calls failed: " + "; ".join(plan.failures)[:300] + ")"
         if scan.image_error:
