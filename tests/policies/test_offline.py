@@ -15,7 +15,7 @@ from runbook.policies.offline.planner import OfflinePlanner, program_call
 from runbook.policies.offline.analysis import write_analysis
 from runbook.policies.offline.choose import MAX_STATES, choose, spans_of
 from runbook.policies.offline.outputs import read_scan, read_steps
-from runbook.sandbox.programs.rbscan import pattern_regex, python_regex
+from runbook.sandbox.programs.rbcore.patterns import pattern_regex, python_regex
 from runbook.policies.offline.terms import patterns_for, stem, without_common, word_pairs
 from runbook.agent.prompts import user_prompt
 from runbook.agent.types import Message, Task, ToolResult

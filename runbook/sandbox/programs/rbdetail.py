@@ -7,7 +7,9 @@ from collections import Counter
 
 from rbcore.reader import default_store_dir
 from rbcore.statefile import parse_state, state_relpath
-from rbscan import Printer, load_catalog, pattern_regex, python_regex
+from rbcore.catalog import load_catalog
+from rbcore.patterns import pattern_regex, python_regex
+from rbscan import Printer
 
 LINE_WIDTH = 200
 QUOTE_WIDTH = 480

@@ -20,7 +20,6 @@ With `scope_sites` only those sites' trajectories are scanned (reading every sta
 a pattern found nowhere there is looked for in the rest before it is called missing.
 """
 import json
-import os
 import re
 import subprocess
 from collections import Counter, defaultdict
@@ -28,13 +27,15 @@ from collections import Counter, defaultdict
 try:  # inside the sandbox, this folder is on PYTHONPATH
     import rbk
     from rbcore.weights import idf as bm25_idf, term_weight
-    from rbcore.catalog import connect_readonly
+    from rbcore.catalog import load_catalog
     from rbcore.images import nearest_screenshots
+    from rbcore.patterns import label, pattern_regex, python_regex
 except ImportError:  # on the host (tests import the pattern helpers) it is part of the runbook package
     from . import rbk
     from .rbcore.weights import idf as bm25_idf, term_weight
-    from .rbcore.catalog import connect_readonly
+    from .rbcore.catalog import load_catalog
     from .rbcore.images import nearest_screenshots
+    from .rbcore.patterns import label, pattern_regex, python_regex
 
 GOAL_WEIGHT = 0.8
 """A question term in the trajectory's goal counts this much of a saturated page term: the goal says what the run
@@ -52,71 +53,6 @@ SITE_BOOST = 0.6
 """States of the site the question names score this much more (x1.6)."""
 FILLERS = frozenset("a an the my our your all this that these those some any new to of for in on with".split())
 """Words skipped when reading a goal's first words."""
-SUFFIX = r"(?:[a-z]?(?:ed|ing|ings|er|ers)|e|es|s|d|ion|ions|ation|ations|ly|ment|ments|y|ies)?"
-"""What a stem may take to be another form of the word: cancel-led, add-ing, categor-ies (not add-ress)."""
-_WORD = re.compile(r"[A-Za-z0-9]+")
-
-
-# -- patterns --------------------------------------------------------------------------------------------------
-def pattern_regex(item):
-    """The ripgrep regex of one pattern: its words in order with flexible separators; a stem takes a suffix."""
-    tokens = re.findall(r"[A-Za-z0-9]+|[^\sA-Za-z0-9]", item["text"])
-    body = ""
-    for n, tok in enumerate(tokens):
-        if _WORD.fullmatch(tok):
-            if n and _WORD.fullmatch(tokens[n - 1]):
-                body += r"[\s_-]+"
-            body += re.escape(tok)
-        elif tok in "-_/":
-            body += r"[\s_/-]?"
-        else:
-            body += re.escape(tok)
-    last = tokens[-1] if tokens else ""
-    if item.get("stem") == "prefix" and last.isalpha():
-        body += "[a-z]*"
-    elif item.get("stem") and last.isalpha():
-        body += SUFFIX
-    lead = r"\b" if tokens and _WORD.fullmatch(tokens[0]) else ""
-    tail = r"\b" if last and _WORD.fullmatch(last) else ""
-    rx = lead + body + tail
-    # ASCII mode keeps ripgrep on its DFA: Unicode word boundaries with -i and many patterns cost 100x
-    return "(?-u)" + rx if rx.isascii() else rx
-
-
-def label(item):
-    return item.get("label") or item["text"]
-
-
-def python_regex(rx):
-    return re.compile(rx.replace("(?-u)", "", 1), re.I)
-
-
-# -- the catalog -----------------------------------------------------------------------------------------------
-def connect(root):
-    """The catalog, read-only (immutable when the store's mount cannot hold SQLite's lock files)."""
-    return connect_readonly(os.path.join(root, "catalog.sqlite"))
-
-
-def load_catalog(root):
-    """(rows by dir, dir by id, state meta by (dir, index)) from catalog.sqlite."""
-    conn = connect(root)
-    try:
-        rows, by_id = {}, {}
-        for tid, d, site, goal, outcome, success, n, first in conn.execute(
-                "SELECT id, dir, site, goal, outcome, success, n_states, first_ts FROM trajectories"):
-            rows[d] = {"id": tid, "dir": d, "site": site or "", "goal": goal or "", "outcome": outcome or "",
-                       "success": success, "n": n, "first": first or ""}
-            by_id[tid] = d
-        meta = {}
-        for tid, i, url, title, ts, action, error, tokens, shot in conn.execute(
-                "SELECT trajectory_id, state_index, url, title, timestamp, action, action_error, tokens, screenshot "
-                "FROM states"):
-            d = by_id.get(tid)
-            if d is not None:
-                meta[(d, i)] = (ts or "", url or "", title or "", action or "", error or "", tokens or 1, shot or "")
-    finally:
-        conn.close()
-    return rows, by_id, meta
 
 
 # -- the ripgrep pass ------------------------------------------------------------------------------------------

@@ -1,6 +1,8 @@
-"""Reading the store's catalog (catalog.sqlite) read-only, as the sandbox's read-only mount allows."""
+"""Reading the store's catalog (catalog.sqlite) read-only, as the sandbox's read-only mount allows, and the
+compact form the offline planner's programs rank from."""
 from __future__ import annotations
 
+import os
 import sqlite3
 
 from .records import RbkError
@@ -17,3 +19,30 @@ def connect_readonly(path: str) -> sqlite3.Connection:
         except sqlite3.OperationalError as exc:  # e.g. "unable to open database file" when -shm can't be made
             last = exc
     raise RbkError(f"cannot read the catalog {path}: {last}")
+
+
+def connect(root):
+    """The catalog, read-only (immutable when the store's mount cannot hold SQLite's lock files)."""
+    return connect_readonly(os.path.join(root, "catalog.sqlite"))
+
+
+def load_catalog(root):
+    """(rows by dir, dir by id, state meta by (dir, index)) from catalog.sqlite."""
+    conn = connect(root)
+    try:
+        rows, by_id = {}, {}
+        for tid, d, site, goal, outcome, success, n, first in conn.execute(
+                "SELECT id, dir, site, goal, outcome, success, n_states, first_ts FROM trajectories"):
+            rows[d] = {"id": tid, "dir": d, "site": site or "", "goal": goal or "", "outcome": outcome or "",
+                       "success": success, "n": n, "first": first or ""}
+            by_id[tid] = d
+        meta = {}
+        for tid, i, url, title, ts, action, error, tokens, shot in conn.execute(
+                "SELECT trajectory_id, state_index, url, title, timestamp, action, action_error, tokens, screenshot "
+                "FROM states"):
+            d = by_id.get(tid)
+            if d is not None:
+                meta[(d, i)] = (ts or "", url or "", title or "", action or "", error or "", tokens or 1, shot or "")
+    finally:
+        conn.close()
+    return rows, by_id, meta

@@ -8,6 +8,7 @@ import re
 import subprocess
 
 from .catalog import connect_readonly
+from .filters import as_set, field_list, outcome_matches
 from .records import Hits, RbkError, Record
 from .ripgrep import STATE_GLOB, _anchored, _field_of, _parse_rg_json, _pattern_body, _python_regex, ripgrep_binary
 from .statefile import FIELDS, HEADER_FIELDS, parse_state, read_header
@@ -77,10 +78,10 @@ class Store:
     def trajectories(self, site=None, outcome=None, goal: str | None = None) -> list:
         """Catalog rows (id, site, goal, outcome, success, n_states, first_time, ...), oldest first; goal is a regex."""
         self._load()
-        sites = _as_set(site)
+        sites = as_set(site)
         goal_rx = re.compile(goal, re.I) if goal else None
         return [r for r in self._rows
-                if (not sites or r.site in sites) and _outcome_matches(r, outcome)
+                if (not sites or r.site in sites) and outcome_matches(r, outcome)
                 and (goal_rx is None or goal_rx.search(r.goal))]
 
     def trajectory(self, trajectory_id: str) -> Record:
@@ -183,7 +184,7 @@ class Store:
 
     def _state_counts(self, pattern, ignore_case, fixed, word, field, paths) -> dict:
         """Store-relative state path -> matching lines, restricted to the fields asked for."""
-        fields = _field_list(field)
+        fields = field_list(field)
         body = _pattern_body(pattern, fixed, word)
         others = [f for f in HEADER_FIELDS if f not in fields]
         main = self._start_count(body if "text" in fields else _anchored(body, fields), ignore_case, paths)
@@ -245,7 +246,7 @@ class Store:
     def _read_hits(self, pattern, ignore_case, fixed, word, field, chosen, before, after) -> list:
         if not chosen:
             return []
-        fields = _field_list(field)
+        fields = field_list(field)
         body = _pattern_body(pattern, fixed, word)
         regex = body if "text" in fields else _anchored(body, fields)
         slack = 0 if "text" not in fields or len(fields) == len(FIELDS) else len(HEADER_FIELDS)
@@ -369,36 +370,6 @@ class Store:
             h["value"] = _value_near(h.line, h.get("after", []), label_rx)
         found = Hits([h for h in hits if h.value is not None], hits.total, hits.states, hits.truncated)
         return _only_changes(found) if changes else found
-
-
-def _as_set(value) -> set:
-    if value is None:
-        return set()
-    if isinstance(value, str):
-        return {v.strip() for v in value.split(",") if v.strip()}
-    return set(value)
-
-
-def _outcome_matches(row: Record, outcome) -> bool:
-    if not outcome:
-        return True
-    want = str(outcome).lower()
-    if want in ("success", "succeeded", "pass", "passed"):
-        return row.success is True
-    if want in ("failure", "failed", "fail"):
-        return row.success is False
-    return want in (row.outcome or "").lower()
-
-
-def _field_list(field) -> tuple:
-    if field is None:
-        return FIELDS
-    chosen = [field] if isinstance(field, str) else list(field)
-    chosen = [f.strip() for part in chosen for f in part.split(",") if f.strip()]
-    bad = [f for f in chosen if f not in FIELDS]
-    if bad:
-        raise RbkError(f"unknown field {', '.join(bad)}: use any of {', '.join(FIELDS)}")
-    return tuple(chosen)
 
 
 def _summary_owners(path: str) -> list:

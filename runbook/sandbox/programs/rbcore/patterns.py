@@ -1,0 +1,42 @@
+"""The regex of one search pattern (a phrase, a term, a stem): the same in the scan, the detail and the tests.
+
+A pattern is {"text", "kind": "phrase"|"term", "stem": bool|"prefix", "label", "weight", "derived"}; its words
+match in order across spaces, '_' and '-', and a stem takes the suffixes of its word's other forms."""
+import re
+
+SUFFIX = r"(?:[a-z]?(?:ed|ing|ings|er|ers)|e|es|s|d|ion|ions|ation|ations|ly|ment|ments|y|ies)?"
+"""What a stem may take to be another form of the word: cancel-led, add-ing, categor-ies (not add-ress)."""
+_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+def pattern_regex(item):
+    """The ripgrep regex of one pattern: its words in order with flexible separators; a stem takes a suffix."""
+    tokens = re.findall(r"[A-Za-z0-9]+|[^\sA-Za-z0-9]", item["text"])
+    body = ""
+    for n, tok in enumerate(tokens):
+        if _WORD.fullmatch(tok):
+            if n and _WORD.fullmatch(tokens[n - 1]):
+                body += r"[\s_-]+"
+            body += re.escape(tok)
+        elif tok in "-_/":
+            body += r"[\s_/-]?"
+        else:
+            body += re.escape(tok)
+    last = tokens[-1] if tokens else ""
+    if item.get("stem") == "prefix" and last.isalpha():
+        body += "[a-z]*"
+    elif item.get("stem") and last.isalpha():
+        body += SUFFIX
+    lead = r"\b" if tokens and _WORD.fullmatch(tokens[0]) else ""
+    tail = r"\b" if last and _WORD.fullmatch(last) else ""
+    rx = lead + body + tail
+    # ASCII mode keeps ripgrep on its DFA: Unicode word boundaries with -i and many patterns cost 100x
+    return "(?-u)" + rx if rx.isascii() else rx
+
+
+def label(item):
+    return item.get("label") or item["text"]
+
+
+def python_regex(rx):
+    return re.compile(rx.replace("(?-u)", "", 1), re.I)
