@@ -310,6 +310,31 @@ def test_a_scoped_scan_reads_only_its_sites_and_looks_elsewhere_before_calling_a
     assert {r["t"] for r in out if r["type"] == "state"} == {"shop-1"}
 
 
+def test_a_menu_path_the_question_gives_ranks_the_page_it_names_first(tmp_path):
+    from runbook.trajectory import State, Trajectory
+
+    # every admin page carries the menu ('Sales', 'Orders', 'Customers'); the dashboard says them more often
+    menu = "[1] link 'SALES' [2] link 'Orders' [3] link 'CUSTOMERS' [4] link 'All Customers'"
+    busy = "\n".join(f"row 'Order {n}' 'Sales' 'first look' 'check'" for n in range(6))
+    pages = [("Dashboard / Admin", f"{menu}\nheading 'Last Orders'\n{busy}"),
+             ("Orders / Operations / Sales / Admin", f"{menu}\nStaticText 'Active filters:' button 'Clear all'")]
+    states = [State(index=i, url=f"http://localhost:7780/admin/{i}", title=title, text=text, action="noop()",
+                    timestamp=f"2025-12-16T06:0{i}:00.000Z") for i, (title, text) in enumerate(pages)]
+    store = Store(tmp_path / "store", create=True)
+    with store.writer() as writer:
+        writer.insert(Trajectory(id="adm-1", states=states, goal="look around", site="shop_admin"))
+    question = "What should you check first when you open Sales > Orders to look up an order?"
+    policy = OfflinePlanner()
+    policy.begin(Task(question))
+    params = policy.scan_params()
+    assert params["pages"] == [["Sales", "Orders"]]
+    ranked = [r["i"] for r in run_program(store, "scan", {**params, "max_chars": 4000}) if r["type"] == "state"]
+    assert ranked[0] == 1
+    without = [r["i"] for r in run_program(store, "scan", {**params, "pages": [], "max_chars": 4000})
+               if r["type"] == "state"]
+    assert without[0] == 0  # the menu's words alone favour the dashboard
+
+
 def test_detail_names_what_an_action_clicked(sample_store):
     trajectory = next(iter(read_jsonl(SAMPLE / "trajectories.jsonl")))
     index = next(i for i, s in enumerate(trajectory.states) if s.action and "click" in s.action)

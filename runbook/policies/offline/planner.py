@@ -123,6 +123,8 @@ class OfflinePlanner:
                                   "latest": plan.analysis.wants_latest or plan.kind == "dynamic",
                                   "trajectories": 10, "prefer": "trouble" if plan.kind == "gotcha" else None,
                                   "answers": plan.kind in ("static", "dynamic")}
+        if plan.analysis.menu_paths:
+            params["pages"] = [list(path) for path in plan.analysis.menu_paths]
         sites = scope_sites(plan.recall)
         if sites:
             params["scope_sites"] = sites

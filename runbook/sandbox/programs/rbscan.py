@@ -49,6 +49,9 @@ ANCHOR_BOOST = 1.0
 """A state showing every name the question gives (quoted labels, Capitalised names, ids) scores this much more."""
 PHRASE_BONUS = 1.0
 """Phrases (names, ids, quoted labels) weigh this much more than single words."""
+PAGE_BOOST = 1.0
+"""A state whose title names a menu path the question gives ('Sales > Orders': 'Orders / Operations / Sales / ...')
+scores this much more: it is the page the question is about, where every page of the site has the menu's words."""
 SITE_BOOST = 0.6
 """States of the site the question names score this much more (x1.6)."""
 FILLERS = frozenset("a an the my our your all this that these those some any new to of for in on with".split())
@@ -128,7 +131,19 @@ def weights_of(items, df, n_states):
             * (1 + PHRASE_BONUS * (items[k].get("kind") == "phrase")) for k in range(len(items))]
 
 
-def score_states(tfs, meta, rows, compiled, idf, sites, items, answers=False, anchors=()):
+def title_words(title):
+    """The words of a page title, lower-case, a plural's 's' off."""
+    return {re.sub(r"(?<=\w\w\w)s$", "", w) for w in re.findall(r"[a-z0-9]+", title.lower())}
+
+
+def names_page(title, pages):
+    """Whether the title has every word of every step of one of the menu paths `pages` (fillers aside)."""
+    words = title_words(title)
+    return any(path and all(title_words(" ".join(w for w in step.split() if w.lower() not in FILLERS)) <= words
+                            for step in path) for path in pages)
+
+
+def score_states(tfs, meta, rows, compiled, idf, sites, items, answers=False, anchors=(), pages=()):
     """{(dir, index): (score, coverage with the goal, matched pattern indices, share of the question's own words
     on the page alone)}.
 
@@ -152,6 +167,8 @@ def score_states(tfs, meta, rows, compiled, idf, sites, items, answers=False, an
         s += GOAL_WEIGHT * sum(idf[k] for k in goal)
         if sites and site in sites:
             s *= 1 + SITE_BOOST
+        if pages and names_page(m[2], pages):
+            s *= 1 + PAGE_BOOST
         if answers and _ANSWER.match(m[3]):
             s *= 1 + ANSWER_BOOST
         if anchors and all(k in tf for k in anchors):
@@ -227,7 +244,8 @@ def scan(params):
         if looks and looks[0].get("t") and not sites:  # the pictured app is the one asked about
             sites = {rows[by_id[looks[0]["t"]]]["site"]: 1.0}
     anchors = anchor_patterns(items, compiled, df, rows)
-    scores = score_states(tfs, meta, rows, compiled, idf, sites, items, params.get("answers", False), anchors)
+    scores = score_states(tfs, meta, rows, compiled, idf, sites, items, params.get("answers", False), anchors,
+                          params.get("pages", ()))
     if trouble is not None:
         prefer_trouble(scores, meta, rows, troubles)
     # ripgrep's file order varies from run to run: the state itself breaks ties, so the plan is deterministic
