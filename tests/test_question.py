@@ -43,6 +43,12 @@ def test_menu_path_and_its_steps():
     assert {"Sales > Orders", "Sales", "Orders"} <= set(a.phrases)
 
 
+def test_a_menu_path_starts_at_its_first_capitalised_word_not_the_sentence_before_it():
+    a = analyze("Before searching the Sales > Orders grid, what do you need to clear?")
+    assert a.menu_paths == (("Sales", "Orders"),)
+    assert not any("searching" in p for p in a.phrases)  # a made-up phrase would be 'written nowhere': a false premise
+
+
 def test_mid_sentence_capitalised_word_is_a_phrase_but_question_word_is_not():
     a = analyze("How many subscribers does the Karaoke forum on GitLab's server have?")
     assert "Karaoke" in a.phrases and "GitLab" in a.phrases

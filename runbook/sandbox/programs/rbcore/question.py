@@ -154,7 +154,7 @@ def _menu_paths(text: str) -> list[tuple[str, ...]]:
     paths = []
     for match in _MENU.finditer(text):
         steps = [s.strip(" '\"") for s in re.split(r"\s*(?:>|->|→|»)\s*", match.group(1))]
-        steps[0] = _strip_leading_caps(steps[0])
+        steps[0] = _strip_leading_lower(_strip_leading_caps(steps[0]))
         steps = [_trim_tail(s) for s in steps]
         if all(steps):
             paths.append(tuple(steps))
@@ -164,6 +164,15 @@ def _menu_paths(text: str) -> list[tuple[str, ...]]:
 def _strip_leading_caps(step: str) -> str:
     words = step.split()
     while len(words) > 1 and (words[0] in _LEADING_CAPS or words[0].lower() in STOP_WORDS):
+        words.pop(0)
+    return " ".join(words)
+
+
+def _strip_leading_lower(step: str) -> str:
+    """'searching the Sales' -> 'Sales': a menu's first step starts at its first Capitalised word (the words before
+    it are the sentence's: "Before searching the Sales > Orders grid")."""
+    words = step.split()
+    while len(words) > 1 and not words[0][:1].isupper():
         words.pop(0)
     return " ".join(words)
 
