@@ -136,16 +136,21 @@ def title_words(title):
     return {re.sub(r"(?<=\w\w\w)s$", "", w) for w in re.findall(r"[a-z0-9]+", title.lower())}
 
 
-def names_page(title, pages):
-    """Whether the title has every word of every step of one of the menu paths `pages` (fillers aside)."""
+def page_words(pages):
+    """Each menu path of `pages` as the word sets of its steps (fillers aside: 'All Customers' is 'customer')."""
+    return [[title_words(" ".join(w for w in step.split() if w.lower() not in FILLERS)) for step in path]
+            for path in pages if path]
+
+
+def names_page(title, paths):
+    """Whether the title has every word of every step of one of the menu paths (`page_words`)."""
     words = title_words(title)
-    return any(path and all(title_words(" ".join(w for w in step.split() if w.lower() not in FILLERS)) <= words
-                            for step in path) for path in pages)
+    return any(all(step <= words for step in path) for path in paths)
 
 
 def score_states(tfs, meta, rows, compiled, idf, sites, items, answers=False, anchors=(), pages=()):
     """{(dir, index): (score, coverage with the goal, matched pattern indices, share of the question's own words
-    on the page alone)}.
+    on the page alone)}. `pages`: the question's menu paths as `page_words`.
 
     Every term is weighed by its rarity among all states (BM25's idf, times the pattern's own weight).
     """
@@ -245,7 +250,7 @@ def scan(params):
             sites = {rows[by_id[looks[0]["t"]]]["site"]: 1.0}
     anchors = anchor_patterns(items, compiled, df, rows)
     scores = score_states(tfs, meta, rows, compiled, idf, sites, items, params.get("answers", False), anchors,
-                          params.get("pages", ()))
+                          page_words(params.get("pages", ())))
     if trouble is not None:
         prefer_trouble(scores, meta, rows, troubles)
     # ripgrep's file order varies from run to run: the state itself breaks ties, so the plan is deterministic
