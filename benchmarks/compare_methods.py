@@ -4,7 +4,7 @@ Each method's Memory is called in-process (latency = the query's own time, as sc
 a method that cannot be built is reported as missing, never faked.
 
 usage: python benchmarks/compare_methods.py STORE [--budget 8k] [--methods r,auto,c,bm25] [--questions F.jsonl ...]
-                                                  [--per-question] [--policy offline]
+                                                  [--per-question] [--policy offline] [--warm]
 """
 from __future__ import annotations
 
@@ -78,6 +78,8 @@ def run_method(method: str, store, questions: list[dict], budget: int, options: 
         obj = context.to_json()
         obj["latency_s"] = obj.get("latency_s") or (time.perf_counter() - start)
         rows.append(score_one(sc, q, obj))
+    if hasattr(memory, "close"):
+        memory.close()  # a spare sandbox kept warm
     return rows
 
 
@@ -89,6 +91,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--questions", nargs="*", default=[str(p) for p in DEFAULT_QUESTIONS])
     parser.add_argument("--policy", default="offline", help="method c's policy")
     parser.add_argument("--per-question", action="store_true")
+    parser.add_argument("--warm", action="store_true",
+                        help="method c (and auto's c) keeps its next sandbox started, as a long-lived memory does")
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(ROOT))
@@ -107,7 +111,7 @@ def main(argv: list[str]) -> None:
           f"{'p95 ms':>8s} budget")
     by_method: dict[str, list[dict]] = {}
     for method in args.methods.split(","):
-        options = {"policy": args.policy} if method in ("c", "auto") else {}
+        options = {"policy": args.policy, **({"warm": True} if args.warm else {})} if method in ("c", "auto") else {}
         rows = run_method(method, store, questions, budget, options, sc)
         if isinstance(rows, str):
             print(f"{method:8s} {rows}")
