@@ -111,7 +111,7 @@ def main(argv: list[str]) -> None:
           f"{'p95 ms':>8s} budget")
     by_method: dict[str, list[dict]] = {}
     for method in args.methods.split(","):
-        options = {"policy": args.policy, **({"warm": True} if args.warm else {})} if method in ("c", "auto") else {}
+        options = {"policy": args.policy, "warm": args.warm} if method in ("c", "auto") else {}
         rows = run_method(method, store, questions, budget, options, sc)
         if isinstance(rows, str):
             print(f"{method:8s} {rows}")

@@ -30,12 +30,14 @@ try:  # inside the sandbox, this folder is on PYTHONPATH
     from rbcore.catalog import load_catalog
     from rbcore.images import nearest_screenshots
     from rbcore.patterns import label, pattern_regex, python_regex
+    from rbcore.question import normalize_term
 except ImportError:  # on the host (tests import the pattern helpers) it is part of the runbook package
     from . import rbk
     from .rbcore.weights import idf as bm25_idf, term_weight
     from .rbcore.catalog import load_catalog
     from .rbcore.images import nearest_screenshots
     from .rbcore.patterns import label, pattern_regex, python_regex
+    from .rbcore.question import normalize_term
 
 GOAL_WEIGHT = 0.8
 """A question term in the trajectory's goal counts this much of a saturated page term: the goal says what the run
@@ -132,8 +134,8 @@ def weights_of(items, df, n_states):
 
 
 def title_words(title):
-    """The words of a page title, lower-case, a plural's 's' off."""
-    return {re.sub(r"(?<=\w\w\w)s$", "", w) for w in re.findall(r"[a-z0-9]+", title.lower())}
+    """The words of a page title in the question analysis's normal form (lower-case, plurals trimmed)."""
+    return {normalize_term(w) for w in re.findall(r"[a-z0-9]+", title.lower())}
 
 
 def page_words(pages):
@@ -159,7 +161,7 @@ def score_states(tfs, meta, rows, compiled, idf, sites, items, answers=False, an
     own_weight = sum(idf[k] for k in own) or 1.0
     goal_hits = {d: [k for k, rx in enumerate(compiled) if rx.search(r["goal"])] for d, r in rows.items()}
     avg_len = sum(m[5] for m in meta.values()) / max(1, len(meta))
-    scores = {}
+    scores, named = {}, {}
     for key, tf in tfs.items():
         m = meta.get(key)
         if m is None:
@@ -172,7 +174,9 @@ def score_states(tfs, meta, rows, compiled, idf, sites, items, answers=False, an
         s += GOAL_WEIGHT * sum(idf[k] for k in goal)
         if sites and site in sites:
             s *= 1 + SITE_BOOST
-        if pages and names_page(m[2], pages):
+        if pages and m[2] not in named:  # a site has few distinct titles: each is read once
+            named[m[2]] = names_page(m[2], pages)
+        if pages and named[m[2]]:
             s *= 1 + PAGE_BOOST
         if answers and _ANSWER.match(m[3]):
             s *= 1 + ANSWER_BOOST
