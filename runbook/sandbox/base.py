@@ -25,8 +25,9 @@ class SandboxLimits:
     """Memory for the sandbox: all processes together (bwrap without a cgroup: address space per process)."""
     pids: int = 128
     """Processes and threads at once; stops fork bombs."""
-    cpus: float = 1.0
-    """CPU cores the sandbox may use (docker only)."""
+    cpus: float = 2.0
+    """CPU cores the sandbox may use (docker only; at most the engine host's). Two, because ripgrep searches files
+    in parallel: the offline planner's scan of 928 trajectories took 0.26 s of ripgrep on one core, 0.11 s on two."""
     scratch_mb: int = 64
     """Size of the writable /scratch and /tmp."""
     output_bytes: int = 64_000

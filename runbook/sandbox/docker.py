@@ -78,7 +78,7 @@ class DockerSandbox(SandboxBase):
             user=USER, working_dir=SCRATCH_MOUNT,
             cap_drop=["ALL"], security_opt=["no-new-privileges"],
             mem_limit=f"{limits.memory_mb}m", memswap_limit=f"{limits.memory_mb}m",
-            pids_limit=limits.pids, nano_cpus=int(limits.cpus * 1e9),
+            pids_limit=limits.pids, nano_cpus=int(min(limits.cpus, self._engine.cpus()) * 1e9),
             environment={"RUNBOOK_STORE_DIR": STORE_MOUNT, **inside_env()},
         )
         try:

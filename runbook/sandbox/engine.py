@@ -15,6 +15,8 @@ CLIENT_TIMEOUT = 3600
 START_ENGINE_HINT = ("start one with `eval \"$(scripts/docker-engine.sh)\"` (installs Debian's docker.io if needed "
                      "and prints the DOCKER_HOST to export)")
 
+_HOST_CPUS: dict[str, int] = {}
+
 
 @dataclass
 class Engine:
@@ -24,6 +26,12 @@ class Engine:
     """docker.DockerClient"""
     url: str
     """As a user writes it, e.g. unix:///tmp/runbook-docker/docker.sock"""
+
+    def cpus(self) -> int:
+        """The CPUs of the engine's host (docker refuses a CPU limit above them), asked once per engine URL."""
+        if self.url not in _HOST_CPUS:
+            _HOST_CPUS[self.url] = max(1, int(self.client.info().get("NCPU") or 1))
+        return _HOST_CPUS[self.url]
 
     def version(self) -> str:
         info = self.client.version()

@@ -159,6 +159,19 @@ def test_sandbox_container_keeps_no_log(docker_engine, tiny_store):
         assert not log_path or not os.path.exists(log_path) or os.path.getsize(log_path) == 0
 
 
+@pytest.mark.docker
+def test_cpu_limit_is_capped_at_the_engines_cpus(docker_engine, tiny_store):
+    from runbook.sandbox import get_sandbox
+    engine = docker_engine[0]
+    host_cpus = engine.client.info()["NCPU"]
+    # docker refuses a limit above the host's CPUs: asking for more gives the host's, and the sandbox starts
+    with get_sandbox("docker", tiny_store, engine=engine, **{**TEST_LIMITS, "cpus": host_cpus + 3}) as box:
+        assert box.container.attrs["HostConfig"]["NanoCpus"] == host_cpus * 10**9
+        assert box.exec("echo up", timeout=20).output.strip() == "up"
+    with get_sandbox("docker", tiny_store, engine=engine, **{**TEST_LIMITS, "cpus": 0.5}) as box:
+        assert box.container.attrs["HostConfig"]["NanoCpus"] == 5 * 10**8
+
+
 # -- 4: scratch size, namespaces and mounts, memory of the whole sandbox ---------------------------------------------
 def test_scratch_is_capped_across_files_and_calls(make_box):
     box = make_box(scratch_mb=16)
