@@ -122,13 +122,11 @@ class Excerpter:
         chosen: dict[int, str] = {}
         spent = 0
 
-        seen: dict[int, str | None] = {}
+        def shown(i: int) -> str | None:
+            return shown_line(lines[i])
 
-        def shown(i: int) -> str | None:  # asked many times per line by the windows around matches: cached
-            if i not in seen:
-                line = clean_line(lines[i])
-                seen[i] = line if line.strip() and _HAS_WORD.search(line) and not _BARE.match(line) else None
-            return seen[i]
+        def says_something(i: int) -> bool:
+            return _says_something(lines[i])
 
         head_limit = int(max_tokens * HEAD_SHARE)
         for i in range(min(len(lines), HEAD_SCAN)):  # the page's own opening lines, past the site's menus
@@ -146,7 +144,7 @@ class Excerpter:
         for i in sorted(scores, key=lambda n: -scores[n]):
             if scores[i] <= 0 or spent >= max_tokens:
                 break
-            for j in _around(lines, i, shown):
+            for j in _around(lines, i, shown, says_something):
                 if j in chosen:
                     continue
                 line = shown(j)
@@ -158,21 +156,35 @@ class Excerpter:
         return chosen
 
 
-def _around(lines: list[str], i: int, shown) -> list[int]:
+@functools.lru_cache(maxsize=50_000)
+def shown_line(raw: str) -> str | None:
+    """A page line as an excerpt shows it (cleaned), or None for a line without words. Pages repeat their menus'
+    lines on every state, and the windows around matches ask for each line many times: cached per distinct line."""
+    line = clean_line(raw)
+    return line if line.strip() and _HAS_WORD.search(line) and not _BARE.match(line) else None
+
+
+@functools.lru_cache(maxsize=50_000)
+def _says_something(raw: str) -> bool:
+    """Shown, and its names hold a word (see _says_nothing)."""
+    line = shown_line(raw)
+    return line is not None and not _says_nothing(line)
+
+
+def _around(lines: list[str], i: int, shown, says_something) -> list[int]:
     """Line i with BEFORE shown lines before it and AFTER after it, counting only lines that say something new: an
     accessibility tree repeats each cell's name as its text child, which would halve how far a row's values reach."""
     before = []
     for j in range(i - 1, max(-1, i - 4 * BEFORE - 1), -1):
-        line = shown(j)
-        if line is not None and not _says_nothing(line):
+        if says_something(j):
             before.append(j)
             if len(before) == BEFORE:
                 break
     after, last = [], shown(i) or ""
     for j in range(i + 1, min(len(lines), i + 4 * AFTER + 1)):
-        line = shown(j)
-        if line is None or _says_nothing(line):
+        if not says_something(j):
             continue
+        line = shown(j)
         body = line.strip()
         if body[:1] in "'\"" and body.strip("'\" ") in last:
             continue  # the previous line's name again
@@ -189,6 +201,8 @@ _ESCAPE = re.compile(r"\\u[0-9a-fA-F]{4}")
 
 def _says_nothing(line: str) -> bool:
     """A tree line whose names hold no word: `strong ''`, `row ''`, an icon font's glyphs (`'\\ue605\\ue605'`)."""
+    if "'" not in line and '"' not in line:
+        return False  # no name at all (most lines of a text page)
     names = [a or b for a, b in _QUOTED.findall(line)]
     return bool(names) and not any(re.search(r"\w", _ESCAPE.sub("", name)) for name in names)
 
