@@ -67,20 +67,20 @@ def count_tokens(text: str) -> int:
     """Exact cl100k_base token count of `text` (special tokens counted as ordinary text)."""
     if not text:
         return 0
-    enc = encoding()
-    if len(text) < _SPLIT_FROM:
-        return len(enc.encode_ordinary(text))
-    total = 0
     cache = _PIECE_CACHE
-    for piece in _SAFE_SPLIT.split(text):
-        n = cache.get(piece)
-        if n is None:
-            n = len(enc.encode_ordinary(piece))
-            if len(cache) >= _PIECE_CACHE_LIMIT:
-                cache.clear()
-            cache[piece] = n
-        total += n
-    return total
+    if len(text) < _SPLIT_FROM:  # short texts are pieces too: page lines counted one by one repeat as much
+        return _count_piece(text, cache)
+    return sum(_count_piece(piece, cache) for piece in _SAFE_SPLIT.split(text))
+
+
+def _count_piece(piece: str, cache: dict[str, int]) -> int:
+    n = cache.get(piece)
+    if n is None:
+        n = len(encoding().encode_ordinary(piece))
+        if len(cache) >= _PIECE_CACHE_LIMIT:
+            cache.clear()
+        cache[piece] = n
+    return n
 
 
 def count_tokens_batch(texts: Sequence[str]) -> list[int]:

@@ -182,7 +182,10 @@ def focus_page(page: str, focus: list[str], limit: int) -> str:
     lines = page.splitlines()
     costs = count_tokens_batch(lines)
     patterns = [re.compile(re.escape(term), re.I) for term in focus[:40]]
-    scores = [sum(1 for p in patterns if p.search(line)) for line in lines]
+    # one pass with all terms finds the few lines that mention any; only those are scored term by term
+    anywhere = re.compile("|".join(p.pattern for p in patterns), re.I) if patterns else None
+    scores = [sum(1 for p in patterns if p.search(line)) if anywhere and anywhere.search(line) else 0
+              for line in lines]
     keep: set[int] = set()
     spent = 0
     note_cost = 24
