@@ -1,7 +1,8 @@
 """Sandboxes for method C's queries: a fresh one per query, never reused. A long-lived memory (a benchmark run, a
 server) may keep one started ahead (`warm`): the next query's container starts in the background while this one
-runs, and a used one is removed in the background, so a query pays for neither (measured on docker: start ~0.45 s,
-stop ~0.1 s of a ~2 s query). A one-shot CLI query keeps none: the spare would only delay its exit.
+runs, so a query does not wait for it (measured on docker: start ~0.45 s of a ~1.5 s query). A one-shot CLI query
+keeps none: the spare would only delay its exit. A used docker container is removed in the background either way
+(~0.08 s), while the query packs its context; close() and the interpreter's exit wait for that.
 
     supply = SandboxSupply(lambda: get_sandbox("docker", store_root), warm=True)
     with supply.sandbox() as box:          # started, used by this query only
@@ -36,11 +37,11 @@ class SandboxSupply:
         self.warm = warm
         self._lock = threading.Lock()
         self._spare: tuple[Future, float] | None = None
-        self._background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="runbook-sandbox") if warm else None
+        self._background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="runbook-sandbox")
 
     @contextmanager
     def sandbox(self) -> Iterator[Sandbox]:
-        """A started sandbox for one query; stopped (in the background when warm) when the query is done."""
+        """A started sandbox for one query; stopped when the query is done (in the background for docker)."""
         box = self._take()
         try:
             yield box
@@ -53,8 +54,7 @@ class SandboxSupply:
             spare, self._spare = self._spare, None
         if spare is not None:
             self._stop_quietly(spare[0])
-        if self._background is not None:
-            self._background.shutdown(wait=True)
+        self._background.shutdown(wait=True)
 
     # -- internals -----------------------------------------------------------------------------------------------
     def _take(self) -> Sandbox:
@@ -89,10 +89,13 @@ class SandboxSupply:
         return box
 
     def _retire(self, box: Sandbox) -> None:
-        if self._background is not None and getattr(box, "name", "") in WARM_BACKENDS:
-            self._background.submit(box.stop)
-        else:
-            box.stop()
+        if getattr(box, "name", "") in WARM_BACKENDS:
+            try:
+                self._background.submit(box.stop)
+                return
+            except RuntimeError:  # closed already (a query after close()): stop it here
+                pass
+        box.stop()
 
     @staticmethod
     def _stop_quietly(future: Future) -> None:

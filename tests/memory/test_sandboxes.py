@@ -31,13 +31,21 @@ def supply(name: str, warm: bool):
     return SandboxSupply(make, warm=warm), made, log
 
 
-def test_cold_supply_starts_and_stops_one_sandbox_per_query_on_the_calling_thread():
+def test_cold_supply_starts_one_sandbox_per_query_on_the_calling_thread_and_stops_each():
     sandboxes, made, log = supply("docker", warm=False)
     for _ in range(2):
         with sandboxes.sandbox() as box:
             assert box.started and not box.stopped
-        assert box.stopped
-    assert len(made) == 2 and all(entry[2] == threading.current_thread().name for entry in log if entry[0] == "start")
+    sandboxes.close()  # a used container is removed in the background: close waits for it
+    assert len(made) == 2 and all(b.stopped for b in made)
+    assert all(entry[2] == threading.current_thread().name for entry in log if entry[0] == "start")
+
+
+def test_a_backend_tied_to_its_thread_is_stopped_when_its_query_ends():
+    sandboxes, made, _ = supply("bwrap", warm=False)
+    with sandboxes.sandbox() as box:
+        pass
+    assert box.stopped
 
 
 def test_warm_supply_hands_each_query_a_sandbox_started_ahead_and_never_reuses_one():
