@@ -89,6 +89,8 @@ class AgentLoop:
         self.policy = policy
         self.toolbox = toolbox
         self.limits = limits or Limits()
+        self.view_tokens = max(self.limits.output_tokens, int(getattr(policy, "output_view_tokens", 0) or 0))
+        """Tokens of one tool output the policy sees."""
         self.transcript = transcript
         self.price = price
         """US dollars per million (input, output) tokens, when known."""
@@ -186,9 +188,9 @@ class AgentLoop:
                 raise
         full = result.output
         result.full_output = full
-        result.output, result.elided_tokens = head_and_tail(full, self.limits.output_tokens)
+        result.output, result.elided_tokens = head_and_tail(full, self.view_tokens)
         self._record("tool", step=self.steps, call_id=call.id, name=call.name, arguments=call.arguments,
-                     output=full, shown_tokens_limit=self.limits.output_tokens, elided_tokens=result.elided_tokens,
+                     output=full, shown_tokens_limit=self.view_tokens, elided_tokens=result.elided_tokens,
                      exit_code=result.exit_code, seconds=result.seconds, error=result.error)
         return result
 

@@ -13,8 +13,9 @@ import pytest
 from runbook.policies import get_policy
 from runbook.policies.offline.planner import OfflinePlanner, program_call
 from runbook.policies.offline.analysis import write_analysis
-from runbook.policies.offline.choose import MAX_STATES, choose, spans_of
-from runbook.policies.offline.outputs import read_scan, read_steps
+from runbook.policies.offline.spans import spans_of
+from runbook.sandbox.programs.rbcore.choice import MAX_STATES, choose
+from runbook.sandbox.programs.rbcore.scanout import read_scan, read_steps
 from runbook.sandbox.programs.rbcore.patterns import pattern_regex, python_regex
 from runbook.policies.offline.terms import patterns_for, stem, without_common, word_pairs
 from runbook.agent.prompts import user_prompt
@@ -159,22 +160,21 @@ def tool_message(name: str, output: str, exit_code: int = 0) -> Message:
     return Message("tool", tool_result=ToolResult("x", name, output, exit_code=exit_code))
 
 
-def test_the_plan_is_scan_detail_finish():
+def test_the_plan_is_one_program_call_then_finish():
     policy = get_policy("offline")
     assert isinstance(policy, OfflinePlanner) and policy.name == "offline"
     policy.begin(Task("What price does the admin list now?"))
     messages = [Message("system", "sys"), Message("user", user_prompt("What price does the admin list now?"))]
     first = policy.next(messages, [])
-    assert first.tool_calls[0].name == "python" and "scan(json.loads(" in first.tool_calls[0].arguments["code"]
-    messages += [first, tool_message("python", scan_output(
-        [{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}],
-        latest=[{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}]))]
+    assert first.tool_calls[0].name == "python" and "rbplan.plan(json.loads(" in first.tool_calls[0].arguments["code"]
+    # the program prints the scan's lines, then the chosen states' details
+    output = scan_output([{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}],
+                         latest=[{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}])
+    output += "\n" + json.dumps({"type": "step", "t": "a", "i": 1, "time": "2025-12-16",
+                                 "lines": ["textbox 'Price' value='$5'"]})
+    messages += [first, tool_message("python", output)]
     second = policy.next(messages, [])
-    assert second.tool_calls[0].name == "python" and "detail(json.loads(" in second.tool_calls[0].arguments["code"]
-    messages += [second, tool_message("python", json.dumps({"type": "step", "t": "a", "i": 1, "time": "2025-12-16",
-                                                            "lines": ["textbox 'Price' value='$5'"]}))]
-    third = policy.next(messages, [])
-    call = third.tool_calls[0]
+    call = second.tool_calls[0]
     assert call.name == "finish" and call.arguments["spans"] == [{"trajectory_id": "a", "start_state_index": 1,
                                                                   "end_state_index": 1}]
     assert "value='$5'" in call.arguments["analysis"] and "latest" in call.arguments["analysis"]
@@ -189,7 +189,6 @@ def test_the_finish_keeps_method_rs_evidence_and_adds_only_states_it_does_not_sh
     messages = [Message("user", "q"), policy.next([Message("user", "q")], [])]
     messages.append(tool_message("python", scan_output(
         [{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}, {"t": "b", "i": 3, "s": 2.0, "time": "2025"}])))
-    messages += [policy.next(messages, []), tool_message("python", "")]
     finish = policy.next(messages, []).tool_calls[0]
     assert finish.name == "finish" and finish.arguments["recall"] == ["n4", "s7"]  # R's own, in R's order
     assert finish.arguments["spans"] == [{"trajectory_id": "b", "start_state_index": 3, "end_state_index": 3}]
@@ -205,7 +204,6 @@ def test_a_name_found_nowhere_leaves_method_rs_ranking_whole_and_says_so():
     messages.append(tool_message("python", scan_output(
         [{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}, {"t": "c", "i": 2, "s": 2.0, "time": "2025"}],
         missing=["Glacier Canvas Hammock"])))
-    messages += [policy.next(messages, []), tool_message("python", "")]
     finish = policy.next(messages, []).tool_calls[0]
     assert finish.arguments["recall"] == ["s7"] and finish.arguments["spans"] == []  # no closest states of its own
     assert "'Glacier Canvas Hammock'" in finish.arguments["analysis"]
@@ -246,7 +244,6 @@ def test_a_current_value_questions_added_states_come_newest_first():
         [{"t": "old", "i": 2, "s": 9.0, "time": "2025-12-16T06:00:00"},
          {"t": "a", "i": 1, "s": 8.0, "time": "2025-12-18T06:00:00"}],
         latest=[{"t": "new", "i": 5, "s": 7.0, "time": "2025-12-17T06:00:00"}])))
-    messages += [policy.next(messages, []), tool_message("python", "")]
     spans = policy.next(messages, []).tool_calls[0].arguments["spans"]
     assert [span["trajectory_id"] for span in spans] == ["new", "old"]  # 'a' 1 is R's own, shown already
 
@@ -342,6 +339,24 @@ def test_detail_names_what_an_action_clicked(sample_store):
     assert out[0]["t"] == trajectory.id and " = " in out[0]["act"]
 
 
+def test_the_plan_program_details_the_states_the_planner_chooses_from_its_output(sample_store):
+    question = next(q["question"] for q in sample_questions() if q["question_type"] == "procedure")
+    policy = OfflinePlanner()
+    policy.begin(Task(question))
+    params = policy.plan_params()
+    out = run_program(sample_store, "plan", params)
+    kinds = [r["type"] for r in out]
+    assert kinds[0] == "terms" and "step" in kinds
+    assert kinds.index("step") > max(n for n, k in enumerate(kinds) if k != "step")  # scan first, then detail
+    output = "\n".join(json.dumps(r) for r in out)
+    choice = choose(policy.plan.kind, policy.plan.analysis.wants_latest, read_scan(output))
+    detailed = [(s.t, s.i) for s in read_steps(output)]
+    assert detailed and detailed == choice.keys[:len(detailed)]  # the planner's own choice, within detail's budget
+    walked = {run.t for run in choice.runs}
+    assert walked and all("lines" not in r for r in out if r["type"] == "step" and r["t"] in walked)
+    assert sum(len(line) + 1 for line in output.splitlines()) <= 2 * params["detail"]["max_chars"]
+
+
 def sample_questions() -> list[dict]:
     return [json.loads(line) for line in (SAMPLE / "questions.jsonl").read_text().splitlines() if line.strip()]
 
@@ -387,7 +402,7 @@ def test_a_question_image_finds_its_screenshot(sample_store, clean_env):
 
 # -- the gotcha probe ------------------------------------------------------------------------------------------
 def test_the_probe_finds_where_the_site_shows_another_value_than_the_one_typed():
-    from runbook.policies.offline.outputs import Step
+    from runbook.sandbox.programs.rbcore.scanout import Step
     from runbook.policies.offline.probe import probe_pattern, read_probe, typed_values
 
     steps = [Step("run", 0, act="fill('1910', 'emma.lopez@example.com')  [1910 = textbox 'Newsletter']"),
@@ -410,10 +425,8 @@ def test_a_gotcha_whose_run_typed_a_value_searches_for_it():
     messages = [Message("user", user_prompt("What went wrong in the failed newsletter subscription?"))]
     messages.append(policy.next(messages, []))
     runs = [{"t": "run", "s": 9.0, "gs": 9.0, "head": 2, "ok": 0, "n": 2, "ne": 1, "goal": "Subscribe"}]
-    messages.append(tool_message("python", scan_output([{"t": "run", "i": 0, "s": 9.0, "n": 2}], runs)))
-    messages.append(policy.next(messages, []))
-    messages.append(tool_message("python", json.dumps({"type": "step", "t": "run", "i": 0,
-                                                       "act": "fill('1', 'emma.lopez@example.com')"})))
+    step = json.dumps({"type": "step", "t": "run", "i": 0, "act": "fill('1', 'emma.lopez@example.com')"})
+    messages.append(tool_message("python", scan_output([{"t": "run", "i": 0, "s": 9.0, "n": 2}], runs) + "\n" + step))
     probe = policy.next(messages, [])
     assert probe.tool_calls[0].name == "search" and probe.tool_calls[0].arguments["pattern"] == r"emma\.lopez"
     messages += [probe, tool_message("search", "acct state 1 @ 2025-12-22T06:25:53Z http://x/\n"

@@ -1,17 +1,21 @@
 """OfflinePlanner: the policy used when no model is configured. Deterministic, no model, the same tools and loop.
 
-One query takes three or four tool calls, each a step of a fixed plan:
+One query takes two or three tool calls, each a step of a fixed plan:
 
-    1. python: scan      one ripgrep pass over every state for the question's phrases and stemmed terms, BM25 with
-                         the goal, url/title and the site the question names; prints the best states, the newest
-                         strong matches ('current'/'latest' questions), the best runs, terms found nowhere, and
-                         with a question image the stored screenshots that look most alike (dHash)
-    2. python: detail    for the states chosen by kind (runbook.policies.offline.choose): the action with the element
-                         it clicked, the error, and the page lines worth quoting
-    3. search            gotchas only, when the run that went wrong typed something: where other pages show a
+    1. python: plan      one sandbox program (rbplan) in one call:
+                         scan: one ripgrep pass over every state for the question's phrases and stemmed terms, BM25
+                         with the goal, url/title and the site the question names; the best states, the newest strong
+                         matches ('current'/'latest' questions), the best runs, terms found nowhere, and with a
+                         question image the stored screenshots that look most alike (dHash);
+                         detail: for the states chosen by kind (rbcore.choice), the action with the element it
+                         clicked, the error, and the page lines worth quoting
+    2. search            gotchas only, when the run that went wrong typed something: where other pages show a
                          different value (runbook.policies.offline.probe)
-    4. finish            spans (most important first) and an analysis: the kind, latest vs older values with their
+    3. finish            spans (most important first) and an analysis: the kind, latest vs older values with their
                          times, terms found nowhere (a possibly false premise), a procedure's steps
+
+The planner repeats the program's choice on the output it reads (the same function on the same lines), so it knows
+why each state was chosen.
 
 The planner only reads tool outputs: the sandbox is its only access to the store. A failed call is not retried
 with the same arguments; the planner finishes with what it has.
@@ -19,23 +23,26 @@ with the same arguments; the planner finishes with what it has.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...question import QuestionAnalysis, analyze
 from .analysis import write_analysis
-from .choose import SPAN_GAP, Choice, choose, spans_of
-from .outputs import Scan, Step, find_hit, read_scan, read_steps
 from .image import question_image
+from .spans import SPAN_GAP, spans_of
 from .probe import probe_pattern, read_probe, typed_values
 from .terms import patterns_for, without_common
 from ...agent.types import Message, Task, ToolCall, ToolSpec
 from ...errors import ConfigError
+from ...sandbox.programs.rbcore.choice import Choice, choose
+from ...sandbox.programs.rbcore.scanout import Scan, Step, find_hit, read_scan, read_steps
 
 SCAN_CHARS = 3800
-"""Characters a scan or detail prints: JSON runs about 2.4 characters a token, so this stays under the loop's
-default 2,000-token view of one output."""
+"""Characters the scan prints, and as many the detail: JSON runs about 2.2 characters a token, so the two stay
+within the planner's view of one output (OUTPUT_VIEW_TOKENS)."""
+OUTPUT_VIEW_TOKENS = 4_000
+"""Tokens of one tool output the planner reads: more than the loop's default for models, because it has no context
+window to spare and reads the whole of its one program call (scan and detail)."""
 SCOPE_SITES = 2
 """The scan reads only the states of the sites method R's evidence comes from, when they are this few."""
 DETAIL_LINES = 2
@@ -43,7 +50,7 @@ QUOTE_AFTER = 6
 """Lines of text quoted after a matching line: values follow their labels."""
 
 
-PROGRAMS = {"scan": "rbscan", "detail": "rbdetail"}
+PROGRAMS = {"plan": "rbplan", "scan": "rbscan", "detail": "rbdetail"}
 """The sandbox module of each program the planner runs (runbook/sandbox/programs)."""
 
 
@@ -82,6 +89,7 @@ class OfflinePlanner:
 
     name = "offline"
     model = None
+    output_view_tokens = OUTPUT_VIEW_TOKENS
 
     def __init__(self, **_options: Any):
         self.plan: Plan | None = None
@@ -100,22 +108,26 @@ class OfflinePlanner:
                               "AgentLoop.run(system, user, task) (runbook.memory.coding_agent does)")
         results = _latest_results(messages)
         if self.plan.calls == 0:
-            return self.call("python", code=program_call("scan", self.scan_params()))
+            return self.call("python", code=program_call("plan", self.plan_params()))
         if self.plan.scan is None:
-            self.plan.scan = read_scan(_output(results, "python", self.plan))
+            output = _output(results, "python", self.plan)
+            self.plan.scan = read_scan(output)
             self.plan.choice = choose(self.plan.kind, self.plan.analysis.wants_latest, self.plan.scan)
-            if self.plan.choice.keys:
-                return self.call("python", code=program_call("detail", self.detail_params()))
-        elif self.plan.calls == 2:
-            self.plan.steps = read_steps(_output(results, "python", self.plan))
+            self.plan.steps = read_steps(output)
             probe = self.probe_arguments()
             if probe:
                 return self.call("search", **probe)
-        elif self.plan.calls == 3 and self.plan.typed:
+        elif self.plan.calls == 2 and self.plan.typed:
             self.take_probe(_output(results, "search", self.plan))
         return self.finish()
 
     # -- the plan ------------------------------------------------------------------------------------------------
+    def plan_params(self) -> dict[str, Any]:
+        """rbplan's params: the scan's, the question's kind, and how the chosen states are quoted."""
+        plan = self.plan
+        return {"scan": self.scan_params(), "kind": plan.kind, "wants_latest": plan.analysis.wants_latest,
+                "detail": {"lines": DETAIL_LINES, "after": QUOTE_AFTER, "max_chars": SCAN_CHARS}}
+
     def scan_params(self) -> dict[str, Any]:
         plan = self.plan
         params: dict[str, Any] = {"patterns": plan.patterns, "max_chars": SCAN_CHARS, "top": 30,
@@ -133,15 +145,6 @@ class OfflinePlanner:
             if signature is not None:
                 params.update(image=signature, image_top=6)
         return params
-
-    def detail_params(self) -> dict[str, Any]:
-        plan = self.plan
-        walked = {run.t for run in plan.choice.runs}
-        # a walked-through run speaks through its actions; other states through their best lines
-        quoted = {k for k in plan.choice.keys if k[0] not in walked}
-        states = [[t, i, DETAIL_LINES if (t, i) in quoted else 0] for t, i in plan.choice.keys]
-        return {"states": states, "patterns": weighted(plan.patterns, plan.scan), "max_chars": SCAN_CHARS,
-                "after": QUOTE_AFTER}
 
     def probe_arguments(self) -> dict[str, Any] | None:
         """For a gotcha whose run typed something: search other pages for what the site has instead."""
@@ -190,17 +193,6 @@ class OfflinePlanner:
     def call(self, name: str, **arguments: Any) -> Message:
         self.plan.calls += 1
         return Message("assistant", tool_calls=[ToolCall(f"offline-{self.plan.calls}", name, arguments)])
-
-
-def weighted(patterns: list[dict[str, Any]], scan: Scan) -> list[dict[str, Any]]:
-    """The patterns with weights by rarity (from the scan's counts), so that quoted lines favour rare terms."""
-    total = max(1, scan.n_states)
-    out = []
-    for p in patterns:
-        states = (scan.df.get(p.get("label", p["text"])) or [0])[0]
-        rarity = math.log(1 + (total - states + 0.5) / (states + 0.5))
-        out.append({**p, "weight": round(p.get("weight", 1.0) * rarity * (2 if p["kind"] == "phrase" else 1), 3)})
-    return out
 
 
 def _latest_results(messages: list[Message]) -> list[Message]:

@@ -164,8 +164,13 @@ def described_action(action, lines):
 
 def detail(params):
     """For each chosen state: time, url, the action with what it clicked, the error, the lines worth quoting."""
+    detail_output(params).flush()
+
+
+def detail_output(params, catalog=None):
+    """The Printer holding detail's lines; `catalog`: load_catalog's result when the caller has it already."""
     root = default_store_dir()
-    rows, by_id, meta = load_catalog(root)
+    rows, by_id, meta = catalog or load_catalog(root)
     compiled = [python_regex(pattern_regex(it)) for it in params.get("patterns", [])]
     weights = [float(it.get("weight", 1.0)) for it in params.get("patterns", [])]
     out = Printer(params.get("max_chars", 6000))
@@ -187,7 +192,7 @@ def detail(params):
             kept = [line if _IDS.sub("", line).strip() not in common else "" for line in lines]
             rec["lines"] = best_lines(kept, compiled, weights, want_lines, params.get("after", 3))
         out.add(rec)
-    out.flush()
+    return out
 
 
 def furniture(pages):

@@ -214,12 +214,17 @@ class Printer:
 
 def scan(params):
     """Rank every state for the question's patterns and print the best, as JSON lines."""
+    scan_output(params).flush()
+
+
+def scan_output(params, catalog=None):
+    """The Printer holding scan's lines; `catalog`: load_catalog's result when the caller has it already."""
     root = rbk.default_store_dir()
     items = params["patterns"]
     regexes = [pattern_regex(item) for item in items]
     compiled = [python_regex(rx) for rx in regexes]
     trouble = len(items) if params.get("prefer") == "trouble" else None
-    rows, by_id, meta = load_catalog(root)
+    rows, by_id, meta = catalog or load_catalog(root)
     scope = in_scope(rows, params.get("scope_sites"))
     longest_first = [regexes[k] for k in sorted(range(len(items)), key=lambda k: -len(items[k]["text"]))]
     tfs = assign(run_rg(root, longest_first + ([TROUBLE] if trouble is not None else []), scope),
@@ -285,7 +290,7 @@ def scan(params):
         out.add(rec)
     for rec in runs:
         out.add(rec)
-    out.flush()
+    return out
 
 
 def prefer_trouble(scores, meta, rows, troubles):

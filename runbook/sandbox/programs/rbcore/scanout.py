@@ -1,5 +1,6 @@
-"""Reading what the offline planner's sandbox programs print (runbook/sandbox/programs/rbscan.py and rbdetail.py):
-JSON lines into Scan, Hit, Run and Step records. Nothing here reads the store."""
+"""Reading what the offline planner's sandbox programs print (rbscan, rbdetail): JSON lines into Scan, Hit, Run
+and Step records. Nothing here reads the store. Both sides read with it: rbplan, to choose the states it details in
+the same call, and the planner on the host, from the call's output."""
 from __future__ import annotations
 
 import json
@@ -139,9 +140,6 @@ def read_scan(output: str) -> Scan:
 
 def read_steps(output: str) -> list[Step]:
     return [Step(**_fields(Step, rec)) for rec in json_lines(output) if rec.get("type") == "step"]
-
-
-# -- choosing states -------------------------------------------------------------------------------------------
 
 
 def find_hit(scan: Scan, key: tuple[str, int]) -> Hit | None:

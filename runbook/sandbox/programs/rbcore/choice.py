@@ -1,4 +1,6 @@
-"""What the offline planner picks from its scan (see outputs.py for the records; analysis.py writes what it found).
+"""What the offline planner picks from its scan (scanout.py reads the records). rbplan chooses with it inside the
+sandbox, to read the chosen states in the same call, and the planner on the host repeats the choice from the call's
+output (the same function on the same records), for its analysis and spans.
 
 Choices per question kind (a question image's look-alike screenshots always come first):
 
@@ -16,16 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...agent.types import Span
-from .outputs import Hit, Run, Scan, find_hit
+from .scanout import Hit, Run, Scan, find_hit
 
 MAX_STATES = 20
 """At most this many states across all spans (the finish contract)."""
 STATIC_STATES = 6
 PER_RUN = 3
 """At most this many of the best states from one run: neighbouring states mostly show the same page."""
-SPAN_GAP = 2
-"""Two chosen states of a run this close become one span with the states between: the steps that link them."""
 DYNAMIC_STATES = 6
 IMAGE_STATES, IMAGE_BITS, IMAGE_GREY = 3, 4, 0.02
 """Screenshots taken as the question's page: at most 3, within 4 hash bits and 0.02 grey levels of the closest."""
@@ -188,34 +187,3 @@ def run_window(scan: Scan, run: Run, limit: int) -> list[int]:
     center = scored[0].i if scored else run.n - 1
     start = max(0, min(center - limit // 2, run.n - limit))
     return list(range(start, start + limit))
-
-
-def spans_of(keys: list[tuple[str, int]], gap: int = 0) -> list[Span]:
-    """States of one trajectory at most `gap` states apart merged into spans (the states between included), in
-    the order their first state was chosen, within MAX_STATES in all."""
-    spans: list[Span] = []
-    for t, i in keys:
-        for n, span in enumerate(spans):
-            if span.trajectory_id == t and span.start_state_index - 1 - gap <= i <= span.end_state_index + 1 + gap:
-                spans[n] = Span(t, min(span.start_state_index, i), max(span.end_state_index, i))
-                break
-        else:
-            spans.append(Span(t, i, i))
-    spans = _merge_touching(spans)
-    while sum(span.size for span in spans) > MAX_STATES:
-        spans.pop()
-    return spans
-
-
-def _merge_touching(spans: list[Span]) -> list[Span]:
-    out: list[Span] = []
-    for span in spans:
-        for n, kept in enumerate(out):
-            if kept.trajectory_id == span.trajectory_id and not (
-                    span.start_state_index > kept.end_state_index + 1 or span.end_state_index < kept.start_state_index - 1):
-                out[n] = Span(kept.trajectory_id, min(kept.start_state_index, span.start_state_index),
-                              max(kept.end_state_index, span.end_state_index))
-                break
-        else:
-            out.append(span)
-    return out
