@@ -276,7 +276,9 @@ def scan_output(params, catalog=None):
         rec = state_record(key, scores[key], meta, rows, items, True)
         rec["type"] = "extra"
         out.add(rec)
-    runs = run_records(ranked, scores, rows, meta, compiled, items, params.get("trajectories", 8))
+    # runs of the scanned sites only: a goal elsewhere that shares a word ('task') is not a run of the question's
+    runs = run_records(ranked, scores, rows if scope is None else {d: rows[d] for d in scope}, meta, compiled, items,
+                       params.get("trajectories", 8))
     top = params.get("top", 30)
     runs_after = min(top, len(ranked), params.get("states_before_trajectories", 15))
     for n, key in enumerate(ranked[:top]):
