@@ -130,6 +130,22 @@ def test_a_gotchas_best_matching_run_comes_first_even_without_an_error():
     assert choice.keys[:6] == [("lookup-175", i) for i in range(6)] and ("other", 2) in choice.keys
 
 
+def test_a_gotchas_best_states_lead_even_when_two_runs_fill_the_choice():
+    runs = [{"t": "matched", "s": 60.0, "gs": 9.0, "head": 1, "ok": 1, "n": 8, "ne": 0, "goal": "Find a route"},
+            {"t": "failed", "s": 50.0, "gs": 9.0, "head": 1, "ok": 0, "n": 8, "ne": 3, "goal": "Show a route"}]
+    # the thoughts that name what was in the way are in two other runs' first states
+    states = [{"t": "drive", "i": 0, "s": 21.4, "n": 6}, {"t": "theatre", "i": 0, "s": 21.3, "n": 9},
+              {"t": "failed", "i": 3, "s": 18.5, "err": 1, "n": 8}]
+    choice = choose("gotcha", False, read_scan(scan_output(states, runs)))
+    assert choice.keys[:2] == [("drive", 0), ("theatre", 0)]
+    assert choice.notes[("drive", 0)] == "matches the question best"
+    assert [run.t for run in choice.runs] == ["matched", "failed"]
+    # a state that does not outscore the walked runs' own states leaves them first
+    states[1]["s"] = 10.0
+    choice = choose("gotcha", False, read_scan(scan_output(states, runs)))
+    assert choice.keys[0] == ("drive", 0) and choice.keys[1][0] == "matched" and ("theatre", 0) not in choice.keys[:17]
+
+
 def test_spans_merge_neighbours_and_never_exceed_the_limit():
     keys = [("a", 3), ("a", 4), ("b", 0), ("a", 6)] + [("c", i) for i in range(0, 40, 2)]
     spans = spans_of(keys, gap=1)
@@ -299,12 +315,15 @@ def test_a_scoped_scan_reads_only_its_sites_and_looks_elsewhere_before_calling_a
     store = Store(tmp_path / "store", create=True)
     with store.writer() as writer:
         writer.insert(make_trajectory("shop-1", 2, site="shop", texts=["'Lumaflex Band' price", "'Lumaflex' cart"]))
-        writer.insert(make_trajectory("git-1", 2, site="gitlab", texts=["'Lumaflex' repo", "'zorblax' issue"]))
+        writer.insert(make_trajectory("git-1", 2, site="gitlab", texts=["'Lumaflex' repo", "'zorblax' issue"],
+                                      goal="Star the Lumaflex zorblax repo"))
     patterns = patterns_for(analyze("Where is the Lumaflex zorblax quibbit?"))
     out = run_program(store, "scan", {"patterns": patterns, "max_chars": 4000, "scope_sites": ["shop"]})
     assert out[0]["scope"] == ["shop"] and out[0]["n_states"] == 2
     assert "quibbit" in out[0]["missing"] and "zorblax" not in out[0]["missing"]  # in another site: not missing
     assert {r["t"] for r in out if r["type"] == "state"} == {"shop-1"}
+    # a run elsewhere whose goal shares the question's words is not one of the scanned sites' runs
+    assert {r["t"] for r in out if r["type"] == "traj"} == {"shop-1"}
 
 
 def test_a_menu_path_the_question_gives_ranks_the_page_it_names_first(tmp_path):
@@ -355,6 +374,29 @@ def test_the_plan_program_details_the_states_the_planner_chooses_from_its_output
     walked = {run.t for run in choice.runs}
     assert walked and all("lines" not in r for r in out if r["type"] == "step" and r["t"] in walked)
     assert sum(len(line) + 1 for line in output.splitlines()) <= 2 * params["detail"]["max_chars"]
+
+
+def test_detail_quotes_the_thought_sentence_that_says_more_than_the_page(tmp_path):
+    from runbook.trajectory import State, Trajectory
+
+    thought = ("The user wants a driving time. The current map is centered on Singapore, but that does not matter "
+               "since directions accept names. Next I open the directions panel.")
+    states = [State(index=0, url="https://osm.example/#map=12/1.36/103.82", title="OpenStreetMap",
+                    text="RootWebArea 'OpenStreetMap'\n[1] link 'Directions'", action="click('1')", thought=thought,
+                    timestamp="2025-12-16T06:00:00.000Z")]
+    store = Store(tmp_path / "store", create=True)
+    with store.writer() as writer:
+        writer.insert(Trajectory(id="map-1", states=states, goal="Driving time", site="map"))
+    patterns = patterns_for(analyze("Where is the map view centered when a map task starts?"))
+    step = run_program(store, "detail", {"states": [["map-1", 0, 2]], "patterns": patterns})[0]
+    assert step["thought"] == "The current map is centered on Singapore, but that does not matter since directions " \
+                              "accept names."
+    plain = run_program(store, "detail", {"states": [["map-1", 0, 0]], "patterns": patterns})[0]
+    assert "thought" not in plain  # a walked-through run's states speak through their actions
+    analysis = write_analysis("static", False, read_scan(scan_output([{"t": "map-1", "i": 0, "s": 5.0}])),
+                              choose("static", False, read_scan(scan_output([{"t": "map-1", "i": 0, "s": 5.0}]))),
+                              read_steps(json.dumps({"type": "step", **step})))
+    assert "centered on Singapore" in analysis
 
 
 def sample_questions() -> list[dict]:

@@ -77,7 +77,7 @@ def quotes(choice: Choice, scan: Scan, by_key: dict[tuple[str, int], Step],
     first_at: dict[str, int] = {}
     for key in (k for k in choice.keys if k not in unquoted):
         step, hit = by_key.get(key), find_hit(scan, key)
-        lines = step.lines if step else []
+        lines = (step.lines + ([f"thought: {step.thought}"] if step.thought else [])) if step else []
         if not lines:
             continue
         note = choice.notes.get(key, "")

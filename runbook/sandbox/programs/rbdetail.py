@@ -17,6 +17,9 @@ ERROR_WIDTH = 300
 FURNITURE_PAGES, FURNITURE_SHARE = 3, 0.5
 """A line on at least 3 of the pages read together, and on half of them, is a menu or a header."""
 _IDS = re.compile(r"\[\d+\]")
+THOUGHT_SHARE = 0.3
+"""A thought's sentence is quoted only when it carries this share of the question's weight ('I need to look up order
+221' shares two common words with a question about order 133: a quote of it only costs the budget)."""
 WEAK_LINE = 0.5
 """A line carrying less than this share of the best line's weight is not worth quoting."""
 _VALUE_ATTR = re.compile(r"\b(?:value|checked|selected|aria-checked|aria-selected)=(?:'[^']*'|\"[^\"]*\"|\S+)")
@@ -28,15 +31,31 @@ _TAG_ID = re.compile(r"\bid=[\w-]+")
 _BARE = re.compile(r"(?:\*?\[\d+\]\s*)?<[^>]*>|(?:\[\d+\]\s*)?\w+ ''(?:, \w+=\S+)*|\|[A-Z]+\([a-z]+\)\|.*")
 """A page line that carries no text of its own: a DOM tag, an unnamed accessibility node."""
 _TARGET = re.compile(r"""(?:\(\s*['"]?|index=)(\d+)""")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
-def state_lines(root, d, index):
-    """The page-text lines of a state ([] when its file cannot be read)."""
+def read_state(root, d, index):
+    """(the agent's thought, the page-text lines) of a state (empty when its file cannot be read)."""
     try:
         with open(os.path.join(root, state_relpath(d, index)), encoding="utf-8", errors="replace") as fh:
-            return parse_state(fh.read())[1].splitlines()
+            header, body, _ = parse_state(fh.read())
     except OSError:
-        return []
+        return "", []
+    return header.get("thought", ""), body.splitlines()
+
+
+def best_sentence(text, compiled, weights):
+    """(the sentence of `text` that carries the most question weight, its weight; distinct patterns count once)."""
+    best, best_weight = "", 0.0
+    for sentence in _SENTENCE_END.split(text):
+        weight = sum(w for rx, w in zip(compiled, weights) if rx.search(sentence))
+        if weight > best_weight:
+            best, best_weight = sentence.strip(), weight
+    return best, best_weight
+
+
+def line_weight(line, compiled, weights):
+    return sum(w for rx, w in zip(compiled, weights) if rx.search(line))
 
 
 def best_lines(lines, compiled, weights, limit, after=0):
@@ -174,8 +193,9 @@ def detail_output(params, catalog=None):
     compiled = [python_regex(pattern_regex(it)) for it in params.get("patterns", [])]
     weights = [float(it.get("weight", 1.0)) for it in params.get("patterns", [])]
     out = Printer(params.get("max_chars", 6000))
-    pages = {(tid, index): state_lines(root, by_id.get(tid), index) for tid, index, _ in params["states"]
-             if (by_id.get(tid), index) in meta}
+    read = {(tid, index): read_state(root, by_id.get(tid), index) for tid, index, _ in params["states"]
+            if (by_id.get(tid), index) in meta}
+    pages = {key: lines for key, (_, lines) in read.items()}
     names = [rx for rx, it in zip(compiled, params.get("patterns", []))
              if it.get("kind") == "phrase" and not it.get("derived")]
     common = furniture({meta[(by_id[t], i)][1].split("?")[0]: lines for (t, i), lines in pages.items()}.values())
@@ -191,6 +211,12 @@ def detail_output(params, catalog=None):
         if want_lines:
             kept = [line if _IDS.sub("", line).strip() not in common else "" for line in lines]
             rec["lines"] = best_lines(kept, compiled, weights, want_lines, params.get("after", 3))
+            # the agent's own words at this state, when they say more about the question than any page line
+            # ('the map is centered on Singapore, but that does not matter'): the page shows, the thought explains
+            sentence, weight = best_sentence(read[(tid, index)][0], compiled, weights)
+            if sentence and weight >= THOUGHT_SHARE * sum(weights) and weight > max(
+                    (line_weight(line, compiled, weights) for line in lines), default=0.0):
+                rec["thought"] = sentence[:QUOTE_WIDTH]
         out.add(rec)
     return out
 

@@ -34,6 +34,11 @@ RUNNER_UP, RUNNER_UP_STATES = 0.85, 6
 """A second run scoring this close to the best is added too, cut to this many states around its best ones."""
 GOTCHA_RUN_STATES = 8
 GOTCHA_STATES = 12
+GOTCHA_BEST = 2
+"""A gotcha's two best-scoring states lead when they belong to neither run walked through and outscore every state
+of those runs: the page or thought that says what was in the way may be elsewhere (measured on dev: two runs' windows
+filled the choice, and the two states whose thoughts named the map's starting view were left out). Without the
+outscoring rule they displaced the matching run's page of stale filters on four generated questions."""
 
 
 @dataclass
@@ -150,10 +155,16 @@ def pick_procedure(scan: Scan, choice: Choice) -> None:
 def pick_gotcha(scan: Scan, choice: Choice) -> None:
     """The run that best matches the question (its steps show what was in the way even without an error), then the
     one that best matches among those that failed or hit errors, whole when short, else its errors with the state
-    after each and its last state; then the best other states (already ranked for trouble)."""
+    after each and its last state; then the best other states (already ranked for trouble). States of other runs
+    that outscore every state of the runs walked through lead."""
     best_states = max((r.s for r in scan.runs), default=0.0)
     run = max(scan.runs, key=lambda r: r.trouble_score(best_states), default=None)
     matched = max(scan.runs, key=lambda r: r.workflow_score(best_states), default=None)
+    walked = {r.t for r in (run, matched) if r is not None}
+    walked_best = max((h.s for h in scan.states if h.t in walked), default=0.0)
+    for hit in scan.states[:GOTCHA_BEST]:
+        if hit.t not in walked and hit.s > walked_best:
+            choice.add(hit.key, "matches the question best")
     if matched is not None and run is not None and matched.t != run.t:
         # the run the question is about may hit no error: what was in its way shows in its steps (a stale filter);
         # measured: first the best-matching run, then the troubled one, found more gotcha phrases on the generated

@@ -97,6 +97,8 @@ class Step:
     act: str = ""
     err: str = ""
     lines: list[str] = field(default_factory=list)
+    thought: str = ""
+    """The sentence of the agent's thought that says most about the question, when it says more than the page."""
 
 
 def json_lines(output: str) -> list[dict[str, Any]]:
