@@ -44,18 +44,19 @@ def read_state(root, d, index):
     return header.get("thought", ""), body.splitlines()
 
 
+def line_weight(line, compiled, weights):
+    """The question weight a line (or sentence) carries: each pattern found in it counts once."""
+    return sum(w for rx, w in zip(compiled, weights) if rx.search(line))
+
+
 def best_sentence(text, compiled, weights):
-    """(the sentence of `text` that carries the most question weight, its weight; distinct patterns count once)."""
+    """(the sentence of `text` that carries the most question weight, its weight)."""
     best, best_weight = "", 0.0
     for sentence in _SENTENCE_END.split(text):
-        weight = sum(w for rx, w in zip(compiled, weights) if rx.search(sentence))
+        weight = line_weight(sentence, compiled, weights)
         if weight > best_weight:
             best, best_weight = sentence.strip(), weight
     return best, best_weight
-
-
-def line_weight(line, compiled, weights):
-    return sum(w for rx, w in zip(compiled, weights) if rx.search(line))
 
 
 def best_lines(lines, compiled, weights, limit, after=0):
