@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from runbook.ingest import insert_paths
-from runbook.retrieval import insert_listener
+from runbook.pools import insert_listener
 from runbook.store import Store
 
 DEFAULT = Path(__file__).resolve().parents[1].parent / "shared/data/webarena/trajectories.jsonl.gz"

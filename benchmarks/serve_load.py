@@ -57,7 +57,7 @@ def main(argv: list[str]) -> None:
     import uvicorn
 
     from runbook.ingest import insert_paths
-    from runbook.retrieval import insert_listener
+    from runbook.pools import insert_listener
     from runbook.serve import MemoryService, create_app
     from runbook.store import Store
 

@@ -59,7 +59,7 @@ def require_shared() -> Path:
 @pytest.fixture
 def clean_env(monkeypatch, tmp_path):
     """No keys or runbook settings from the machine (so the default policy is offline); transcripts in tmp_path."""
-    from runbook.llm.config import CONFIG_ENV, SETTINGS
+    from runbook.config import CONFIG_ENV, SETTINGS
 
     for setting in SETTINGS:
         monkeypatch.delenv(setting.env, raising=False)

@@ -8,7 +8,7 @@ from runbook.errors import QueryError
 from runbook.ingest import insert_paths
 from runbook.memory import get_memory
 from runbook.query_input import check_query
-from runbook.retrieval import insert_listener
+from runbook.pools import insert_listener
 from tests.conftest import make_trajectory, write_jsonl
 
 

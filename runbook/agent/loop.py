@@ -14,39 +14,20 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..budget import head_and_tail
+from ..config import Limits
 from ..errors import ConfigError
 from .exceptions import AgentStop, CostLimit, Finished, PolicyFailed, StepLimit, Stuck, TimeLimit, TokenLimit
 from .tools import ToolBox
 from .transcript import TranscriptWriter
-from .types import Message, Policy, Span, Task, ToolCall, ToolResult
+from ..models.messages import Message, ToolCall, ToolResult
+from ..protocols import Policy
+from .types import Span, Task
 
 NUDGE = ("Reply with a tool call. Use recall, search, show, read or python to look at the memory; when you have "
          "the evidence, call finish(analysis, spans, recall).")
 
 REFUSED_REPEAT = -2
 """exit_code of a repeated call the loop refused to run (no real process exits with a negative code)."""
-
-
-@dataclass
-class Limits:
-    """When the loop stops without `finish`, and how much of each output the policy sees."""
-
-    max_steps: int = 30
-    """Policy turns (each may make several tool calls)."""
-    max_seconds: float = 300.0
-    """Wall time of the whole loop."""
-    max_tokens: int = 1_000_000
-    """Model tokens, input plus output, summed over turns."""
-    max_cost: float | None = None
-    """US dollars, checked only when the model's price is known."""
-    output_tokens: int = 2_000
-    """Tokens of one tool output shown to the policy (head and tail kept)."""
-    call_seconds: float = 60.0
-    """Wall time of one tool call in the sandbox."""
-    repeat_limit: int = 3
-    """The n-th identical call is not run; the policy is told instead."""
-    stuck_turns: int = 3
-    """Turns in a row made only of refused repeats before the loop gives up on the policy."""
 
 
 @dataclass

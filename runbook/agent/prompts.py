@@ -8,7 +8,7 @@ import textwrap
 from typing import Iterable
 
 from .specs import MAX_SPAN_STATES, TOOL_SPECS
-from .types import ToolSpec
+from ..models.messages import ToolSpec
 
 SYSTEM_PROMPT = """\
 You are the retrieval step of a long-term memory for web agents. A reader model will answer a question about a web

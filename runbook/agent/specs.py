@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .types import ToolSpec
+from ..models.messages import ToolSpec
 
 MAX_SPAN_STATES = 20
 """States across all spans of one `finish` (LongMemEval-V2's AgentRunbook-C contract)."""

@@ -15,7 +15,8 @@ from typing import Any, Callable
 from ..errors import SandboxError
 from .exceptions import Finished
 from .specs import MAX_SPAN_STATES, TOOL_SPECS
-from .types import Span, ToolCall, ToolResult, ToolSpec
+from ..models.messages import ToolCall, ToolResult, ToolSpec
+from .types import Span
 
 DEFAULT_READ_LINES = 400
 

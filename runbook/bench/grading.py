@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass, field
 
 from ..context import Context
 from ..errors import ConfigError
-from ..llm.judge import Judge
-from ..llm.reader import HOW_TO_CONFIGURE, Reader, chat_model
+from ..models.judge import Judge
+from ..models.reader import HOW_TO_CONFIGURE, Reader, chat_model
 from .config import ModelSpec, ReaderSpec
 from .questions import Question
 from .scoring import is_unknown, parse_eval_spec, score_rule
@@ -81,7 +81,7 @@ class Grader:
 def build_grader(reader: ReaderSpec, judge: ModelSpec | None, settings=None) -> Grader:
     """The Grader of a bench config: unset reader fields come from the RUNBOOK_READER_* settings; without a
     [judge] the reader's model judges."""
-    from ..llm.config import config_path, load_settings
+    from ..config import config_path, load_settings
 
     settings = settings or load_settings()
     provider = reader.provider or settings.reader_provider

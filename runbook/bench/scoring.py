@@ -8,7 +8,7 @@ The rules follow the benchmark's `evaluation/qa_eval_metrics.py` (read, not copi
 - `mc_choice_match` / `mc_choice_set_match`: one letter, or the set of letters, of a multiple-choice answer;
 - a spec string names the function and its options: `norm_phrase_set_match|separators=,;`;
 - the prediction is the last `\\boxed{...}` of the reader's reply; UNKNOWN scores 0 whatever the function says.
-The LLM-judged functions (`llm_abstention_checker`, `llm_gotchas_checker`) live in runbook.llm.judge.
+The LLM-judged functions (`llm_abstention_checker`, `llm_gotchas_checker`) live in runbook.models.judge.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from ..errors import ConfigError
-from ..llm.reader import UNKNOWN, extract_boxed
+from ..models.reader import UNKNOWN, extract_boxed
 
 DEFAULT_SEPARATORS = (",", ";")
 JUDGED = ("llm_abstention_checker", "llm_gotchas_checker")
@@ -177,7 +177,7 @@ def score_rule(spec: EvalSpec | str, response: str, gold: str, phrases: list[str
 
     `phrases`, when a question set lists its gold phrases apart from a descriptive answer (this project's dev sets:
     `answer` "70 records", `answer_phrases` ["70"]), are the phrases the norm_phrase rules look for, each whole.
-    UNKNOWN scores 0; a judged spec is refused here (runbook.llm.judge scores those).
+    UNKNOWN scores 0; a judged spec is refused here (runbook.models.judge scores those).
     """
     spec = parse_eval_spec(spec) if isinstance(spec, str) else spec
     if spec.judged:

@@ -126,7 +126,7 @@ def prepare_store(haystack: Haystack, stores_dir: Path, *, progress: ProgressFn 
 
 def _build(folder: Path, haystack: Haystack, records, progress: ProgressFn | None, workers: int | None) -> dict:
     from ..ingest import insert_paths
-    from ..retrieval import insert_listener
+    from ..pools import insert_listener
 
     start = time.perf_counter()
     store = Store(folder, create=True)

@@ -6,8 +6,8 @@ import json
 import click
 
 from ..budget import parse_budget
-from ..llm.config import load_settings
-from ..llm.reader import Reader
+from ..config import load_settings
+from ..models.reader import Reader
 from ..memory import get_memory
 from ..query_input import check_query
 from ..store import Store

@@ -5,7 +5,7 @@ import json
 
 import click
 
-from ..llm.config import SETTING_BY_NAME, config_path, load_settings
+from ..config import SETTING_BY_NAME, config_path, load_settings
 
 
 @click.group()

@@ -1,4 +1,4 @@
-"""`runbook generate`: write a synthetic Acme Admin dataset (a thin wrapper over runbook.generate)."""
+"""`runbook generate`: write a synthetic Acme Admin dataset (a thin wrapper over runbook.simulate)."""
 from __future__ import annotations
 
 import time
@@ -27,7 +27,7 @@ def generate(out_dir: str, seed: int, n: int, screenshots: bool) -> None:
       runbook generate trajectories --seed 7 --trajectories 8
       runbook generate /tmp/tune --trajectories 500 --no-screenshots
     """
-    from ..generate import write_dataset
+    from ..simulate import write_dataset
 
     t = time.time()
     c = write_dataset(out_dir, seed=seed, n=n, screenshots=screenshots)

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..ingest import insert_paths
-from ..retrieval import insert_listener
+from ..pools import insert_listener
 from ..store import Store
 
 

@@ -20,7 +20,7 @@ def reindex(ctx: click.Context, workers: int | None) -> None:
     \b
         runbook --store /data/rb reindex
     """
-    from ..retrieval import reindex as rebuild
+    from ..pools import reindex as rebuild
 
     report = rebuild(Store(ctx.obj["store_path"]), workers=workers)
     click.echo(report.summary())

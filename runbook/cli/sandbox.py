@@ -69,7 +69,7 @@ def check(ctx: click.Context, name: str, as_json: bool, strict: bool) -> None:
     \b
         runbook sandbox check --sandbox bwrap --json
     """
-    from ..sandbox.check import check_sandbox
+    from ..checks.sandbox import check_sandbox
     report = check_sandbox(name, _store_path(ctx))
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))

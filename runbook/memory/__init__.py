@@ -12,11 +12,8 @@ to the budget) and `none` (an empty context).
 from __future__ import annotations
 
 import importlib
-from typing import Protocol, runtime_checkable
-
-from ..context import Context
 from ..errors import ConfigError
-from ..trajectory.model import Trajectory
+from ..protocols import Memory
 
 METHODS = {
     "c": "runbook.memory.coding_agent:CodingAgentMemory",
@@ -26,19 +23,6 @@ METHODS = {
     "full": "runbook.memory.baselines:FullTrajectoriesMemory",
     "none": "runbook.memory.baselines:NoMemory",
 }
-
-
-@runtime_checkable
-class Memory(Protocol):
-    """A long-term memory over one store."""
-
-    name: str
-
-    def insert(self, trajectory: Trajectory) -> str:
-        """Insert one trajectory; returns the outcome status ('inserted', 'unchanged', ...)."""
-
-    def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
-        """Gather evidence for `question` and return it packed into `budget` tokens."""
 
 
 def memory_class(method: str) -> type:

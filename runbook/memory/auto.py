@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..context import Context
-from ..question import QuestionAnalysis, analyze
+from ..core.question import QuestionAnalysis, analyze
 from ..store import Store
 
 MIN_TERM_COVERAGE = 0.6

@@ -82,8 +82,8 @@ class BM25StateMemory:
         self._stamp = None
 
     def _load(self):
-        from ..retrieval.storage import open_snapshot
-        from ..sandbox.programs.rbcore.bm25 import load_index
+        from ..pools.storage import open_snapshot
+        from ..core.bm25 import load_index
 
         snapshot = open_snapshot(self.store.layout)
         if snapshot.stamp != self._stamp:
@@ -93,12 +93,12 @@ class BM25StateMemory:
         return self._snapshot, self._index
 
     def insert(self, trajectory: Trajectory) -> str:
-        from ..retrieval.build import insert_with_pools
+        from ..pools.build import insert_with_pools
 
         return insert_with_pools(self.store, trajectory)
 
     def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
-        from ..sandbox.programs.rbcore.text import tokenize
+        from ..core.text import tokenize
 
         start = time.perf_counter()
         question, image = check_query(question, image)

@@ -20,16 +20,19 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..agent.loop import AgentLoop, AgentRun, Limits
+from ..agent.loop import AgentLoop, AgentRun
+from ..config import Limits
 from ..agent.prompts import system_prompt, user_prompt
 from ..agent.specs import MAX_SPAN_STATES
 from ..agent.tools import ToolBox, ToolError
 from ..agent.transcript import TranscriptWriter, transcript_path
-from ..agent.types import Message, Policy, Span, Task
+from ..models.messages import Message
+from ..protocols import Policy
+from ..agent.types import Span, Task
 from ..budget import count_tokens
 from ..context import Context, EvidenceItem, pack
 from ..errors import StoreError
-from ..llm.config import Settings, load_settings
+from ..config import Settings, load_settings
 from ..policies import get_policy
 from ..query_input import check_query
 from ..store import Store
@@ -74,7 +77,7 @@ class CodingAgentMemory:
                              max_tokens=int(self.settings.max_tokens), max_cost=self.settings.max_cost,
                              output_tokens=int(self.settings.output_tokens))
         if retriever is None:
-            from ..retrieval import Retriever
+            from ..pools import Retriever
 
             retriever = Retriever(self.store)
             retriever.warm()  # a memory is long-lived: loading the pools belongs to its set-up, not to a query
@@ -94,7 +97,7 @@ class CodingAgentMemory:
 
     def insert(self, trajectory) -> str:
         """Insert one trajectory into the store and its pools (recall needs them)."""
-        from ..retrieval.build import insert_with_pools
+        from ..pools.build import insert_with_pools
 
         return insert_with_pools(self.store, trajectory)
 

@@ -12,21 +12,21 @@ from ..trajectory.model import Trajectory
 class RetrievalMemory:
     """Fast retrieval over the store's pools: notes, then events, then state slices, cut to the budget.
 
-    Options: any field of `runbook.retrieval.Settings` (e.g. `context_weight=2.0`, `slice_tokens=600`).
+    Options: any field of `runbook.pools.RetrievalSettings` (e.g. `context_weight=2.0`, `slice_tokens=600`).
     """
 
     name = "r"
 
     def __init__(self, store: Store, **options):
-        from ..retrieval import Retriever, Settings
+        from ..pools import RetrievalSettings, Retriever
 
-        known = {k: v for k, v in options.items() if k in Settings.__dataclass_fields__}
+        known = {k: v for k, v in options.items() if k in RetrievalSettings.__dataclass_fields__}
         self.store = store
-        self.retriever = Retriever(store, Settings(**known))
+        self.retriever = Retriever(store, RetrievalSettings(**known))
         self.retriever.warm()  # a memory is long-lived: loading belongs to its set-up, not to each query
 
     def insert(self, trajectory: Trajectory) -> str:
-        from ..retrieval.build import insert_with_pools
+        from ..pools.build import insert_with_pools
 
         return insert_with_pools(self.store, trajectory)
 

@@ -18,7 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from ..sandbox.base import Sandbox
+from ..protocols import Sandbox
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from ..agent.types import Span
 from ..budget import count_tokens, count_tokens_batch, truncate_to_tokens
 from ..context import EvidenceItem
 from ..errors import UnsafeStoreFile
-from ..question import analyze
+from ..core.question import analyze
 from ..store import Store
 from ..store.catalog import TrajectoryRow
 

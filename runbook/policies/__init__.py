@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ..agent.types import Policy
+from ..protocols import Policy
 from ..errors import ConfigError
 
 POLICIES = {
@@ -24,7 +24,7 @@ POLICIES = {
 
 
 def get_policy(name: str, settings: Any = None, *, model: str | None = None, **options: Any) -> Policy:
-    """The policy called `name`, configured from `settings` (runbook.llm.config.Settings) and `options`."""
+    """The policy called `name`, configured from `settings` (runbook.config.Settings) and `options`."""
     if name not in POLICIES:
         raise ConfigError(f"unknown policy {name!r}: choose one of {', '.join(POLICIES)}")
     module, _, attr = POLICIES[name].partition(":")

@@ -4,8 +4,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable
 
-from ..agent.types import Message, ToolCall, ToolSpec
-from ..llm.fakes import Reply
+from ..models.messages import Message, ToolCall, ToolSpec
+from ..models.fakes import Reply
 
 
 class ScriptedPolicy:

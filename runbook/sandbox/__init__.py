@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import SandboxError
-from .base import STORE_MOUNT, ExecResult, Sandbox, SandboxLimits
+from ..protocols import Sandbox
+from .base import STORE_MOUNT, ExecResult, SandboxLimits
 
 BACKENDS = {
     "docker": "runbook.sandbox.docker.DockerSandbox",

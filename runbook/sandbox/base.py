@@ -5,7 +5,6 @@ import shlex
 import threading
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Protocol, runtime_checkable
 
 from ..errors import SandboxError
 
@@ -15,6 +14,9 @@ SCRATCH_MOUNT = "/scratch"
 """The one writable folder a query's tool calls share (the working directory of every call)."""
 TOOLS_MOUNT = "/opt/runbook/tools"
 """Where the sandbox programs (runbook/sandbox/programs) appear inside the sandbox: on PATH and PYTHONPATH."""
+LIBRARY_MOUNT = "/opt/runbook/lib"
+"""On PYTHONPATH inside the sandbox: `runbook/core` (runbook's core library) and nothing else of the package."""
+CORE_MOUNT = f"{LIBRARY_MOUNT}/runbook/core"
 
 
 @dataclass(frozen=True)
@@ -93,25 +95,6 @@ def check_stdin(stdin: str | None) -> None:
 
 def describe(cmd: list[str] | str) -> str:
     return cmd if isinstance(cmd, str) else shlex.join(cmd)
-
-
-@runtime_checkable
-class Sandbox(Protocol):
-    """Runs one query's tool calls in isolation: start once, exec many times, stop at the end."""
-
-    name: str
-    store_path: Path
-    limits: SandboxLimits
-
-    def start(self) -> "Sandbox": ...
-
-    def exec(self, cmd: list[str] | str, *, timeout: float, stdin: str | None = None) -> ExecResult: ...
-
-    def stop(self) -> None: ...
-
-    def __enter__(self) -> "Sandbox": ...
-
-    def __exit__(self, *exc: object) -> None: ...
 
 
 class SandboxBase:

@@ -26,11 +26,13 @@ from pathlib import Path
 
 from ..errors import SandboxError
 from . import seccomp
-from .base import SCRATCH_MOUNT, STORE_MOUNT, TOOLS_MOUNT, ExecResult, SandboxBase, SandboxLimits
+from .base import (CORE_MOUNT, LIBRARY_MOUNT, SCRATCH_MOUNT, STORE_MOUNT, TOOLS_MOUNT, ExecResult, SandboxBase,
+                   SandboxLimits)
 from .cgroup import PREFIX, Cgroup, reap_leftovers
 from .inside import recv_message
 from .output import (GRACE_S, TRAILER_ROOM, init_argv, inside_env, kill_all_scope, new_nonce, reported, stdin_fd,
                      to_result)
+from .sources import core_dir
 from .stream import read_capped
 
 BIN_MOUNT = "/opt/runbook/bin"
@@ -138,6 +140,9 @@ class BwrapSandbox(SandboxBase):
                 args += ["--ro-bind", etc, etc]
         args += ["--perms", "0755", "--dir", "/opt/runbook",
                  "--ro-bind", str(self.tools_path), TOOLS_MOUNT,
+                 # the folders above the core's mount point made first, for the same reason as /etc above
+                 "--perms", "0755", "--dir", LIBRARY_MOUNT, "--perms", "0755", "--dir", f"{LIBRARY_MOUNT}/runbook",
+                 "--ro-bind", str(core_dir()), CORE_MOUNT,
                  "--ro-bind", str(self.store_path), STORE_MOUNT,
                  *scratch, SCRATCH_MOUNT, *scratch, "/tmp",
                  "--proc", "/proc", "--dev", "/dev",
@@ -150,7 +155,7 @@ class BwrapSandbox(SandboxBase):
         if rg and not str(rg).startswith("/usr/"):
             args += ["--perms", "0755", "--dir", BIN_MOUNT, "--ro-bind", str(rg), f"{BIN_MOUNT}/rg"]
         args += ["--remount-ro", "/"]  # last mount step: the jail's own root tmpfs must not take writes either
-        env = {"PATH": f"{TOOLS_MOUNT}:{BIN_MOUNT}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": TOOLS_MOUNT,
+        env = {"PATH": f"{TOOLS_MOUNT}:{BIN_MOUNT}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": f"{TOOLS_MOUNT}:{LIBRARY_MOUNT}",
                "PYTHONDONTWRITEBYTECODE": "1", "RUNBOOK_STORE_DIR": STORE_MOUNT, "HOME": SCRATCH_MOUNT,
                "TMPDIR": "/tmp", "LANG": "C.UTF-8", **inside_env()}
         if not self.cgroup.memory:

@@ -7,12 +7,13 @@ import sys
 import tarfile
 import time
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Callable
 
 from ..errors import SandboxError
 from .engine import Engine
 from .rootfs import RootfsSpec, build_tarball
-from .sources import DOCKERFILE, content_hash, image_inputs, source_root
+from .sources import DOCKERFILE, content_hash, image_inputs
 
 Log = Callable[[str], None]
 
@@ -118,18 +119,23 @@ def _offline_base(engine: Engine, spec: RootfsSpec, log: Log) -> str:
 
 def build_context() -> io.BytesIO:
     """A tar of exactly the image's inputs (what the tag hashes), with the exec bits the programs need."""
-    root = source_root()
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         added: set[str] = set()
-        for path in image_inputs():
-            for parent in reversed(path.relative_to(root).parents[:-1]):
+        for path, name in image_inputs():
+            for parent in reversed(PurePosixPath(name).parents[:-1]):
                 if str(parent) not in added:
-                    tar.add(root / parent, arcname=str(parent), recursive=False)
+                    tar.addfile(_folder_entry(str(parent)))
                     added.add(str(parent))
-            tar.add(path, arcname=str(path.relative_to(root)), recursive=False)
+            tar.add(path, arcname=name, recursive=False)
     buffer.seek(0)
     return buffer
+
+
+def _folder_entry(name: str) -> tarfile.TarInfo:
+    entry = tarfile.TarInfo(name)
+    entry.type, entry.mode = tarfile.DIRTYPE, 0o755
+    return entry
 
 
 def _docker_build(engine: Engine, tag: str, base: str, *, network: str | None, log: Log) -> None:

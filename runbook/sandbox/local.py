@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .base import ExecResult, SandboxBase, SandboxLimits
 from .process import run_wrapped
+from .sources import library_root
 
 WARNING = ("the local sandbox isolates nothing: tool calls run as you, with your network and files; "
            "use --sandbox docker or bwrap for anything but development")
@@ -36,7 +37,8 @@ class LocalSandbox(SandboxBase):
         env = dict(os.environ)
         env.update(RUNBOOK_STORE_DIR=str(self.store_path), HOME=str(self.scratch),
                    PATH=f"{self.tools_path}{os.pathsep}{env.get('PATH', '')}",
-                   PYTHONPATH=os.pathsep.join(filter(None, [str(self.tools_path), env.get("PYTHONPATH")])),
+                   PYTHONPATH=os.pathsep.join(filter(None, [str(self.tools_path), str(library_root()),
+                                                             env.get("PYTHONPATH")])),
                    PYTHONDONTWRITEBYTECODE="1")
         return env
 

@@ -15,7 +15,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterator
 
-from .base import ExecResult, Sandbox
+from ..protocols import Sandbox
+from .base import ExecResult
 
 ENFORCED, NOT_ENFORCED, FAILED = "enforced", "NOT ENFORCED", "FAILED"
 

@@ -1,5 +1,6 @@
 """Where the sandbox's inputs live: the programs run inside it and the Dockerfile, shipped as package data beside
-this module (so an installed wheel can build the image and run method C), and their hash."""
+this module, and the core library they import (runbook/core), so an installed wheel can build the image and run
+method C; and their hash."""
 from __future__ import annotations
 
 import hashlib
@@ -9,6 +10,7 @@ from pathlib import Path
 from ..errors import SandboxError
 
 PROGRAMS_DIR = "programs"
+CORE_DIR = "core"
 DOCKERFILE = "Dockerfile"
 SOURCE_ENV = "RUNBOOK_SOURCE_DIR"
 """Overrides where the programs and the Dockerfile are read from (a folder holding programs/ and Dockerfile)."""
@@ -34,6 +36,17 @@ def dockerfile() -> Path:
     return source_root() / DOCKERFILE
 
 
+def core_dir() -> Path:
+    """runbook/core: the library the programs import as `runbook.core` (inside the sandbox, a namespace package
+    `runbook` holding only it)."""
+    return Path(__file__).resolve().parents[1] / CORE_DIR
+
+
+def library_root() -> Path:
+    """The folder holding the `runbook` package: on PYTHONPATH, it makes `runbook.core` importable."""
+    return core_dir().parents[1]
+
+
 def iter_files(folder: Path):
     """Files under `folder` in a stable order, skipping caches that do not change what the image holds."""
     for dirpath, dirnames, filenames in os.walk(folder):
@@ -43,17 +56,20 @@ def iter_files(folder: Path):
                 yield Path(dirpath) / name
 
 
-def image_inputs() -> list[Path]:
-    """Every file the image is built from, in a stable order: the Dockerfile, then the programs."""
-    return [dockerfile(), *iter_files(programs_dir())]
+def image_inputs() -> list[tuple[Path, str]]:
+    """Every file the image is built from and its path in the build context, in a stable order: the Dockerfile,
+    the programs, the core library."""
+    inputs = [(dockerfile(), DOCKERFILE)]
+    for folder, name in ((programs_dir(), PROGRAMS_DIR), (core_dir(), CORE_DIR)):
+        inputs += [(path, f"{name}/{path.relative_to(folder).as_posix()}") for path in iter_files(folder)]
+    return inputs
 
 
 def content_hash() -> str:
     """A short hash of the image's inputs (paths, bytes, exec bits): the image tag, so edits force a rebuild."""
     digest = hashlib.sha256()
-    root = source_root()
-    for path in image_inputs():
-        digest.update(str(path.relative_to(root)).encode() + b"\0")
+    for path, name in image_inputs():
+        digest.update(name.encode() + b"\0")
         digest.update(b"x" if os.access(path, os.X_OK) else b"-")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()[:12]

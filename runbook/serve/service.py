@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import InputError, RunbookError
 from ..memory import METHODS, get_memory
-from ..retrieval.build import insert_with_pools
+from ..pools.build import insert_with_pools
 from ..store import Store
 from ..trajectory.model import trajectory_from_dict
 
@@ -165,7 +165,7 @@ class MemoryService:
             raise BusyError(f"another insert held the store for {self.write_timeout:.0f} s: retry later")
         try:
             if replace:
-                from ..retrieval.build import insert_listener
+                from ..pools.build import insert_listener
 
                 with self.store.writer() as writer:
                     writer.listeners.append(insert_listener(self.store))

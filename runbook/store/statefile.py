@@ -2,8 +2,8 @@
 parser are defined once in rbcore.statefile, which the sandbox programs share."""
 from __future__ import annotations
 
-from ..sandbox.programs.rbcore import statefile as _format
-from ..sandbox.programs.rbcore.statefile import HEADER_END, HEADER_FIELDS, LINE_BREAKS, NEWLINE_MARK  # noqa: F401
+from ..core import statefile as _format
+from ..core.statefile import HEADER_END, HEADER_FIELDS, LINE_BREAKS, NEWLINE_MARK  # noqa: F401
 from ..trajectory.model import State, Trajectory
 
 

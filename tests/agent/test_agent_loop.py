@@ -7,13 +7,15 @@ import time
 import pytest
 
 from runbook.agent.exceptions import CostLimit, Finished, PolicyFailed, StepLimit, Stuck, TimeLimit, TokenLimit
-from runbook.agent.loop import NUDGE, AgentLoop, Limits
+from runbook.agent.loop import NUDGE, AgentLoop
+from runbook.config import Limits
 from runbook.agent.tools import ToolBox
 from runbook.agent.transcript import TranscriptWriter, read_transcript, render_replay
-from runbook.agent.types import Message, Task
+from runbook.models.messages import Message
+from runbook.agent.types import Task
 from runbook.errors import ConfigError
 from runbook.policies.scripted import ScriptedPolicy
-from runbook.llm.fakes import call, finish, text
+from runbook.models.fakes import call, finish, text
 from runbook.sandbox import get_sandbox
 
 SEARCH_OUTPUT = "# 'x': 2 matching lines\nt-1 state 2 @ 2025-12-16 http://a\n  L9: x\nt-1 state 3 @ 2025 http://a"

@@ -6,7 +6,8 @@ import pytest
 from runbook.agent.exceptions import Finished
 from runbook.agent.tools import (MAX_SPAN_STATES, TOOL_SPECS, SeenStates, ToolBox, ToolError, command_for,
                                  parse_states, store_relative)
-from runbook.agent.types import Span, ToolCall
+from runbook.models.messages import ToolCall
+from runbook.agent.types import Span
 from runbook.errors import SandboxError
 from runbook.sandbox import get_sandbox
 

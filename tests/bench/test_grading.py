@@ -10,7 +10,7 @@ from runbook.bench.grading import build_grader
 from runbook.bench.questions import Haystack, Question
 from runbook.context import Context, EvidenceItem
 from runbook.errors import ConfigError
-from runbook.llm.fakes import FakeOpenAIServer, Reply, fail, text
+from runbook.models.fakes import FakeOpenAIServer, Reply, fail, text
 
 CONTEXT = Context("q", 1000, items=[EvidenceItem("t-1", "Price $32.88", state_index=2)])
 

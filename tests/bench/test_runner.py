@@ -9,8 +9,8 @@ import pytest
 
 from runbook.bench.config import ModelSpec, ReaderSpec, config_from_dict
 from runbook.bench.runner import RunOptions, run_bench
-from runbook.llm.fakes import FakeOpenAIServer, Reply
-from runbook.llm.reader import READER_PROMPTS
+from runbook.models.fakes import FakeOpenAIServer, Reply
+from runbook.models.reader import READER_PROMPTS
 
 ANSWERS = {"dialog ask": "Are you sure", "current price": "$32.88"}
 

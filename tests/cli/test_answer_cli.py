@@ -8,8 +8,8 @@ from click.testing import CliRunner
 
 from runbook.cli.answer import answer
 from runbook.cli.replay import replay
-from runbook.llm.config import CONFIG_ENV, SETTINGS
-from runbook.llm.fakes import FakeOpenAIServer, call, finish, text
+from runbook.config import CONFIG_ENV, SETTINGS
+from runbook.models.fakes import FakeOpenAIServer, call, finish, text
 from runbook.store import Store
 from tests.conftest import make_trajectory
 

@@ -6,7 +6,7 @@ import json
 from click.testing import CliRunner
 
 from runbook.cli import main
-from runbook.generate import write_dataset
+from runbook.simulate import write_dataset
 
 CONFIG = """
 name = "gen"

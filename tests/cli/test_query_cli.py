@@ -8,7 +8,7 @@ from PIL import Image
 
 from runbook.cli import main
 from runbook.ingest import insert_paths
-from runbook.retrieval import insert_listener
+from runbook.pools import insert_listener
 from runbook.store import Store
 from tests.conftest import make_trajectory, write_jsonl
 

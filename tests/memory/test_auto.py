@@ -7,7 +7,7 @@ import pytest
 from runbook.context import Context, EvidenceItem
 from runbook.memory import get_memory
 from runbook.memory.auto import MIN_TERM_COVERAGE, AutoMemory, weakness
-from runbook.retrieval.build import insert_with_pools
+from runbook.pools.build import insert_with_pools
 from runbook.store import Store
 from tests.conftest import make_trajectory
 
@@ -79,7 +79,7 @@ def test_escalated_context_keeps_what_r_found(store):
 
 
 def test_term_shares_say_how_common_each_word_is(store):
-    from runbook.retrieval.search import Retriever
+    from runbook.pools.search import Retriever
 
     shares = Retriever(store).term_shares("Which RootWebArea shows the Lumaflex prices?")
     assert shares["rootwebarea"] == 1.0  # every stored state

@@ -15,7 +15,7 @@ from runbook.budget import IMAGE_TOKENS, count_tokens
 from runbook.cli import main
 from runbook.ingest import insert_paths
 from runbook.memory import get_memory
-from runbook.retrieval import insert_listener
+from runbook.pools import insert_listener
 from tests.conftest import make_trajectory, write_jsonl
 
 QUESTION = "How is a pending order canceled in this admin?"

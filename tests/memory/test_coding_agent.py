@@ -14,7 +14,7 @@ from runbook.policies import POLICIES, get_policy
 from runbook.agent.loop import NUDGE
 from runbook.agent.transcript import read_transcript
 from runbook.errors import ConfigError
-from runbook.llm.fakes import FakeAnthropicServer, FakeOpenAIServer, call, fail, finish, raw_call, text
+from runbook.models.fakes import FakeAnthropicServer, FakeOpenAIServer, call, fail, finish, raw_call, text
 from runbook.memory.coding_agent import NOT_CHOSEN, CodingAgentMemory
 from runbook.memory.spans import focus_page, water_level
 from runbook.store import Store

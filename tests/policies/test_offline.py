@@ -14,14 +14,15 @@ from runbook.policies import get_policy
 from runbook.policies.offline.planner import OfflinePlanner, program_call
 from runbook.policies.offline.analysis import write_analysis
 from runbook.policies.offline.spans import spans_of
-from runbook.sandbox.programs.rbcore.choice import MAX_STATES, choose
-from runbook.sandbox.programs.rbcore.scanout import read_scan, read_steps
-from runbook.sandbox.programs.rbcore.patterns import pattern_regex, python_regex
+from runbook.core.choice import MAX_STATES, choose
+from runbook.core.scanout import read_scan, read_steps
+from runbook.core.patterns import pattern_regex, python_regex
 from runbook.policies.offline.terms import patterns_for, stem, without_common, word_pairs
 from runbook.agent.prompts import user_prompt
-from runbook.agent.types import Message, Task, ToolResult
+from runbook.models.messages import Message, ToolResult
+from runbook.agent.types import Task
 from runbook.errors import ConfigError
-from runbook.question import analyze
+from runbook.core.question import analyze
 from runbook.sandbox.sources import programs_dir
 from runbook.store import Store
 from runbook.ingest import insert_paths
@@ -182,7 +183,7 @@ def test_the_plan_is_one_program_call_then_finish():
     policy.begin(Task("What price does the admin list now?"))
     messages = [Message("system", "sys"), Message("user", user_prompt("What price does the admin list now?"))]
     first = policy.next(messages, [])
-    assert first.tool_calls[0].name == "python" and "rbplan.plan(json.loads(" in first.tool_calls[0].arguments["code"]
+    assert first.tool_calls[0].name == "python" and "runbook.core.plan.plan(json.loads(" in first.tool_calls[0].arguments["code"]
     # the program prints the scan's lines, then the chosen states' details
     output = scan_output([{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}],
                          latest=[{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}])
@@ -444,7 +445,7 @@ def test_a_question_image_finds_its_screenshot(sample_store, clean_env):
 
 # -- the gotcha probe ------------------------------------------------------------------------------------------
 def test_the_probe_finds_where_the_site_shows_another_value_than_the_one_typed():
-    from runbook.sandbox.programs.rbcore.scanout import Step
+    from runbook.core.scanout import Step
     from runbook.policies.offline.probe import probe_pattern, read_probe, typed_values
 
     steps = [Step("run", 0, act="fill('1910', 'emma.lopez@example.com')  [1910 = textbox 'Newsletter']"),

@@ -62,7 +62,7 @@ def test_check_reports_every_limit_and_runs_every_agent_tool(backend, tiny_store
 
 
 def test_check_without_a_store_still_probes(tmp_path):
-    from runbook.sandbox.check import check_sandbox
+    from runbook.checks.sandbox import check_sandbox
     from runbook.sandbox.probes import Probe, command
     echo = Probe("timeout", "echo runs", command(["echo", "hi"], lambda r: r.output == "hi\n"))
     report = check_sandbox("local", tmp_path / "none", probes=[echo], tools=False)
@@ -74,7 +74,7 @@ def test_check_exits_1_when_a_claimed_limit_does_not_hold(tiny_store, monkeypatc
     broken = probes.Probe("timeout", "a limit that does not hold", lambda box: (False, "the attack worked"))
     unclaimed = probes.Probe("network", "no network", lambda box: (True, "not run: local claims no network"))
     monkeypatch.setattr(probes, "probes", lambda limits: [broken, unclaimed])
-    monkeypatch.setattr("runbook.sandbox.check.agent_tool_results", lambda *args: [])
+    monkeypatch.setattr("runbook.checks.sandbox.agent_tool_results", lambda *args: [])
     result = CliRunner().invoke(cli(tiny_store), ["sandbox", "check", "--sandbox", "local"])
     assert result.exit_code == 1
     assert "FAILED        a limit that does not hold" in result.output and "the attack worked" in result.output

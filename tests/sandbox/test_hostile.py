@@ -66,9 +66,10 @@ def test_a_fork_bomb_behind_a_stopped_wrapper_leaves_room_for_the_next_call(make
 
 
 def test_a_query_whose_call_leaves_a_setsid_child_ends_at_its_time_limit(make_box):
-    from runbook.agent.loop import AgentLoop, Limits
+    from runbook.agent.loop import AgentLoop
+    from runbook.config import Limits
     from runbook.agent.tools import ToolBox
-    from runbook.llm.fakes import call
+    from runbook.models.fakes import call
     from runbook.policies.scripted import ScriptedPolicy
     box = make_box()
     code = "import os, time\nos.system('setsid -f sleep 30')\nprint('started', flush=True)\ntime.sleep(30)\n"
@@ -79,7 +80,7 @@ def test_a_query_whose_call_leaves_a_setsid_child_ends_at_its_time_limit(make_bo
 
 
 def _user(text: str):
-    from runbook.agent.types import Message
+    from runbook.models.messages import Message
     return Message("user", text)
 
 

@@ -11,7 +11,7 @@ import pytest
 from runbook.errors import SandboxError
 from runbook.sandbox.image import build_context, ensure_image, image_tag
 from runbook.sandbox.rootfs import RootfsSpec, apt_mirror
-from runbook.sandbox.sources import content_hash, dockerfile, programs_dir
+from runbook.sandbox.sources import content_hash, core_dir, dockerfile, iter_files, programs_dir
 
 @pytest.fixture
 def checkout(tmp_path, monkeypatch) -> Path:
@@ -38,10 +38,12 @@ def test_tag_changes_with_tools_and_dockerfile_only(checkout):
     assert content_hash() != second
 
 
-def test_build_context_holds_only_the_programs_and_the_dockerfile(checkout):
+def test_build_context_holds_only_the_programs_the_core_library_and_the_dockerfile(checkout):
     with tarfile.open(fileobj=build_context()) as tar:
         names = tar.getnames()
-    assert sorted(names) == ["Dockerfile", "programs", "programs/search"]
+    core = {f"core/{path.relative_to(core_dir()).as_posix()}" for path in iter_files(core_dir())}
+    assert "core/question.py" in core and not any("__pycache__" in name for name in core)
+    assert sorted(names) == sorted({"Dockerfile", "programs", "programs/search", "core", *core})
 
 
 def test_missing_sources_say_what_to_set(tmp_path, monkeypatch):
@@ -79,15 +81,19 @@ def test_rootfs_key_follows_the_package_list():
 
 
 @pytest.mark.docker
-def test_image_has_python_ripgrep_tools_and_user_1000(docker_engine):
+def test_image_has_python_ripgrep_tools_core_and_user_1000(docker_engine):
     engine = docker_engine[0]
     image = ensure_image(engine)
     out = engine.client.containers.run(
         image, ["bash", "-c", "id -u; python3 --version; python --version; rg --version | head -1; "
-                              "echo $PATH; echo $PYTHONPATH; ls /opt/runbook/tools"],
+                              "echo $PATH; echo $PYTHONPATH; ls /opt/runbook/lib/runbook; "
+                              "python3 -c 'import runbook.core.question as q; print(q.__file__)'; "
+                              "ls /opt/runbook/tools"],
         remove=True, network_mode="none").decode()
     lines = out.splitlines()
     assert lines[0] == "1000" and lines[1].startswith("Python 3") and lines[3].startswith("ripgrep")
-    assert lines[4].startswith("/opt/runbook/tools:") and lines[5] == "/opt/runbook/tools"
-    shipped = sorted(name for name in lines[6:] if name != "__pycache__")  # the image compiles rbk ahead
+    assert lines[4].startswith("/opt/runbook/tools:") and lines[5] == "/opt/runbook/tools:/opt/runbook/lib"
+    # nothing of runbook but its core library: the namespace package holds `core` alone
+    assert lines[6] == "core" and lines[7] == "/opt/runbook/lib/runbook/core/question.py"
+    shipped = sorted(name for name in lines[8:] if name != "__pycache__")  # the image compiles rbk ahead
     assert shipped == sorted(p.name for p in programs_dir().iterdir() if p.name != "__pycache__")

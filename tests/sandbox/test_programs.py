@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runbook.sandbox.sources import programs_dir
+from runbook.sandbox.sources import core_dir, library_root, programs_dir
 from runbook.store import Store
 from runbook.trajectory import State, Trajectory
 
@@ -79,7 +79,8 @@ def run_tool(name: str, *args: str, store: Path, check: bool = True) -> subproce
 
 
 def run_python(code: str, *, store: Path, python: str = sys.executable, **kwargs) -> subprocess.CompletedProcess:
-    env = dict(os.environ, RUNBOOK_STORE_DIR=str(store), PYTHONPATH=str(kwargs.pop("tools", TOOLS)))
+    path = [str(kwargs.pop("tools", TOOLS)), str(kwargs.pop("library", library_root()))]
+    env = dict(os.environ, RUNBOOK_STORE_DIR=str(store), PYTHONPATH=os.pathsep.join(path))
     env.update(kwargs.pop("env", {}))
     return subprocess.run([python, "-c", code], env=env, capture_output=True, text=True, timeout=60, **kwargs)
 
@@ -325,7 +326,9 @@ def _read_only_copy(store_dir: Path, *, stale_wal: bool) -> Path:
     shutil.copy(os.path.realpath(rg), base / "rg")
     (base / "rg").chmod(0o755)
     shutil.copytree(TOOLS, base / "tools")
-    for path in [base / "tools", *(base / "tools").rglob("*")]:
+    # the core library as the sandbox has it: a namespace package `runbook` holding only `core`
+    shutil.copytree(core_dir(), base / "lib" / "runbook" / "core", ignore=shutil.ignore_patterns("__pycache__"))
+    for path in [base / "tools", *(base / "tools").rglob("*"), base / "lib", *(base / "lib").rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     for path in [copy, *copy.rglob("*")]:
         path.chmod(0o555 if path.is_dir() else 0o444)
@@ -354,10 +357,11 @@ def test_rbk_on_a_read_only_store(store_dir, stale_wal):
             python = _python_for(NOBODY)
             if python is None:
                 pytest.skip("no Python interpreter that user nobody can run")
-            proc = run_python(RBK_CHECKS, store=copy, python=python, tools=copy.parent / "tools", env=env,
-                              user=NOBODY, group=NOBODY, cwd="/")
+            proc = run_python(RBK_CHECKS, store=copy, python=python, tools=copy.parent / "tools",
+                              library=copy.parent / "lib", env=env, user=NOBODY, group=NOBODY, cwd="/")
         else:
-            proc = run_python(RBK_CHECKS, store=copy, tools=copy.parent / "tools", env=env)
+            proc = run_python(RBK_CHECKS, store=copy, tools=copy.parent / "tools", library=copy.parent / "lib",
+                              env=env)
         assert proc.returncode == 0, proc.stderr
         check_rbk_output(proc.stdout)
         assert not (copy / "catalog.sqlite-shm").exists() or not stale_wal  # nothing was written

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from runbook.ingest import insert_paths
-from runbook.retrieval import Retriever, insert_listener
+from runbook.pools import Retriever, insert_listener
 from runbook.sandbox.sources import programs_dir
 from runbook.store import Store
 from tests.conftest import make_trajectory, write_jsonl

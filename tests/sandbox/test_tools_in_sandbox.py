@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from runbook.agent.tools import TOOL_SPECS, ToolBox
-from runbook.agent.types import ToolCall
+from runbook.models.messages import ToolCall
 from runbook.sandbox import get_sandbox
-from runbook.sandbox.check import SAMPLE_ARGUMENTS, SAMPLE_ID, sample_store, tools_with_commands
+from runbook.checks.sandbox import SAMPLE_ARGUMENTS, SAMPLE_ID, sample_store, tools_with_commands
 
 from conftest import TEST_LIMITS  # noqa: E402  (tests/sandbox/conftest.py)
 

@@ -31,7 +31,10 @@ def test_bwrap_as_an_unprivileged_user_holds_what_it_claims(bwrap_ready):
     try:
         shutil.copytree(REPO / "runbook" / "sandbox", work / "runbook" / "sandbox",
                         ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copy(REPO / "runbook" / "errors.py", work / "runbook" / "errors.py")
+        shutil.copytree(REPO / "runbook" / "core", work / "runbook" / "core",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        for module in ("errors.py", "protocols.py"):  # what the sandbox package imports of runbook's base
+            shutil.copy(REPO / "runbook" / module, work / "runbook" / module)
         store = work / "store"
         (store / "trajectories").mkdir(parents=True)
         (store / "runbook.json").write_text("{}\n")

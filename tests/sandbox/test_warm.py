@@ -7,7 +7,7 @@ import os
 import pytest
 
 from runbook.memory.coding_agent import CodingAgentMemory
-from runbook.retrieval.build import insert_with_pools
+from runbook.pools.build import insert_with_pools
 from runbook.sandbox.docker import LABEL
 from runbook.sandbox.engine import connect
 from runbook.store import Store

@@ -16,7 +16,7 @@ from PIL import Image
 
 from runbook.errors import InputError
 from runbook.trajectory.model import Trajectory
-from runbook.trajectory.readers import browser_use, browsergym, detect_reader, jsonl, lme
+from runbook.trajectory.readers import browser_use, browsergym, detect_reader, content_form, jsonl
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 
@@ -319,8 +319,8 @@ def test_lme_content_form(tmp_path: Path):
     _png(tmp_path / "screenshots" / tid / "1.png")
     file = tmp_path / "trajectories.jsonl"
     file.write_text(json.dumps(_content_traj(tid)) + "\n", encoding="utf-8")
-    assert lme.is_content_form(_content_traj(tid)) and not lme.is_content_form({"id": "x", "states": []})
-    assert not lme.detect(file) and detect_reader(file) is jsonl
+    assert content_form.is_content_form(_content_traj(tid)) and not content_form.is_content_form({"id": "x", "states": []})
+    assert detect_reader(file) is jsonl
     traj = _only(list(jsonl.read(file)))
     assert isinstance(traj, Trajectory)
     assert (traj.id, traj.goal, traj.site, traj.domain) == (tid, "Find the order of Sarah Miller.",

@@ -38,15 +38,15 @@ from ...errors import InputError
 from ...memory import get_memory
 from ...store import Store
 from ...trajectory.model import Trajectory, trajectory_from_dict
-from ...trajectory.readers import lme
+from ...trajectory.readers import content_form
 
 MEMORY_TYPE = "runbook"
 
 
 def trajectory_of(obj: dict, screenshot_root: str | None) -> Trajectory:
     """A harness trajectory (the `states` form or the `content` + `metadata` form) as runbook's Trajectory."""
-    if lme.is_content_form(obj):
-        return lme.from_content_form(obj, base_dir=screenshot_root)
+    if content_form.is_content_form(obj):
+        return content_form.from_content_form(obj, base_dir=screenshot_root)
     return trajectory_from_dict(obj, base_dir=screenshot_root)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from ...sandbox.programs.rbcore.choice import Choice
-from ...sandbox.programs.rbcore.scanout import Run, Scan, Step, find_hit
+from ...core.choice import Choice
+from ...core.scanout import Run, Scan, Step, find_hit
 
 MAX_QUOTED = 5
 """States whose lines the analysis quotes."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from ...sandbox.programs.rbcore.images import image_hash, thumbnail
+from ...core.images import image_hash, thumbnail
 
 
 def question_image(path: str) -> dict[str, str] | None:

@@ -26,16 +26,17 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...question import QuestionAnalysis, analyze
+from ...core.question import QuestionAnalysis, analyze
 from .analysis import write_analysis
 from .image import question_image
 from .spans import SPAN_GAP, spans_of
 from .probe import probe_pattern, read_probe, typed_values
 from .terms import patterns_for, without_common
-from ...agent.types import Message, Task, ToolCall, ToolSpec
+from ...models.messages import Message, ToolCall, ToolSpec
+from ...agent.types import Task
 from ...errors import ConfigError
-from ...sandbox.programs.rbcore.choice import Choice, choose
-from ...sandbox.programs.rbcore.scanout import Scan, Step, find_hit, read_scan, read_steps
+from ...core.choice import Choice, choose
+from ...core.scanout import Scan, Step, find_hit, read_scan, read_steps
 
 SCAN_CHARS = 3800
 """Characters the scan prints, and as many the detail: JSON runs about 2.2 characters a token, so the two stay
@@ -50,8 +51,8 @@ QUOTE_AFTER = 6
 """Lines of text quoted after a matching line: values follow their labels."""
 
 
-PROGRAMS = {"plan": "rbplan", "scan": "rbscan", "detail": "rbdetail"}
-"""The sandbox module of each program the planner runs (runbook/sandbox/programs)."""
+PROGRAMS = {"plan": "runbook.core.plan", "scan": "runbook.core.scan", "detail": "runbook.core.detail"}
+"""The module of each program the planner runs in the sandbox (runbook.core is on the sandbox's path)."""
 
 
 def program_call(entry: str, params: dict[str, Any]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ...sandbox.programs.rbcore.scanout import Step
+from ...core.scanout import Step
 
 _TYPED = re.compile(r"""\b(?:fill|type|input|input_text|send_keys)\((?:[^,]*?,\s*)?(?:text=)?(['"])(.+?)\1""")
 _HEADING = re.compile(r"^(\S+) state (\d+) @ (\S+)")

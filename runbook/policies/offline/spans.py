@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...agent.types import Span
-from ...sandbox.programs.rbcore.choice import MAX_STATES
+from ...core.choice import MAX_STATES
 
 SPAN_GAP = 2
 """Two chosen states of a run this close become one span with the states between: the steps that link them."""

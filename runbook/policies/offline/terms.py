@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from ...question import STOP_WORDS, QuestionAnalysis
+from ...core.question import STOP_WORDS, QuestionAnalysis
 
 SUFFIXES = ("ations", "ation", "ings", "ing", "ions", "ion", "ies", "ied", "ed", "es", "s", "ly")
 """Trimmed from a word so that its pattern matches the word's other forms (canceled -> cancel -> cancels)."""

@@ -38,20 +38,11 @@ from __future__ import annotations
 
 import os
 
-try:  # as the sandbox imports it (its folder on PYTHONPATH), or as part of the runbook package on the host
-    from rbcore.reader import SORTS, Store, default_store_dir  # noqa: F401
-    from rbcore.records import Hits, RbkError, Record  # noqa: F401
-    from rbcore.ripgrep import escape_regex, ripgrep_binary  # noqa: F401
-    from rbcore.statefile import (FIELDS, HEADER_END, HEADER_FIELDS, NEWLINE_MARK,  # noqa: F401
-                                        parse_state, read_header)
-    from rbcore.values import values  # noqa: F401
-except ImportError:  # pragma: no cover - the host imports runbook.sandbox.programs.rbk
-    from .rbcore.reader import SORTS, Store, default_store_dir  # noqa: F401
-    from .rbcore.records import Hits, RbkError, Record  # noqa: F401
-    from .rbcore.ripgrep import escape_regex, ripgrep_binary  # noqa: F401
-    from .rbcore.statefile import (FIELDS, HEADER_END, HEADER_FIELDS, NEWLINE_MARK,  # noqa: F401
-                                         parse_state, read_header)
-    from .rbcore.values import values  # noqa: F401
+from runbook.core.reader import SORTS, Store, default_store_dir  # noqa: F401
+from runbook.core.records import Hits, RbkError, Record  # noqa: F401
+from runbook.core.ripgrep import escape_regex, ripgrep_binary  # noqa: F401
+from runbook.core.statefile import FIELDS, HEADER_END, HEADER_FIELDS, NEWLINE_MARK, parse_state, read_header  # noqa: F401
+from runbook.core.values import values  # noqa: F401
 
 # what help(rbk) documents; Record (the dict type of results) and RbkError are importable too
 __all__ = ["trajectories", "trajectory", "states", "state", "grep", "count", "latest", "timeline", "find_value",

@@ -23,7 +23,7 @@ READERS: list[ModuleType] = [jsonl]
 def _register_optional() -> None:
     import importlib
 
-    for name in ("browsergym", "browser_use", "lme"):
+    for name in ("browsergym", "browser_use"):
         try:
             mod = importlib.import_module(f"{__name__}.{name}")
         except ModuleNotFoundError as exc:

@@ -10,6 +10,7 @@ import orjson
 
 from ...errors import InputError
 from ..model import Trajectory, trajectory_from_dict
+from .content_form import from_content_form, is_content_form
 
 NAME = "jsonl"
 _SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".ndjson")
@@ -29,10 +30,8 @@ def _convert(obj, *, path: Path, line: int | None, screenshot_root: str | None) 
     options = {"path": str(path), "line": line, "base_dir": str(path.parent), "screenshot_root": screenshot_root}
     try:
         if isinstance(obj, dict) and "states" not in obj:
-            from . import lme  # the content+metadata form
-
-            if lme.is_content_form(obj):
-                return lme.from_content_form(obj, **options)
+            if is_content_form(obj):  # LongMemEval-V2's content+metadata form
+                return from_content_form(obj, **options)
         return trajectory_from_dict(obj, **options)
     except InputError as exc:
         return exc

@@ -1,0 +1,301 @@
+"""Method R's ranking, shared by the host (runbook.pools) and the `recall` program in the query sandbox.
+
+    recall = Recall(store_root, read_state=...)
+    found = recall.find("What price does the admin list for WS05-XS-Black?", slice_chars=1500)
+    found.notes, found.events, found.slices    # ranked hits: dicts naming trajectory, states, url, time, text
+
+Each pool is ranked with BM25; states are fused from their own BM25 rank, the events that point at them and, for
+'current value' questions, recency among the near-best; the best pages are read and cut to the lines that match;
+the same page seen at different times is labelled latest or older. Cutting to a token budget is the host's job.
+Every hit carries an `id` (n12, e34, s56: pool and document number) that stays valid for the pools' stamp.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from .bm25 import DEFAULT_FIELDS, BM25Index, idf, load_index, query_terms
+from .boilerplate import LineCounts, load_line_counts
+from .excerpt import Excerpter
+from .fusion import collapse_duplicates, latest_first, rrf
+from .pools import Opener, PoolError, PoolSnapshot
+from .question import QuestionAnalysis, analyze
+from .text import line_hash, stem, tokenize
+
+SIGHTING_SOURCES = 3
+"""Best pages whose best-matching line is looked for on other states (static and dynamic questions)."""
+MAX_SIGHTINGS = 12
+MIN_SIGHTING_CHARS = 8
+"""Shorter lines ('Search', a bare number) say too little to corroborate anything."""
+RECENT_FLOOR = 0.5
+"""For 'current value' questions, states scoring at least this share of the best BM25 score are ranked by time."""
+KIND_PREFIX = {"notes": "n", "events": "e", "slices": "s"}
+POOLS = tuple(KIND_PREFIX)
+
+ReadState = Callable[[str, int], "tuple[dict, str]"]
+"""(trajectory folder, state index) -> (header fields, page text)."""
+
+
+@dataclass
+class RecallSettings:
+    """Knobs of the ranking (defaults measured on the dev and generated sets)."""
+
+    context_weight: float = 2.0
+    """tf multiplier of a slice's context (actions around it, thought, goal) against its page text."""
+    candidates: int = 300
+    """States ranked by BM25 before fusion."""
+    reread: int = 60
+    """Fused candidates whose page is read to cut an excerpt and check the exact phrases."""
+    notes: int = 40
+    events: int = 30
+
+
+@dataclass
+class Found:
+    """Ranked hits of one question, best first in each pool."""
+
+    analysis: QuestionAnalysis
+    notes: list[dict] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)
+    slices: list[dict] = field(default_factory=list)
+
+
+def parse_id(text: str) -> tuple[str, int] | None:
+    """'n12' -> ('notes', 12); None for anything else."""
+    text = text.strip()
+    pool = next((p for p, prefix in KIND_PREFIX.items() if text[:1] == prefix), None)
+    return (pool, int(text[1:])) if pool and text[1:].isdigit() else None
+
+
+class Recall:
+    """The pools of one store, loaded once per manifest stamp."""
+
+    def __init__(self, store_root: str | os.PathLike, read_state: ReadState, settings: RecallSettings | None = None,
+                 *, write_cache: bool = True, opener: Opener | None = None):
+        self.root = Path(store_root)
+        self.read_state = read_state
+        """Raises OSError for a state that cannot be read (safely): that hit is left out."""
+        self.opener = opener
+        self.settings = settings or RecallSettings()
+        self.write_cache = write_cache
+        self._stamp = None
+        self.snapshot: PoolSnapshot | None = None
+
+    def load(self) -> None:
+        """(Re)load the pools when their stamp changed; PoolError when the store has trajectories but no pools."""
+        snapshot = PoolSnapshot(self.root / "pools", *([self.opener] if self.opener else []))
+        if self._stamp == snapshot.stamp and self.snapshot is not None:
+            return
+        if snapshot.empty and _has_trajectories(self.root):
+            raise PoolError(f"the store at {self.root} has no retrieval pools: run `runbook reindex` "
+                            "(inserts made with `runbook insert` keep them up to date afterwards)")
+        fields = dict(DEFAULT_FIELDS)
+        fields["slices"] = {"page": 1.0, "context": self.settings.context_weight}
+        write = self.write_cache
+        self.indexes: dict[str, BM25Index] = {p: load_index(snapshot, p, fields[p], write=write) for p in POOLS}
+        self.lines: LineCounts = load_line_counts(snapshot, write=write)
+        self.snapshot, self._stamp = snapshot, snapshot.stamp
+
+    # -- ranking ---------------------------------------------------------------------------------------------------
+    def query(self, analysis: QuestionAnalysis) -> dict[str, float]:
+        return query_terms(tokenize(" ".join(analysis.terms)), tokenize(" ".join(analysis.phrases)))
+
+    def term_shares(self, words: list[str]) -> dict[str, float]:
+        """{word: share of the stored states whose slice has it}, for each word and its normal form ('heads',
+        'head')."""
+        index = self.indexes["slices"]
+        n = max(int(index.live.sum()), 1)
+        shares = {}
+        for word in words:
+            shares[word] = shares[stem(word)] = min(1.0, index.df(stem(word)) / n)
+        return shares
+
+    def idf(self, pool: str, query: dict[str, float]) -> dict[str, float]:
+        index = self.indexes[pool]
+        n = max(int(index.live.sum()), 1)
+        return {term: float(idf(n, index.df(term))) for term in query}
+
+    def rank_states(self, analysis: QuestionAnalysis, query: dict[str, float]) -> list[tuple[int, float]]:
+        """Slice documents fused from BM25 over slices, events pointing at them, and recency (current values)."""
+        docs = self.snapshot.docs("slices")
+        scored = self.indexes["slices"].top(query, self.settings.candidates * (2 if wants_time(analysis) else 1))
+        bm25 = [d for d, _ in scored]
+        by_state = {(docs[d]["t"], docs[d]["i"]): d for d in bm25}
+        rankings, weights = [bm25], [1.0]
+        event_docs = self.snapshot.docs("events")
+        via_events = []
+        for e, _ in self.indexes["events"].top(query, 100):
+            ev = event_docs[e]
+            for idx in (ev["j"], ev["i"]):
+                d = by_state.get((ev["t"], idx))
+                if d is not None and d not in via_events:
+                    via_events.append(d)
+        rankings.append(via_events)
+        weights.append(0.5)
+        if wants_time(analysis) and scored:
+            # the current value sits on the newest page that matches about as well as the best one
+            near_best = [d for d, score in scored if score >= RECENT_FLOOR * scored[0][1]]
+            rankings.append(sorted(near_best, key=lambda d: docs[d].get("ts") or "", reverse=True))
+            weights.append(1.0 if analysis.wants_latest else 0.5)
+        return rrf(rankings, weights)
+
+    def find(self, question: str | QuestionAnalysis, *, slice_chars: int = 1500) -> Found:
+        """Ranked notes, events and state slices for `question`; slices are cut to about `slice_chars`."""
+        self.load()
+        analysis = analyze(question) if isinstance(question, str) else question
+        found = Found(analysis)
+        query = self.query(analysis)
+        if not query or self.snapshot.empty:
+            return found
+        found.notes = self.note_hits(analysis, query)
+        found.events = self.event_hits(analysis, query)
+        found.slices = self.slice_hits(analysis, query, slice_chars)
+        return found
+
+    def note_hits(self, analysis: QuestionAnalysis, query: dict[str, float]) -> list[dict]:
+        docs = self.snapshot.docs("notes")
+        prefer = {"procedure": "procedure", "gotcha": "hints"}.get(analysis.kind)
+        hits = []
+        for d, score in self.indexes["notes"].top(query, self.settings.notes):
+            doc = docs[d]
+            if prefer and doc.get("kind") == prefer:
+                score *= 1.5
+            if analysis.kind == "procedure" and doc.get("ok") is False:
+                score *= 0.6
+            hits.append(dict(doc, id=f"n{d}", pool="notes", score=round(score, 3)))
+        hits.sort(key=lambda h: -h["score"])
+        return hits
+
+    def event_hits(self, analysis: QuestionAnalysis, query: dict[str, float]) -> list[dict]:
+        docs = self.snapshot.docs("events")
+        hits = [dict(docs[d], id=f"e{d}", pool="events", score=round(score, 3))
+                for d, score in self.indexes["events"].top(query, self.settings.events)]
+        return latest_first(hits, page_key, reorder=wants_time(analysis))
+
+    def slice_hits(self, analysis: QuestionAnalysis, query: dict[str, float], slice_chars: int) -> list[dict]:
+        docs = self.snapshot.docs("slices")
+        fused = self.rank_states(analysis, query)[: self.settings.reread]
+        excerpter = Excerpter(query, list(analysis.phrases), self.idf("slices", query), self.lines)
+        hits = []
+        for d, fused_score in fused:
+            doc = dict(docs[d], id=f"s{d}", pool="slices")
+            try:
+                header, page = self.read_state(doc["d"], doc["i"])
+            except OSError:
+                continue  # a state file that cannot be read safely is left out, not guessed at
+            doc["excerpt"], doc["match"] = excerpter.excerpt(page, slice_chars // 3, doc.get("s") or "")
+            doc["best_lines"] = excerpter.best_lines
+            doc["match"] += excerpter.header_score(f"{doc.get('u') or ''}\n{doc.get('ti') or ''}")
+            doc["header"], doc["score"] = header, round(fused_score, 5)
+            hits.append(doc)
+        by_match = sorted(range(len(hits)), key=lambda n: -hits[n]["match"])
+        hits = [hits[n] for n, _ in rrf([list(range(len(hits))), by_match])]
+        hits = latest_first(hits, page_key, reorder=wants_time(analysis))
+        for hit, dup in zip(hits, collapse_duplicates([h["excerpt"] for h in hits])):
+            if dup is not None:
+                hit["same_as"] = hits[dup]["id"]
+        if analysis.kind in ("static", "dynamic"):
+            hits = self.with_sightings(hits, newest_first=wants_time(analysis))
+        return hits
+
+    def with_sightings(self, hits: list[dict], *, newest_first: bool = False) -> list[dict]:
+        """After each of the best pages, the other states that show its best-matching line (oldest first, or newest
+        first for 'current value' questions): views of the same fact that corroborate it, or show how it changed.
+        A state already among the hits moves up here; the others come compact, the line alone."""
+        docs, live = self.snapshot.docs("slices"), self.indexes["slices"].live
+        by_doc = {int(h["id"][1:]): h for h in hits}
+        placed: set[int] = set()
+        out, added = [], 0
+        for rank, hit in enumerate(hits):
+            if int(hit["id"][1:]) in placed:
+                continue  # moved up as a sighting
+            out.append(hit)
+            placed.add(int(hit["id"][1:]))
+            if rank >= SIGHTING_SOURCES or hit.get("same_as"):
+                continue
+            for line in hit.get("best_lines", []):
+                if len(line) < MIN_SIGHTING_CHARS or added >= MAX_SIGHTINGS:
+                    continue
+                key = line_hash(line, hit.get("s") or "")
+                if self.lines.is_boilerplate(np.asarray([key], dtype="<u8"), hit.get("s") or "")[0]:
+                    continue  # the site's furniture, not a fact
+                found = sorted((int(d) for d in self.lines.docs_with(key) if live[d] and int(d) not in placed),
+                               key=lambda d: docs[d].get("ts") or "", reverse=newest_first)
+                found = runs_first(found, lambda d: view(docs[d]), [view(h) for h in out])
+                for d in found[:MAX_SIGHTINGS - added]:
+                    placed.add(d)
+                    out.append(by_doc.get(d) or dict(
+                        docs[d], id=f"s{d}", pool="slices", excerpt=line, header={}, match=0.0, score=0.0,
+                        sighting_of=hit["id"], label=f"shows the same line as {hit['t']} state {hit['i']}"))
+                    added += 1
+        return out
+
+    def shortlist(self, question: str, k: int = 20) -> list[dict]:
+        """The top states for a question: id, index, url, time, score."""
+        self.load()
+        analysis = analyze(question)
+        query = self.query(analysis)
+        if not query or self.snapshot.empty:
+            return []
+        docs = self.snapshot.docs("slices")
+        return [{"trajectory_id": docs[d]["t"], "state_index": docs[d]["i"], "url": docs[d].get("u"),
+                 "timestamp": docs[d].get("ts"), "score": round(s, 5)}
+                for d, s in self.rank_states(analysis, query)[:k]]
+
+    def doc(self, hit_id: str) -> dict | None:
+        """The pool document a hit id names (n12, e34, s56), or None."""
+        self.load()
+        parsed = parse_id(hit_id)
+        if parsed is None:
+            return None
+        pool, n = parsed
+        docs = self.snapshot.docs(pool)
+        return dict(docs[n], id=hit_id, pool=pool) if 0 <= n < len(docs) else None
+
+
+def runs_first(items: list, view_of: Callable[[object], tuple], taken: list[tuple]) -> list:
+    """`items` (in their given order) in two groups: first a view from each run `taken` has none of, and any view
+    right next to a taken one on the same page (the same view, continued); then the rest. A view is (run, state
+    index, page key). Another run's view of a line corroborates it, the same run's later views mostly repeat it
+    (measured: one run's ten views of a forum page took every sighting place, and the other runs that saw the same
+    post were left out)."""
+    pages = {(t, i): page for t, i, page in taken}
+    runs = {t for t, _ in pages}
+    views = [view_of(item) for item in items]
+    chosen: set[int] = set()
+    grew = True
+    while grew:  # again until no view joins: a view continued backwards in time joins on a later pass
+        grew = False
+        for n, (t, i, page) in enumerate(views):
+            if n not in chosen and (t not in runs or page in (pages.get((t, i - 1)), pages.get((t, i + 1)))):
+                chosen.add(n)
+                pages[(t, i)] = page
+                runs.add(t)
+                grew = True
+    return [items[n] for n in sorted(chosen)] + [items[n] for n in range(len(items)) if n not in chosen]
+
+
+def wants_time(analysis: QuestionAnalysis) -> bool:
+    return analysis.wants_latest or analysis.kind == "dynamic"
+
+
+def view(doc: dict) -> tuple:
+    """(run, state index, page key) of a slice document or hit."""
+    return doc["t"], doc["i"], page_key(doc)
+
+
+def page_key(hit: dict) -> tuple:
+    """Hits on the same page: same site, same path (and hash route), same title."""
+    url = hit.get("u") or ""
+    parts = urlsplit(url)
+    return hit.get("s"), parts.netloc, parts.path.rstrip("/"), parts.fragment.split("?")[0], hit.get("ti")
+
+
+def _has_trajectories(root: Path) -> bool:
+    folder = root / "trajectories"
+    return folder.is_dir() and any(not p.name.startswith(".") for p in folder.iterdir())

@@ -1,0 +1,384 @@
+"""The offline planner's first program in the sandbox: `scan` ranks states for a question (rbdetail's `detail` then
+reads the chosen ones).
+
+This module runs INSIDE the sandbox through the `python` tool (stdlib, numpy, `rbk`/rbcore, and Pillow when the
+image has it; nothing from `runbook`); the planner sends `import rbscan; rbscan.scan({...})`, which prints JSON
+lines, most important first and within a character budget, so the output parses line by line:
+
+    {"type": "terms", "df": {pattern: [states, trajectories]}, "missing": [...], "sites": [...], "scope": [...]}
+    {"type": "image", "t": id, "i": index, "d": hash bits apart, "px": grey difference}   (with an image)
+    {"type": "latest", "t": id, "i": index, "s": score, "time": ...}     (newest first; 'current' questions)
+    {"type": "state", "t": id, "i": index, "s": score, "time": ..., "ok": run succeeded, "err": 0|1, ...}
+    {"type": "extra", ...}   a state covering what the best states leave out
+    {"type": "traj", "t": id, "s": score, "gs": goal score, "head": 0-2, "ok": ..., "n": states,
+     "ne": states with errors, "goal": ...}
+
+Scoring: BM25 (rbcore.bm25's formula) over single states (one ripgrep pass with every pattern, its `-o` output
+tallied per state), plus the trajectory's goal, the state's url and title, a bonus for exact phrases and for states showing all the names
+the question gives, and a boost for the site the question names. A question's own words are weighed by rarity.
+With `scope_sites` only those sites' trajectories are scanned (reading every state file is most of a scan's time);
+a pattern found nowhere there is looked for in the rest before it is called missing.
+"""
+import json
+import re
+import subprocess
+from collections import Counter, defaultdict
+
+from .catalog import load_catalog
+from .images import nearest_screenshots
+from .patterns import label, pattern_regex, python_regex
+from .question import normalize_term
+from .reader import default_store_dir
+from .ripgrep import ripgrep_binary
+from .weights import idf as bm25_idf, term_weight
+
+GOAL_WEIGHT = 0.8
+"""A question term in the trajectory's goal counts this much of a saturated page term: the goal says what the run
+was for."""
+HEAD_WEIGHT = 1.0
+"""A term in the state's url or title counts this much extra: it names the page."""
+ANSWER_BOOST = 0.25
+"""A state where the agent reported its answer (send_msg_to_user, done) scores this much more for fact questions."""
+_ANSWER = re.compile(r"\s*(?:send_msg_to_user|done|answer|stop|report_infeasible)\(")
+ANCHOR_BOOST = 1.0
+"""A state showing every name the question gives (quoted labels, Capitalised names, ids) scores this much more."""
+PHRASE_BONUS = 1.0
+"""Phrases (names, ids, quoted labels) weigh this much more than single words."""
+PAGE_BOOST = 1.0
+"""A state whose title names a menu path the question gives ('Sales > Orders': 'Orders / Operations / Sales / ...')
+scores this much more: it is the page the question is about, where every page of the site has the menu's words."""
+SITE_BOOST = 0.6
+"""States of the site the question names score this much more (x1.6)."""
+FILLERS = frozenset("a an the my our your all this that these those some any new to of for in on with".split())
+"""Words skipped when reading a goal's first words."""
+
+
+# -- the ripgrep pass ------------------------------------------------------------------------------------------
+def run_rg(root, regexes, dirs=None):
+    """{(dir, index): Counter(matched text, lower-cased)} for every state file matching any regex, tried in order:
+    at one position the first pattern that matches wins, so longer phrases must come first. `dirs`: only these
+    trajectories' folders (None: all)."""
+    args = [ripgrep_binary(), "--no-config", "--no-ignore", "-o", "-i", "--null", "--no-line-number",
+            "--no-heading", "-g", "**/states/*.md"]
+    for rx in regexes:
+        args += ["-e", rx]
+    paths = ["trajectories"] if dirs is None else [f"trajectories/{d}" for d in sorted(dirs)]
+    if not paths:
+        return defaultdict(Counter)
+    out = subprocess.run(args + ["--", *paths], cwd=root, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL).stdout
+    found = defaultdict(Counter)
+    for line, n in Counter(out.split(b"\n")).items():
+        path, sep, match = line.partition(b"\0")
+        if not sep:
+            continue
+        parts = path.decode("utf-8", "replace").split("/")
+        if len(parts) != 4 or not parts[3][:-3].isdigit():
+            continue
+        found[(parts[1], int(parts[3][:-3]))][match.decode("utf-8", "replace").lower()] += n
+    return found
+
+
+def assign(found, compiled):
+    """{(dir, index): Counter(pattern index: tf)}: each matched text credited to every pattern found in it (a
+    phrase's words count too)."""
+    owners_of, tfs = {}, {}
+    for key, matches in found.items():
+        tf = Counter()
+        for text, n in matches.items():
+            owners = owners_of.get(text)
+            if owners is None:
+                owners = owners_of[text] = [k for k, rx in enumerate(compiled) if rx.search(text)]
+            for k in owners:
+                tf[k] += n
+        if tf:
+            tfs[key] = tf
+    return tfs
+
+
+# -- scoring ---------------------------------------------------------------------------------------------------
+def in_scope(rows, sites):
+    """The trajectory folders of `sites` (None when no scope is asked for, or it names no stored site)."""
+    if not sites:
+        return None
+    dirs = {d for d, row in rows.items() if row["site"] in set(sites)}
+    return dirs or None
+
+
+def site_matches(rows, compiled, site_terms):
+    """Sites whose name the question uses ('GitLab', 'admin', 'theme editor'): {site: share of its name's words
+    the question has}; only the best share counts, so 'accounts' does not pull in 'linear-account-settings'
+    when 'admin' names 'shopping_admin' better."""
+    sites = {r["site"] for r in rows.values() if r["site"]}
+    shares = {}
+    for site in sites:
+        words = [w for w in re.split(r"[-_\s]+", site) if w]
+        n = sum(1 for w in words if any(compiled[k].fullmatch(w) for k in site_terms))
+        if n:
+            shares[site] = n / len(words)
+    top = max(shares.values(), default=0)
+    return {s: share for s, share in shares.items() if share == top}
+
+
+def weights_of(items, df, n_states):
+    """Each pattern's weight: its BM25 idf among all states, times its own weight (phrases count more)."""
+    return [float(bm25_idf(n_states, df[k])) * float(items[k].get("weight", 1.0))
+            * (1 + PHRASE_BONUS * (items[k].get("kind") == "phrase")) for k in range(len(items))]
+
+
+def title_words(title):
+    """The words of a page title in the question analysis's normal form (lower-case, plurals trimmed)."""
+    return {normalize_term(w) for w in re.findall(r"[a-z0-9]+", title.lower())}
+
+
+def page_words(pages):
+    """Each menu path of `pages` as the word sets of its steps (fillers aside: 'All Customers' is 'customer')."""
+    return [[title_words(" ".join(w for w in step.split() if w.lower() not in FILLERS)) for step in path]
+            for path in pages if path]
+
+
+def names_page(title, paths):
+    """Whether the title has every word of every step of one of the menu paths (`page_words`)."""
+    words = title_words(title)
+    return any(all(step <= words for step in path) for path in paths)
+
+
+def score_states(tfs, meta, rows, compiled, idf, sites, items, answers=False, anchors=(), pages=()):
+    """{(dir, index): (score, coverage with the goal, matched pattern indices, share of the question's own words
+    on the page alone)}. `pages`: the question's menu paths as `page_words`.
+
+    Every term is weighed by its rarity among all states (BM25's idf, times the pattern's own weight).
+    """
+    total_weight = sum(idf) or 1.0
+    own = {k for k, it in enumerate(items) if not it.get("derived")}
+    own_weight = sum(idf[k] for k in own) or 1.0
+    goal_hits = {d: [k for k, rx in enumerate(compiled) if rx.search(r["goal"])] for d, r in rows.items()}
+    avg_len = sum(m[5] for m in meta.values()) / max(1, len(meta))
+    scores, named = {}, {}
+    for key, tf in tfs.items():
+        m = meta.get(key)
+        if m is None:
+            continue
+        site = rows[key[0]]["site"]
+        s = sum(idf[k] * term_weight(tf[k], m[5], avg_len) for k in tf)
+        head = f"{m[1]} {m[2]}"
+        s += HEAD_WEIGHT * sum(idf[k] for k in tf if compiled[k].search(head))
+        goal = goal_hits.get(key[0], ())
+        s += GOAL_WEIGHT * sum(idf[k] for k in goal)
+        if sites and site in sites:
+            s *= 1 + SITE_BOOST
+        if pages and m[2] not in named:  # a site has few distinct titles: each is read once
+            named[m[2]] = names_page(m[2], pages)
+        if pages and named[m[2]]:
+            s *= 1 + PAGE_BOOST
+        if answers and _ANSWER.match(m[3]):
+            s *= 1 + ANSWER_BOOST
+        if anchors and all(k in tf for k in anchors):
+            s *= 1 + ANCHOR_BOOST
+        covered = set(tf) | set(goal)
+        scores[key] = (s, sum(idf[k] for k in covered) / total_weight, sorted(tf),
+                       sum(idf[k] for k in tf if k in own) / own_weight)
+    return scores
+
+
+TROUBLE = (r"(?-u)\b(?:errors?|fail(?:s|ed|ure)?|time[sd]? ?out|timeout|not found|no (?:records|results|matches)|"
+           r"could ?n[o']t|cannot|can't|unable|instead|retry|again|did ?n[o']t|wrong|incorrect|intercepts?|"
+           r"blocked|unexpected|mismatch)\b")
+"""Words with which pages, errors and the agent's thoughts say that something went wrong."""
+
+
+class Printer:
+    """JSON lines up to a character budget, so the output the planner reads is never cut mid-line."""
+
+    def __init__(self, max_chars):
+        self.max_chars, self.used, self.lines = max_chars, 0, []
+
+    def add(self, rec):
+        line = json.dumps(rec, ensure_ascii=False)
+        if self.used + len(line) + 1 > self.max_chars:
+            return False
+        self.lines.append(line)
+        self.used += len(line) + 1
+        return True
+
+    def flush(self):
+        print("\n".join(self.lines))
+
+
+def scan(params):
+    """Rank every state for the question's patterns and print the best, as JSON lines."""
+    scan_output(params).flush()
+
+
+def scan_output(params, catalog=None):
+    """The Printer holding scan's lines; `catalog`: load_catalog's result when the caller has it already."""
+    root = default_store_dir()
+    items = params["patterns"]
+    regexes = [pattern_regex(item) for item in items]
+    compiled = [python_regex(rx) for rx in regexes]
+    trouble = len(items) if params.get("prefer") == "trouble" else None
+    rows, by_id, meta = catalog or load_catalog(root)
+    scope = in_scope(rows, params.get("scope_sites"))
+    longest_first = [regexes[k] for k in sorted(range(len(items)), key=lambda k: -len(items[k]["text"]))]
+    tfs = assign(run_rg(root, longest_first + ([TROUBLE] if trouble is not None else []), scope),
+                 compiled + ([python_regex(TROUBLE)] if trouble is not None else []))
+    troubles = {key: tf.pop(trouble, 0) for key, tf in tfs.items()} if trouble is not None else {}
+    tfs = {key: tf for key, tf in tfs.items() if tf}
+    n_states = max(1, sum(1 for key in meta if scope is None or key[0] in scope))
+    df = Counter(k for tf in tfs.values() for k in tf)
+    outside = set()  # patterns found nowhere in scope but elsewhere in the store: not missing
+    if scope is not None:
+        unseen = [k for k in range(len(items)) if not df[k]]
+        elsewhere = run_rg(root, [regexes[k] for k in unseen], set(rows) - scope) if unseen else {}
+        outside = {k for k in unseen if any(compiled[k].search(text) for found in elsewhere.values()
+                                            for text in found)}
+    per_trajectory = defaultdict(set)
+    for (d, _), tf in tfs.items():
+        per_trajectory[d].update(tf)
+    tdf = Counter(k for ks in per_trajectory.values() for k in ks)
+    idf = weights_of(items, df, n_states)
+    sites = site_matches(rows, compiled, [k for k, it in enumerate(items) if it.get("kind") == "term"])
+    out = Printer(params.get("max_chars", 6000))
+    out.add({"type": "terms", "n_states": n_states, "n_trajectories": len(rows), "sites": sorted(sites),
+             "df": {label(items[k]): [df[k], tdf[k]] for k in range(len(items))},
+             "missing": [label(items[k]) for k in range(len(items)) if not df[k] and k not in outside],
+             **({"scope": sorted(params["scope_sites"])} if scope is not None else {})})
+
+    if params.get("image"):
+        looks = nearest_screenshots(root, rows, meta, params["image"], params.get("image_top", 3))
+        for rec in looks:
+            out.add(rec)
+        if looks and looks[0].get("t") and not sites:  # the pictured app is the one asked about
+            sites = {rows[by_id[looks[0]["t"]]]["site"]: 1.0}
+    anchors = anchor_patterns(items, compiled, df, rows)
+    scores = score_states(tfs, meta, rows, compiled, idf, sites, items, params.get("answers", False), anchors,
+                          page_words(params.get("pages", ())))
+    if trouble is not None:
+        prefer_trouble(scores, meta, rows, troubles)
+    # ripgrep's file order varies from run to run: the state itself breaks ties, so the plan is deterministic
+    ranked = sorted(scores, key=lambda key: (-scores[key][0], meta[key][0], key))
+    if ranked:  # where the question's names show last: the current value, whatever the question's kind
+        newest = newest_with(anchors, tfs, rows, meta, sites) if anchors else []
+        if not newest and params.get("latest"):
+            newest = newest_strong(ranked, scores, meta, params)
+        for key in newest[:params.get("latest_top", 6) if params.get("latest") else 2]:
+            rec = state_record(key, scores[key], meta, rows, items, False)
+            rec["type"] = "latest"
+            out.add(rec)
+    for key in complements(ranked, scores, idf, params.get("complements", 3)):
+        rec = state_record(key, scores[key], meta, rows, items, True)
+        rec["type"] = "extra"
+        out.add(rec)
+    # runs of the scanned sites only: a goal elsewhere that shares a word ('task') is not a run of the question's
+    runs = run_records(ranked, scores, rows if scope is None else {d: rows[d] for d in scope}, meta, compiled, items,
+                       params.get("trajectories", 8))
+    top = params.get("top", 30)
+    runs_after = min(top, len(ranked), params.get("states_before_trajectories", 15))
+    for n, key in enumerate(ranked[:top]):
+        if n == runs_after:
+            for rec in runs:
+                out.add(rec)
+            runs = []
+        rec = state_record(key, scores[key], meta, rows, items, n < params.get("full", 3))
+        if troubles:
+            rec["tr"] = troubles.get(key, 0)
+        out.add(rec)
+    for rec in runs:
+        out.add(rec)
+    return out
+
+
+def prefer_trouble(scores, meta, rows, troubles):
+    """Gotcha questions: states whose action failed, in failed runs, with words of trouble, score higher."""
+    for key, (s, cov, matched, page_cov) in list(scores.items()):
+        boost = 1 + 0.5 * bool(meta[key][4].strip()) + 0.4 * (rows[key[0]]["success"] == 0)
+        boost += 0.3 * min(troubles.get(key, 0), 3) / 3
+        scores[key] = (s * boost, cov, matched, page_cov)
+
+
+def complements(ranked, scores, idf, limit, top=3, pool=300):
+    """States that best cover what the best states leave out (a question may ask about two things at once)."""
+    covered = set().union(*(scores[key][2] for key in ranked[:top])) if ranked else set()
+    out = []
+    for _ in range(limit):
+        gain = {key: sum(idf[k] for k in scores[key][2] if k not in covered) for key in ranked[top:pool]
+                if key not in out}
+        best = max(gain, key=lambda key: (gain[key], scores[key][0]), default=None)
+        if best is None or gain[best] <= 0.2 * sum(idf):
+            break
+        out.append(best)
+        covered |= set(scores[best][2])
+    return out
+
+
+def anchor_patterns(items, compiled, df, rows):
+    """The question's own names that occur in the store (quoted labels, Capitalised names, ids), site names aside:
+    a state showing all of them shows the thing asked about."""
+    site_names = {re.sub(r"[-_]+", " ", r["site"]) for r in rows.values()}
+    return [k for k, it in enumerate(items)
+            if it.get("kind") == "phrase" and not it.get("derived") and df[k]
+            and not any(compiled[k].search(name) for name in site_names)]
+
+
+def newest_with(anchors, tfs, rows, meta, sites):
+    """States that show every anchor (on the site the question names, if any), newest first."""
+    keys = [key for key, tf in tfs.items() if all(k in tf for k in anchors)
+            and (not sites or rows[key[0]]["site"] in sites)]
+    return sorted(keys, key=lambda key: (meta[key][0], key), reverse=True)
+
+
+def newest_strong(ranked, scores, meta, params):
+    """States whose page covers nearly as much of the question as the best pages do, newest first."""
+    pool = ranked[:params.get("latest_pool", 200)]
+    best_page = max(scores[key][3] for key in pool)
+    floor = params.get("near_best", 0.3) * scores[ranked[0]][0]
+    near = [key for key in pool if scores[key][3] >= params.get("near_cov", 0.8) * best_page
+            and scores[key][0] >= floor]
+    return sorted(near, key=lambda key: meta[key][0], reverse=True)
+
+
+def state_record(key, score, meta, rows, items, full):
+    """One state, compact (the planner reads about 2,000 tokens): the first few also say what matched and where."""
+    s, cov, matched, page_cov = score
+    m, r = meta[key], rows[key[0]]
+    rec = {"type": "state", "t": r["id"], "i": key[1], "s": round(s, 1), "time": m[0][:19], "ok": r["success"],
+           "n": r["n"], "err": int(bool(m[4].strip()))}
+    if full:
+        rec.update(cov=round(cov, 2), m=[label(items[k]) for k in matched], url=m[1][:80])
+    return rec
+
+
+def run_records(ranked, scores, rows, meta, compiled, items, limit):
+    """The best runs two ways: by their three best states, and by how well their goal matches the question.
+
+    Goal terms are weighed by rarity among goals; `head` counts how many of the goal's first two words (its action
+    and what it acts on: 'Cancel order', 'Create a milestone') are question terms.
+    """
+    per = defaultdict(list)
+    for key in ranked:
+        per[key[0]].append(scores[key][0])
+    totals = {d: sum(sorted(v, reverse=True)[:3]) for d, v in per.items()}
+    own = [k for k, it in enumerate(items) if not it.get("derived") or it.get("synonym")]  # pairs would count twice
+    goals = {d: [k for k in own if compiled[k].search(r["goal"])] for d, r in rows.items()}
+    gdf = Counter(k for ks in goals.values() for k in ks)
+    gidf = weights_of(items, gdf, len(rows))
+    terms = [k for k, it in enumerate(items) if it.get("kind") == "term"]
+    goal_score, heads = {}, {}
+    for d, r in rows.items():
+        words = [w for w in re.findall(r"[A-Za-z]+", r["goal"]) if w.lower() not in FILLERS][:2]
+        heads[d] = sum(1 for w in words if any(compiled[k].fullmatch(w) for k in terms))
+        goal_score[d] = sum(gidf[k] for k in goals[d])
+    by_states = sorted(totals, key=lambda d: -totals[d])[:limit]
+    by_goal = sorted((d for d in rows if goal_score[d] > 0),
+                     key=lambda d: (-(goal_score[d] * (1 + 0.5 * heads[d])), -totals.get(d, 0)))[:limit]
+    errors = Counter(d for (d, _), m in meta.items() if m[4].strip())
+    out = []
+    interleaved = [d for pair in zip(by_goal, by_states) for d in pair]
+    interleaved += by_goal[len(by_states):] + by_states[len(by_goal):]
+    for d in dict.fromkeys(interleaved):  # both orders near the top, in case the output is cut short
+        r = rows[d]
+        out.append({"type": "traj", "t": r["id"], "s": round(totals.get(d, 0), 1), "gs": round(goal_score[d], 1),
+                    "head": heads[d], "ok": r["success"], "n": r["n"], "ne": errors[d], "goal": r["goal"][:60]})
+    return out
+
+

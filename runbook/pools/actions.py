@@ -1,0 +1,115 @@
+"""Actions made readable: the control an action's element id points at, and errors cut to their gist."""
+from __future__ import annotations
+
+import re
+
+from ..core.text import clean_line
+
+_CALL = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*\((.*)\)\s*$", re.S)
+_BID = re.compile(r"^\s*(?:index\s*=\s*)?['\"]?(\d+)['\"]?")
+_LINE_ID = re.compile(r"^(\s*)\*?\[(\d+)\]")
+_LABEL = re.compile(r"""(?:text|value|keys|url|options?)\s*=\s*(['"])(.*?)\1|^\s*['"]?\d+['"]?\s*,\s*(['"])(.*?)\3""",
+                    re.S)
+_ERROR_KEEP = re.compile(r"intercepts pointer events|not visible|not enabled|not editable|detached|outside of the "
+                         r"viewport|did not match|no element|not found|timeout|strict mode|invalid|cannot|can't|"
+                         r"unable|refused|denied|exception|error", re.I)
+_ERROR_NOISE = re.compile(r"^\s*(-\s*)?(waiting for|retrying|attempting|scrolling|done scrolling|element is visible|"
+                          r"element is enabled|element is stable|performing|locator resolved|\d+ × )", re.I)
+
+
+def split_actions(action: str | None) -> list[str]:
+    """One string per action call (browser-use states may hold several, one per line)."""
+    if not action:
+        return []
+    return [a.strip() for a in action.replace(" ⏎ ", "\n").split("\n") if a.strip()]
+
+
+def action_name(action: str) -> str:
+    match = _CALL.match(action)
+    return match.group(1) if match else action.split("(", 1)[0].strip()
+
+
+def element_id(action: str) -> str | None:
+    """The element id an action targets: click('431') -> '431', click(index=29) -> '29'."""
+    match = _CALL.match(action)
+    if not match:
+        return None
+    found = _BID.match(match.group(2))
+    return found.group(1) if found else None
+
+
+def typed_value(action: str) -> str | None:
+    """The text an action types or selects, the URL it opens, or the message it sends."""
+    match = _CALL.match(action)
+    if not match:
+        return None
+    found = _LABEL.search(match.group(2))
+    if found:
+        return found.group(2) if found.group(2) is not None else found.group(4)
+    args = match.group(2).strip()
+    if args[:1] in "'\"" and args[-1:] == args[:1]:
+        return args[1:-1]
+    return None
+
+
+def control_label(page_text: str, bid: str) -> str:
+    """What element `bid` is on the page: "button 'Cancel'" (accessibility tree) or "a: Notifications" (DOM text)."""
+    lines = page_text.splitlines()
+    for pos, line in enumerate(lines):
+        match = _LINE_ID.match(line)
+        if not match or match.group(2) != bid:
+            continue
+        own = clean_line(line).strip().lstrip("*").strip()
+        if own.startswith("<"):  # browser-use DOM text: the element's words sit on the deeper lines below it
+            tag = re.match(r"<(\w+)", own)
+            words = _child_text(lines, pos, len(match.group(1)))
+            attrs = re.findall(r"(?:placeholder|aria-label|title|name|id)=([^ />]+)", own)
+            label = words or (attrs[0] if attrs else "")
+            return f"{tag.group(1) if tag else 'element'} '{label}'" if label else (tag.group(1) if tag else own)
+        if own.endswith("''") or "'" not in own:  # an unnamed element: its children carry the words
+            words = _child_text(lines, pos, len(match.group(1)))
+            if words:
+                own = own.removesuffix("''").strip() + f" '{words}'"
+        return own[:120]
+    return ""
+
+
+def _child_text(lines: list[str], pos: int, indent: int) -> str:
+    words = []
+    for line in lines[pos + 1:pos + 4]:
+        depth = len(line) - len(line.lstrip("\t "))
+        if depth <= indent or _LINE_ID.match(line):
+            break
+        words.append(clean_line(line).strip().removeprefix("StaticText").strip(" '"))
+    return " ".join(words)[:80]
+
+
+def describe(action: str, page_text: str) -> str:
+    """An action with its target spelled out: "click button 'Cancel'", "fill textbox 'Email' with 'x@y.z'"."""
+    name = action_name(action)
+    bid = element_id(action)
+    value = typed_value(action)
+    if bid is None:
+        return action if len(action) <= 160 else action[:157] + "..."
+    label = control_label(page_text, bid) or f"element {bid}"
+    text = f"{name} {label}"
+    if value is not None and value != bid:
+        text += f" with '{value[:80]}'"
+    return text
+
+
+def error_gist(error: str, limit: int = 240) -> str:
+    """An action error cut to its gist: the first line plus the lines that say why (e.g. what intercepted a click)."""
+    lines = [ln.strip() for ln in error.replace(" ⏎ ", "\n").splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    keep = [lines[0]]
+    for line in lines[1:]:
+        if _ERROR_KEEP.search(line) and not _ERROR_NOISE.match(line) and line not in keep:
+            keep.append(line)
+    for line in lines[1:]:  # the reason often sits in an otherwise noisy line: keep the first such clause
+        if "intercepts pointer events" in line and line not in keep:
+            keep.append(line[line.find("<"):] if "<" in line else line)
+            break
+    text = " | ".join(keep)
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -1,0 +1,139 @@
+"""Keeping the pools in step with the store: a listener for `runbook insert`, and a full rebuild (`reindex`)."""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from ..store import Store
+from ..trajectory.model import Trajectory
+from .documents import TrajectoryDocs, count_terms, trajectory_docs
+from ..core.bm25 import DEFAULT_FIELDS, load_index
+from ..core.boilerplate import load_line_counts
+from ..core.pools import PoolSnapshot
+from .storage import PoolWriter, safe_opener
+
+NoteWriter = Callable[[Trajectory], list]
+"""trajectory -> [(kind, text)]: replaces the deterministic notes (e.g. a model's, cached)."""
+
+
+class PoolListener:
+    """A store writer listener: appends each committed trajectory's documents to the pools."""
+
+    def __init__(self, store: Store, note_writer: NoteWriter | None = None):
+        self.store = store
+        self.note_writer = note_writer
+        self._writer: PoolWriter | None = None
+        # the documents are computed in the insert's staging workers, beside the state files
+        self.deriver = ("pools", _derive_docs) if note_writer is None else None
+
+    def __call__(self, store: Store, staged, status: str) -> None:
+        row = store.row(staged.trajectory_id)
+        dirname = row.dir if row else staged.dirname
+        docs = staged.derived.get("pools") if dirname == staged.dirname else None
+        if docs is None:
+            trajectory = staged.trajectory if staged.trajectory is not None else store.load(staged.trajectory_id)
+            docs = trajectory_docs(trajectory, dirname, self.note_writer)
+        if self._writer is None:
+            self._writer = PoolWriter(store.layout.pools)
+        self._writer.add(docs)
+        self._writer.commit()
+
+    def finish(self, store: Store) -> None:
+        """At the end of an insert: build the indexes the pools' new stamp needs, so that a query (and the
+        read-only sandbox's `recall`) finds them ready."""
+        if self._writer is not None:
+            build_caches(store.layout.pools, safe_opener(store.layout))
+
+
+def _derive_docs(trajectory: Trajectory, dirname: str) -> TrajectoryDocs:
+    return count_terms(trajectory_docs(trajectory, dirname, None))
+
+
+def insert_with_pools(store: Store, trajectory: Trajectory) -> str:
+    """Insert one trajectory and append it to the pools (what `Memory.insert` does for the pool-based methods)."""
+    with store.writer() as writer:
+        writer.listeners.append(insert_listener(store))
+        return writer.insert(trajectory).status
+
+
+def insert_listener(store: Store, note_writer: NoteWriter | None = None) -> PoolListener:
+    """The callable to put in `StoreWriter.listeners` so that `runbook insert` updates the pools incrementally."""
+    return PoolListener(store, note_writer)
+
+
+@dataclass
+class ReindexReport:
+    trajectories: int = 0
+    states: int = 0
+    seconds: float = 0.0
+    pool_bytes: int = 0
+
+    def summary(self) -> str:
+        return (f"{self.trajectories} trajectories, {self.states:,} states reindexed in {self.seconds:.1f} s; "
+                f"pools {self.pool_bytes / 1e6:.1f} MB")
+
+
+def reindex(store: Store, *, workers: int | None = None, note_writer: NoteWriter | None = None,
+            progress: Callable[[int, int], None] | None = None) -> ReindexReport:
+    """Rebuild every pool from the stored trajectories, then swap the new pools in (under the write lock)."""
+    start = time.perf_counter()
+    report = ReindexReport()
+    final = store.layout.pools
+    fresh = final.with_name(f"{final.name}.tmp-{os.getpid()}")
+    with store.writer():
+        rows = store.rows()
+        writer = PoolWriter(fresh, fresh=True)
+        for n, docs in enumerate(_docs_in_order(store, rows, workers, note_writer), 1):
+            writer.add(docs)
+            report.trajectories += 1
+            report.states += len(docs.slices)
+            if n % 64 == 0:
+                writer.commit()
+            if progress:
+                progress(n, len(rows))
+        writer.commit()
+        build_caches(fresh)
+        _swap(fresh, final)
+    report.pool_bytes = folder_bytes(final)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def build_caches(pools_root, opener=None) -> None:
+    """The BM25 indexes (default field weights) and line counts for the pools' current stamp."""
+    snapshot = PoolSnapshot(pools_root, *([opener] if opener else []))
+    for pool in DEFAULT_FIELDS:
+        load_index(snapshot, pool)
+    load_line_counts(snapshot)
+
+
+def _docs_in_order(store: Store, rows, workers: int | None, note_writer) -> Iterator[TrajectoryDocs]:
+    workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+    jobs = [(str(store.root), row.id, row.dir) for row in rows]
+    if workers <= 1 or note_writer is not None or len(jobs) < 8:
+        for job in jobs:
+            yield _docs_for(job, note_writer)
+        return
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        yield from pool.map(_docs_for, jobs, chunksize=4)
+
+
+def _docs_for(job: tuple[str, str, str], note_writer=None) -> TrajectoryDocs:
+    root, trajectory_id, dirname = job
+    return count_terms(trajectory_docs(Store(root).load(trajectory_id), dirname, note_writer))
+
+
+def _swap(fresh, final) -> None:
+    trash = final.with_name(f"{final.name}.old-{os.getpid()}")
+    if final.exists():
+        os.replace(final, trash)
+    os.replace(fresh, final)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def folder_bytes(folder) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0

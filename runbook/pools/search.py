@@ -1,0 +1,176 @@
+"""Method R's query path on the host: the shared ranking (rbcore.recall: BM25 over the pools, fusion, excerpts,
+latest/older labels) turned into evidence items cut to the budget, in the order notes, events, slices."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from ..budget import head_and_tail
+from ..context import EvidenceItem
+from ..errors import StoreError, UnsafeStoreFile
+from ..core.pools import PoolError
+from ..core.question import QuestionAnalysis, analyze
+from ..core.recall import Found, Recall, RecallSettings
+from ..core.text import tokenize
+from ..store import Store
+from .storage import safe_opener, store_error
+
+log = logging.getLogger(__name__)
+
+SHARES = {"procedure": (0.20, 0.15), "gotcha": (0.25, 0.20), "static": (0.05, 0.05), "dynamic": (0.05, 0.10)}
+"""Budget shares (notes, events) per question kind; the rest, and whatever they leave unused, goes to slices."""
+
+
+@dataclass
+class RetrievalSettings(RecallSettings):
+    """Knobs of method R: the ranking's (RecallSettings, shared with the sandbox's `recall`) and how its hits are
+    cut into evidence items (defaults measured on the dev and generated sets)."""
+
+    slice_tokens: int | None = None
+    """Cap of one slice excerpt; default budget/16 within [150, 1200] (500 at 8k: more pages beat longer ones)."""
+    event_tokens: int = 200
+    note_tokens: int = 450
+    shares: dict = field(default_factory=lambda: dict(SHARES))
+
+
+class Retriever:
+    """Searches the pools of one store."""
+
+    def __init__(self, store: Store, settings: RetrievalSettings | None = None):
+        self.store = store
+        self.settings = settings or RetrievalSettings()
+        self.recall = Recall(store.root, self._read_state, self.settings, opener=safe_opener(store.layout))
+        self._goals_stamp = None
+        self.goals: dict[str, str] = {}
+
+    def _read_state(self, dirname: str, index: int) -> tuple[dict, str]:
+        try:
+            return self.store.read_state_file(dirname, index)
+        except UnsafeStoreFile as exc:  # a planted link: the ranking leaves the hit out
+            log.warning("left out of the evidence: %s", exc)
+            raise OSError(str(exc)) from exc
+
+    def warm(self) -> None:
+        """Load the pools and the tokenizer now, so that the first query pays only for its own work."""
+        from ..budget import encoding
+
+        encoding()
+        try:
+            self._load()
+        except StoreError:
+            pass  # no pools yet: the query says what to run
+
+    def _load(self) -> None:
+        try:
+            self.recall.load()
+        except PoolError as exc:
+            raise store_error(exc) from exc
+        if self._goals_stamp != self.recall.snapshot.stamp:
+            self.goals = {row.id: row.goal for row in self.store.rows()}
+            self._goals_stamp = self.recall.snapshot.stamp
+
+    def slice_cap(self, budget: int) -> int:
+        return self.settings.slice_tokens or max(150, min(1200, budget // 16))
+
+    def search(self, question: str, budget: int, analysis: QuestionAnalysis | None = None
+               ) -> tuple[list[EvidenceItem], QuestionAnalysis]:
+        """Evidence items for `question`, already cut to fit `budget` in the order notes, events, slices."""
+        items, analysis, _left_out = self.search_counted(question, budget, analysis)
+        return items, analysis
+
+    def search_counted(self, question: str, budget: int, analysis: QuestionAnalysis | None = None
+                       ) -> tuple[list[EvidenceItem], QuestionAnalysis, int]:
+        """As `search`, and how many hits were found but left out because they did not fit the budget."""
+        found = self.find(question, budget, analysis)
+        items = [item for _, item in self.pack(found, budget)]
+        return items, found.analysis, len(found.notes) + len(found.events) + len(found.slices) - len(items)
+
+    def find(self, question: str, budget: int, analysis: QuestionAnalysis | None = None) -> Found:
+        """The ranked hits of every pool for `question` (slices cut for a context of `budget` tokens)."""
+        self._load()
+        return self.recall.find(analysis or analyze(question), slice_chars=self.slice_cap(budget) * 3)
+
+    def term_shares(self, text: str) -> dict[str, float]:
+        """{word of `text`: share of the stored states that have it}, from the state slices' index."""
+        self._load()
+        return self.recall.term_shares(sorted(set(tokenize(text))))
+
+    def pack(self, found: Found, budget: int, reserve: int = 0) -> list[tuple[dict, EvidenceItem]]:
+        """The hits method R puts in a context of `budget` tokens, with their items: notes and events each within
+        their share for the question's kind, then slices in what is left but `reserve` tokens."""
+        note_share, event_share = self.settings.shares.get(found.analysis.kind, (0.1, 0.1))
+        notes = _fill([(h, self.note_item(h)) for h in found.notes], int(budget * note_share))
+        events = _fill([(h, self.event_item(h)) for h in found.events], int(budget * event_share))
+        used = sum(item.tokens for _, item in notes + events)
+        slices = _fill([(h, self.slice_item(h)) for h in found.slices], budget - used - reserve)
+        return notes + events + slices
+
+    def item(self, hit: dict) -> EvidenceItem:
+        """The evidence item of one recall hit, whatever its pool."""
+        return {"notes": self.note_item, "events": self.event_item, "slices": self.slice_item}[hit["pool"]](hit)
+
+    def note_item(self, doc: dict) -> EvidenceItem:
+        text, _ = head_and_tail(doc["text"], self.settings.note_tokens)
+        return EvidenceItem(trajectory_id=doc["t"], text=text, state_index=doc["i"], end_state_index=doc["j"],
+                            url=doc.get("u") or "", timestamp=doc.get("ts"), path=f"pools/notes ({doc.get('kind')})",
+                            kind="note", score=doc.get("score"))
+
+    def event_item(self, hit: dict) -> EvidenceItem:
+        text, _ = head_and_tail(hit["text"], self.settings.event_tokens)
+        return EvidenceItem(trajectory_id=hit["t"], text=text, state_index=hit["i"], end_state_index=hit["j"],
+                            url=hit.get("u") or "", timestamp=hit.get("ts"), path="pools/events", kind="event",
+                            label=hit.get("label", ""), score=hit.get("score"))
+
+    def slice_item(self, hit: dict) -> EvidenceItem:
+        body = _slice_text(hit)
+        if hit.get("same_as"):
+            first = self.recall.doc(hit["same_as"]) or {}
+            body = (f"(page excerpt identical to trajectory {first.get('t')} state {first.get('i')} above)\n"
+                    + _action_lines(hit))
+        if hit.get("sighting_of"):  # a corroborating view: its line is the point, kept short
+            body = f"page: {hit.get('ti') or ''}\n{hit['excerpt']}"
+        return EvidenceItem(trajectory_id=hit["t"], text=body, state_index=hit["i"], url=hit.get("u") or "",
+                            timestamp=hit.get("ts"), path=_state_rel(hit), kind="state", label=hit.get("label", ""),
+                            goal="" if hit.get("sighting_of") else self.goals.get(hit["t"], ""),
+                            score=hit.get("score"))
+
+    def shortlist(self, question: str, k: int = 20) -> list[dict]:
+        """The top states for a question, as a starting shortlist (e.g. for method C): id, index, url, time, score."""
+        self._load()
+        return self.recall.shortlist(question, k)
+
+
+def _state_rel(doc: dict) -> str:
+    from ..store.layout import STATES_DIR, TRAJECTORIES_DIR, state_filename
+
+    return f"{TRAJECTORIES_DIR}/{doc['d']}/{STATES_DIR}/{state_filename(doc['i'])}"
+
+
+def _action_lines(hit: dict) -> str:
+    header = hit["header"]
+    lines = []
+    if header.get("action"):
+        lines.append(f"next action: {header['action'][:300]}")
+    if header.get("error"):
+        lines.append(f"error: {header['error'].splitlines()[0][:200]}")
+    return "\n".join(lines)
+
+
+def _slice_text(hit: dict) -> str:
+    header = hit["header"]
+    head = [f"page: {header.get('title') or hit.get('ti') or ''} (state {hit['i']} of {hit['n']})"]
+    actions = _action_lines(hit)
+    if actions:
+        head.append(actions)
+    return "\n".join(head) + "\n---\n" + hit["excerpt"]
+
+
+def _fill(pairs: list[tuple[dict, EvidenceItem]], budget: int) -> list[tuple[dict, EvidenceItem]]:
+    """(hit, item) pairs in order while their items fit `budget` (a smaller later item may still fit)."""
+    out, spent = [], 0
+    for hit, item in pairs:
+        cost = item.measure()
+        if spent + cost <= budget:
+            out.append((hit, item))
+            spent += cost
+    return out

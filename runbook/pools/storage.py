@@ -1,0 +1,166 @@
+"""Writing the pools (the format is described, and read, in rbcore.pools, shared with the query sandbox):
+append-only files plus a manifest that says how much of each file is committed. Inserting a trajectory appends;
+nothing is rewritten, so updates stay incremental.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+import orjson
+
+from ..errors import StoreError, UnsafeStoreFile
+from ..store.layout import Layout
+from ..core import pools as core
+from ..core.pools import LINES, MANIFEST, POOL_FIELDS, POSTING, TERMS, PoolSnapshot
+from ..core.text import tokenize
+from .documents import PoolDoc, TrajectoryDocs
+
+__all__ = ["PoolWriter", "PoolSnapshot", "open_snapshot", "read_manifest"]
+
+
+def read_manifest(root: Path) -> dict:
+    """The committed manifest (empty when the pools were never built); StoreError when it cannot be used."""
+    try:
+        return core.read_manifest(root)
+    except core.PoolError as exc:
+        raise store_error(exc) from exc
+
+
+def safe_opener(layout: Layout) -> core.Opener:
+    """Pool files opened through the store's layout: a link planted among them is refused (PoolError, which
+    says to rebuild), not followed out of the store."""
+    def opener(path: Path) -> BinaryIO:
+        try:
+            return layout.open(path)
+        except UnsafeStoreFile as exc:
+            raise core.PoolError(f"{exc}; run `runbook reindex` to rebuild the pools") from exc
+    return opener
+
+
+def open_snapshot(layout: Layout) -> PoolSnapshot:
+    """A consistent read of the store's committed pools; StoreError when they cannot be used."""
+    try:
+        return PoolSnapshot(layout.pools, safe_opener(layout))
+    except core.PoolError as exc:
+        raise store_error(exc) from exc
+
+
+def store_error(exc: core.PoolError) -> StoreError:
+    """The host's error for pools that cannot be read: UnsafeStoreFile when a planted link was refused."""
+    return (UnsafeStoreFile if isinstance(exc.__cause__, UnsafeStoreFile) else StoreError)(str(exc))
+
+
+class PoolWriter:
+    """Appends trajectories' pool documents; call under the store's write lock, `commit()` to make them visible."""
+
+    def __init__(self, root: str | os.PathLike, *, fresh: bool = False):
+        self.root = Path(root)
+        if fresh and self.root.exists():
+            shutil.rmtree(self.root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.manifest = read_manifest(self.root)
+        self._truncate_to_manifest()
+        self.vocab = {t: i for i, t in enumerate(self._read_terms())}
+        self._new_terms: list[str] = []
+        self._buffers: dict[str, list] = {}
+
+    def _read_terms(self) -> list[str]:
+        path = self.root / TERMS
+        if not path.exists():
+            return []
+        return path.read_bytes()[: self.manifest["terms_bytes"]].decode("utf-8").split("\n")[:-1]
+
+    def _truncate_to_manifest(self) -> None:
+        """Drop whatever a killed writer appended after the last commit."""
+        m = self.manifest
+        _truncate(self.root / TERMS, m["terms_bytes"])
+        _truncate(self.root / LINES, m["lines"] * 8)
+        for name, pool in m["pools"].items():
+            _truncate(self.root / name / "docs.jsonl", pool["docs_bytes"])
+            for field, count in pool["fields"].items():
+                _truncate(self.root / name / f"{field}.post", count * POSTING.itemsize)
+
+    def add(self, docs: TrajectoryDocs) -> None:
+        """Append one trajectory's documents; a trajectory already present is superseded (a new generation)."""
+        gens = self.manifest["trajectories"]
+        gen = gens.get(docs.trajectory_id, -1) + 1
+        gens[docs.trajectory_id] = gen
+        for name in POOL_FIELDS:
+            self._append_docs(name, getattr(docs, name), gen)
+        self._append_raw(LINES, np.asarray(docs.line_hashes, dtype="<u8").tobytes())
+        self.manifest["lines"] += len(docs.line_hashes)
+
+    def _append_docs(self, name: str, docs: list[PoolDoc], gen: int) -> None:
+        if not docs:
+            return
+        pool = self.manifest["pools"][name]
+        first = pool["docs"]
+        lines = b"".join(orjson.dumps(dict(doc.meta, g=gen)) + b"\n" for doc in docs)
+        for field in POOL_FIELDS[name]:
+            rows = []
+            for offset, doc in enumerate(docs):
+                counts = doc.counts.get(field) if doc.counts is not None else None
+                if counts is None:
+                    counts = Counter(tokenize(doc.fields.get(field, "")))
+                if counts:
+                    ids = np.array(self._term_ids(counts), dtype="<u4")
+                    block = np.empty(len(counts), dtype=POSTING)
+                    block["doc"], block["term"] = first + offset, ids
+                    block["tf"] = np.minimum(np.fromiter(counts.values(), dtype=np.int64, count=len(counts)), 65535)
+                    rows.append(block)
+            if rows:
+                data = np.concatenate(rows)
+                self._append_raw(f"{name}/{field}.post", data.tobytes())
+                pool["fields"][field] += len(data)
+        self._append_raw(f"{name}/docs.jsonl", lines)
+        pool["docs"] += len(docs)
+        pool["docs_bytes"] += len(lines)
+
+    def _term_ids(self, terms) -> list[int]:
+        """Ids of `terms`, new ones added to the vocabulary (the hot loop of an insert: kept to plain dict calls)."""
+        get = self.vocab.get
+        ids = [get(term) for term in terms]
+        if None in ids:
+            for pos, term in enumerate(terms):
+                if ids[pos] is None:
+                    ids[pos] = self.vocab.get(term)
+                    if ids[pos] is None:
+                        ids[pos] = self.vocab[term] = len(self.vocab)
+                        self._new_terms.append(term)
+        return ids
+
+    def _append_raw(self, rel: str, data: bytes) -> None:
+        self._buffers.setdefault(rel, []).append(data)
+
+    def commit(self) -> None:
+        """Write the appended bytes, then the manifest (atomically): readers never see a half-added trajectory."""
+        if self._new_terms:
+            data = "".join(t + "\n" for t in self._new_terms).encode("utf-8")
+            self._buffers.setdefault(TERMS, []).append(data)
+            self.manifest["terms"] += len(self._new_terms)
+            self.manifest["terms_bytes"] += len(data)
+            self._new_terms = []
+        if not self._buffers:
+            return
+        for rel, chunks in self._buffers.items():
+            path = self.root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "ab") as fh:
+                for chunk in chunks:
+                    fh.write(chunk)
+        self._buffers = {}
+        self.manifest["stamp"] += 1
+        tmp = self.root / f"{MANIFEST}.tmp{os.getpid()}"
+        tmp.write_bytes(orjson.dumps(self.manifest))
+        os.replace(tmp, self.root / MANIFEST)
+
+
+def _truncate(path: Path, size: int) -> None:
+    if path.exists() and path.stat().st_size > size:
+        with open(path, "r+b") as fh:
+            fh.truncate(size)

@@ -1,0 +1,82 @@
+"""Question analysis: kinds, terms, exact phrases, latest-value cues, premise hints."""
+import pytest
+
+from runbook.core.question import KINDS, analyze, normalize_term
+
+
+@pytest.mark.parametrize("question, kind", [
+    ("How many customer accounts does the Customers > All Customers grid contain?", "static"),
+    ("What price does the admin currently list for SKU WS05-XS-Black?", "dynamic"),
+    ("What was the default home view most recently set to?", "dynamic"),
+    ("How is a pending order canceled in this admin?", "procedure"),
+    ("How do you revoke one of your personal API keys?", "procedure"),
+    ("What went wrong in the failed newsletter task?", "gotcha"),
+    ("Why do clicks on the checkbox time out, and what is the fix?", "gotcha"),
+    ("When the agent looked up the order, what was in the way and how was it handled?", "gotcha"),
+    ("What do you have to do before 'Show Report' gives results?", "gotcha"),
+    ("What must be set before the Bestsellers report shows any data?", "gotcha"),
+])
+def test_kind(question, kind):
+    assert analyze(question).kind == kind
+    assert kind in KINDS
+
+
+def test_how_many_is_not_a_procedure():
+    assert analyze("How many subscribers does the forum have?").kind == "static"
+
+
+def test_terms_drop_stop_and_question_words_and_normalise():
+    a = analyze("Which categories does the admin's Orders grid show?")
+    assert a.terms == ("category", "admin", "order", "grid")
+
+
+def test_phrases_quoted_ids_urls_and_names():
+    a = analyze("What URL key does the 'Shipping Policy' page at /f/books use for order #000000148 of Desiree "
+                "Fitness Tee (SKU WS05-XS-Black) costing $32.88?")
+    for expected in ("Shipping Policy", "/f/books", "000000148", "Desiree Fitness Tee", "WS05-XS-Black", "$32.88"):
+        assert expected in a.phrases, expected
+
+
+def test_menu_path_and_its_steps():
+    a = analyze("What should you check first when you open Sales > Orders?")
+    assert a.menu_paths == (("Sales", "Orders"),)
+    assert {"Sales > Orders", "Sales", "Orders"} <= set(a.phrases)
+
+
+def test_a_menu_path_starts_at_its_first_capitalised_word_not_the_sentence_before_it():
+    a = analyze("Before searching the Sales > Orders grid, what do you need to clear?")
+    assert a.menu_paths == (("Sales", "Orders"),)
+    assert not any("searching" in p for p in a.phrases)  # a made-up phrase would be 'written nowhere': a false premise
+
+
+def test_mid_sentence_capitalised_word_is_a_phrase_but_question_word_is_not():
+    a = analyze("How many subscribers does the Karaoke forum on GitLab's server have?")
+    assert "Karaoke" in a.phrases and "GitLab" in a.phrases
+    assert "How" not in a.phrases
+
+
+def test_wants_latest():
+    assert analyze("What number does the badge currently show?").wants_latest
+    assert analyze("What is the most recently added event?").wants_latest
+    assert not analyze("Which namespace owns the repository?").wants_latest
+
+
+def test_premise_hints():
+    a = analyze("How many subscribers does the Karaoke forum that the agent created have?")
+    assert any("Karaoke forum" in h for h in a.possible_false_premise)
+    assert any("Wishlist" in h for h in analyze("At what priority is the 'Wishlist' page monitored?")
+               .possible_false_premise)
+    assert analyze("Which post is at the top of the forum?").possible_false_premise == ()
+
+
+def test_deterministic_and_summary():
+    q = "What price does the admin currently list for SKU WS05-XS-Black?"
+    assert analyze(q) == analyze(q)
+    assert "dynamic" in analyze(q).summary()
+
+
+def test_normalize_term():
+    assert normalize_term("Categories") == "category"
+    assert normalize_term("admin's") == "admin"
+    assert normalize_term("status") == "status"
+    assert normalize_term("WS05s") == "ws05s"
