@@ -32,9 +32,9 @@ class Policy(Protocol):
     """Picks the next step: an assistant Message with tool calls (or plain text, which the loop answers with a nudge).
 
     A policy may also define `begin(task: Task)`: the loop calls it once, before the first `next`, with the query's
-    structured inputs (the offline planner works from those, not from the prompt's text), and `output_view_tokens`:
+    structured inputs (the offline planner works from those, not from the prompt's text); `output_view_tokens`:
     how much of one tool output it reads, when more than the loop's limit (a policy with no context window to spare,
-    reading its own programs' output)."""
+    reading its own programs' output); and `extra_tools`: ToolSpecs it calls besides the ones every policy sees."""
 
     name: str
 

@@ -7,6 +7,7 @@ import functools
 import textwrap
 from typing import Iterable
 
+from ..core.hits import Hit
 from .specs import MAX_SPAN_STATES, TOOL_SPECS
 from ..models.messages import ToolSpec
 
@@ -108,22 +109,14 @@ def rbk_guide() -> str:
 RECALL_HEADER = "recall for this question (method R's best hits; a starting point, not proof):"
 
 
-def recall_lines(hits: Iterable[dict], limit: int = RECALL_SHOWN) -> list[str]:
-    """One line per hit, as the recall program heads them: id, trajectory, states, time, url, label, first words."""
-    lines = []
-    for hit in list(hits)[:limit]:
-        j = hit.get("j")
-        states = f"states {hit['i']}-{j}" if j is not None and j != hit["i"] else f"state {hit['i']}"
-        label = hit.get("label") or (hit.get("kind") if hit.get("pool") == "notes" else "")
-        text = (hit.get("text") or hit.get("excerpt") or "").strip().split("\n")
-        gist = next((line.strip() for line in text if line.strip()), "")[:140]
-        lines.append(f"[{hit['id']}] {hit['t']} {states} @ {hit.get('ts') or '?'} {hit.get('u') or ''}"
-                     + (f" [{label}]" if label else "") + (f"\n    {gist}" if gist else ""))
-    return lines
+def recall_lines(hits: Iterable[Hit], limit: int = RECALL_SHOWN) -> list[str]:
+    """One line per hit, headed as the recall program heads it (id, trajectory, states, time, url, labels), then
+    its first words."""
+    return [hit.heading() + (f"\n    {hit.gist()}" if hit.gist() else "") for hit in list(hits)[:limit]]
 
 
 def user_prompt(question: str, *, overview: Iterable[str] = (), has_image: bool = False,
-                recall: Iterable[dict] = ()) -> str:
+                recall: Iterable[Hit] = ()) -> str:
     """The first user message: the question, whether an image comes with it, a few facts about the store, and
     method R's recall for the question."""
     parts = ["Question: " + " ".join(question.split())]

@@ -11,6 +11,7 @@ specs (runbook.agent.prompts), so the three cannot drift apart.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,9 +38,10 @@ class Command:
         argv += [flag for key, flag in self.flags.items() if args.get(key)]
         for key, option in self.options.items():
             if args.get(key) not in (None, ""):
-                argv += [option, str(args[key])]
+                value = args[key]
+                argv += [option, json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value)]
         tail = [str(args[key]) for key in self.positional if args.get(key) not in (None, "")]
-        return argv + ["--", *tail]
+        return argv + ["--", *tail] if self.positional else argv
 
 
 def _string(description: str = "", **extra: Any) -> dict[str, Any]:
@@ -158,3 +160,12 @@ FINISH = ToolSpec(
      "required": ["analysis", "spans"]})
 
 TOOL_SPECS: list[ToolSpec] = [RECALL, SEARCH, SHOW, READ, PYTHON, FINISH]
+
+PLAN = ToolSpec(
+    "plan",
+    "The offline planner's one call: scan every state for the question, choose the states its kind needs, read them "
+    "(runbook.core.plan; JSON lines: the choice, the scan, the details).",
+    {"type": "object", "properties": {"request": {"type": "object", "description": "A PlanRequest."}},
+     "required": ["request"]},
+    command=Command("rbplan", options={"request": "--request"}))
+"""Not shown to model policies: a policy that uses it lists it in its `extra_tools`."""

@@ -60,7 +60,7 @@ class ToolBox:
             args = self.validate(call)
             if call.name == "finish":
                 raise self.finish(args)
-            argv, stdin = command_for(call.name, args)
+            argv, stdin = command_for(call.name, args, self.specs)
         except ToolError as exc:
             return ToolResult(call.id, call.name, f"error: {exc}", exit_code=2, error=str(exc))
         try:
@@ -136,7 +136,7 @@ def check_value(value: Any, schema: dict[str, Any], where: str) -> Any:
         raise ToolError(f"{where} must be one of {', '.join(map(str, schema['enum']))}, got {json.dumps(value)[:80]}")
     if isinstance(value, int) and "minimum" in schema and value < schema["minimum"]:
         raise ToolError(f"{where} must be at least {schema['minimum']}, got {value}")
-    if isinstance(value, dict):
+    if isinstance(value, dict) and "properties" in schema:  # an object without properties is taken as it is
         return check_object(value, schema, where)
     if isinstance(value, list) and "items" in schema:
         return [check_value(item, schema["items"], f"{where}[{i}]") for i, item in enumerate(value)]

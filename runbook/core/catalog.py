@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 
+from .layout import CATALOG_FILE
 from .records import RbkError
 
 
@@ -23,7 +24,7 @@ def connect_readonly(path: str) -> sqlite3.Connection:
 
 def connect(root):
     """The catalog, read-only (immutable when the store's mount cannot hold SQLite's lock files)."""
-    return connect_readonly(os.path.join(root, "catalog.sqlite"))
+    return connect_readonly(os.path.join(root, CATALOG_FILE))
 
 
 def load_catalog(root):

@@ -1,6 +1,6 @@
-"""What the offline planner picks from its scan (scanout.py reads the records). rbplan chooses with it inside the
-sandbox, to read the chosen states in the same call, and the planner on the host repeats the choice from the call's
-output (the same function on the same records), for its analysis and spans.
+"""What the offline planner picks from its scan (scanout.py reads the records). `rbplan` chooses with it inside the
+sandbox, reads the chosen states in the same call and prints the choice as one JSON line (choice_record), which the
+planner on the host reads back (read_choice) for its analysis and spans: chosen once, never recomputed.
 
 Choices per question kind (a question image's look-alike screenshots always come first):
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .scanout import Hit, Run, Scan, find_hit
+from .scanout import Run, Scan, ScoredState, find_hit, json_lines
 
 MAX_STATES = 20
 """At most this many states across all spans (the finish contract)."""
@@ -99,7 +99,7 @@ def pick_images(scan: Scan, choice: Choice) -> None:
         choice.add(hit.key, "looks like the question's image")
 
 
-def pick_best(hits: list[Hit], choice: Choice, limit: int) -> None:
+def pick_best(hits: list[ScoredState], choice: Choice, limit: int) -> None:
     """Best-scoring states, at most PER_RUN of one run: a run's neighbouring states mostly show the same page."""
     per_run: dict[str, int] = {}
     for t, _ in choice.keys:
@@ -198,3 +198,21 @@ def run_window(scan: Scan, run: Run, limit: int) -> list[int]:
     center = scored[0].i if scored else run.n - 1
     start = max(0, min(center - limit // 2, run.n - limit))
     return list(range(start, start + limit))
+
+
+def choice_record(choice: Choice) -> dict:
+    """The choice as the line `rbplan` prints: the states in order, the note on each, the runs walked through."""
+    return {"type": "choice", "keys": [list(key) for key in choice.keys],
+            "notes": [[t, i, note] for (t, i), note in choice.notes.items()],
+            "runs": [run.t for run in choice.runs]}
+
+
+def read_choice(output: str, scan: Scan) -> Choice | None:
+    """The choice `rbplan` printed (its runs taken from the scan printed with it); None when there is none."""
+    record = next((rec for rec in json_lines(output) if rec.get("type") == "choice"), None)
+    if record is None:
+        return None
+    runs = {run.t: run for run in scan.runs}
+    return Choice(keys=[(t, int(i)) for t, i in record.get("keys", [])],
+                  notes={(t, int(i)): note for t, i, note in record.get("notes", [])},
+                  runs=[runs[t] for t in record.get("runs", []) if t in runs])

@@ -4,9 +4,11 @@ budget; see rbscan for the first program, `scan`)."""
 import os
 import re
 from collections import Counter
+from dataclasses import dataclass, field
 
 from .reader import default_store_dir
-from .statefile import parse_state, state_relpath
+from .layout import state_relpath
+from .statefile import parse_state
 from .catalog import load_catalog
 from .patterns import pattern_regex, python_regex
 from .scan import Printer
@@ -182,26 +184,45 @@ def described_action(action, lines):
     return out
 
 
+@dataclass
+class DetailParams:
+    """Which states `detail` reads and how much it quotes (defaults: the offline planner's)."""
+
+    states: list = field(default_factory=list)
+    """[trajectory id, state index, page lines to quote (0: the action and error only)] per state."""
+    patterns: list[dict] = field(default_factory=list)
+    """The question's patterns, weighted by rarity: quoted lines favour rare terms."""
+    max_chars: int = 3800
+    """Characters printed (with the scan's, within the planner's view of one output)."""
+    after: int = 6
+    """Lines of text quoted after a matching line: values follow their labels."""
+
+    @classmethod
+    def from_dict(cls, params: dict) -> "DetailParams":
+        names = cls.__dataclass_fields__
+        return cls(**{key: value for key, value in params.items() if key in names})
+
+
 def detail(params):
     """For each chosen state: time, url, the action with what it clicked, the error, the lines worth quoting."""
-    detail_output(params).flush()
+    detail_output(DetailParams.from_dict(params)).flush()
 
 
-def detail_output(params, catalog=None):
+def detail_output(params: DetailParams, catalog=None):
     """The Printer holding detail's lines; `catalog`: load_catalog's result when the caller has it already."""
     root = default_store_dir()
     rows, by_id, meta = catalog or load_catalog(root)
-    compiled = [python_regex(pattern_regex(it)) for it in params.get("patterns", [])]
-    weights = [float(it.get("weight", 1.0)) for it in params.get("patterns", [])]
-    out = Printer(params.get("max_chars", 6000))
-    read = {(tid, index): read_state(root, by_id.get(tid), index) for tid, index, _ in params["states"]
+    compiled = [python_regex(pattern_regex(it)) for it in params.patterns]
+    weights = [float(it.get("weight", 1.0)) for it in params.patterns]
+    out = Printer(params.max_chars)
+    read = {(tid, index): read_state(root, by_id.get(tid), index) for tid, index, _ in params.states
             if (by_id.get(tid), index) in meta}
     pages = {key: lines for key, (_, lines) in read.items()}
-    names = [rx for rx, it in zip(compiled, params.get("patterns", []))
+    names = [rx for rx, it in zip(compiled, params.patterns)
              if it.get("kind") == "phrase" and not it.get("derived")]
     common = furniture({meta[(by_id[t], i)][1].split("?")[0]: lines for (t, i), lines in pages.items()}.values())
     common = {line for line in common if not any(rx.search(line) for rx in names)}  # the thing asked about stays
-    for tid, index, want_lines in params["states"]:
+    for tid, index, want_lines in params.states:
         d = by_id.get(tid)
         m = meta.get((d, index))
         if m is None:
@@ -211,7 +232,7 @@ def detail_output(params, catalog=None):
                "act": described_action(m[3], lines), "err": compact_error(m[4])}
         if want_lines:
             kept = [line if _IDS.sub("", line).strip() not in common else "" for line in lines]
-            rec["lines"] = best_lines(kept, compiled, weights, want_lines, params.get("after", 3))
+            rec["lines"] = best_lines(kept, compiled, weights, want_lines, params.after)
             # the agent's own words at this state, when they say more about the question than any page line
             # ('the map is centered on Singapore, but that does not matter'): the page shows, the thought explains
             sentence, weight = best_sentence(read[(tid, index)][0], compiled, weights)

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Hashable, Iterable, Sequence
+from typing import Callable, Hashable, Iterable, Sequence
+
+from .hits import Hit
 
 RRF_K = 60
 
@@ -18,12 +20,13 @@ def rrf(rankings: Iterable[Sequence[Hashable]], weights: Sequence[float] | None 
     return sorted(scores.items(), key=lambda kv: -kv[1])
 
 
-def latest_first(hits: list[dict], key_of, *, reorder: bool = True, keep: int = 3) -> list[dict]:
+def latest_first(hits: list[Hit], key_of: Callable[[Hit], Hashable], *, reorder: bool = True, keep: int = 3
+                 ) -> list[Hit]:
     """Hits that show the same page (same `key_of(hit)`) at different times: the newest is labelled 'latest of N
     views' and the others 'older view'. With `reorder` (questions about the current value) a group is put
     newest first where its best hit ranked; otherwise relevance order stays and only the first `keep` hits of a
     group keep their place, the rest go to the end (room for other pages)."""
-    groups: dict[Hashable, list[dict]] = {}
+    groups: dict[Hashable, list[Hit]] = {}
     order: list[Hashable] = []
     for hit in hits:
         key = key_of(hit)
@@ -32,13 +35,13 @@ def latest_first(hits: list[dict], key_of, *, reorder: bool = True, keep: int = 
             order.append(key)
         groups[key].append(hit)
     for group in groups.values():
-        by_time = sorted(group, key=lambda h: h.get("ts") or "", reverse=True)
+        by_time = sorted(group, key=lambda h: h.timestamp or "", reverse=True)
         if len(by_time) > 1:
             newest = by_time[0]
-            newest["label"] = f"latest of {len(group)} views of this page"
+            newest.label = f"latest of {len(group)} views of this page"
             for hit in by_time[1:]:
-                hit["label"] = (f"older view ({(hit.get('ts') or '?')[:10]}); newer: {newest['t']} state "
-                                f"{newest['i']} ({(newest.get('ts') or '?')[:10]})")
+                hit.label = (f"older view ({(hit.timestamp or '?')[:10]}); newer: {newest.trajectory_id} state "
+                             f"{newest.state_index} ({(newest.timestamp or '?')[:10]})")
         if reorder:
             group[:] = by_time
     if reorder:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from .layout import trajectory_relpath
+
 HASH_SIZE = 16
 THUMB = (64, 40)
 TIE_BITS, TIE_POOL = 4, 16
@@ -49,7 +51,7 @@ def nearest_screenshots(root, rows, meta, question, top):
     for (d, index), m in meta.items():
         if not m[6]:
             continue
-        path = os.path.join(root, "trajectories", d, m[6])
+        path = os.path.join(root, trajectory_relpath(d), m[6])  # the header names it from the trajectory's folder
         try:
             h = image_hash(path)
         except OSError:

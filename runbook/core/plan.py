@@ -1,46 +1,72 @@
-"""The offline planner's program in the sandbox: `plan` scans (rbscan), chooses the states a question of its kind
-needs (rbcore.choice, the function the planner on the host repeats on this output) and reads them (rbdetail), all
-in one call. Each call of the `python` tool costs a docker exec, two interpreters and these imports (~0.2 s
-measured); scan and detail as two calls paid it twice, and loaded the catalog twice.
+"""The offline planner's one call in the sandbox (the program `rbplan`): scan, choose, detail. Each call costs a
+docker exec, an interpreter and these imports (~0.2 s measured), and scan and detail as two calls paid it twice and
+loaded the catalog twice.
 
-    import json, rbplan
-    rbplan.plan({"scan": {...rbscan's params...}, "kind": "static", "wants_latest": False,
-                 "detail": {"lines": 2, "after": 6, "max_chars": 3800}})
+    rbplan --request '{"scan": {...ScanParams}, "kind": "static", "wants_latest": false, "quote_lines": 2}'
 
-prints scan's JSON lines, then detail's `step` lines for the chosen states (none when nothing was chosen).
+prints one JSON line per record: the choice first (the states a question of its kind needs, chosen with
+runbook.core.choice on the very scan lines printed after it; the planner reads it and never recomputes it), then the
+scan's lines, then detail's `step` lines for the chosen states.
 """
+from __future__ import annotations
+
+import argparse
+import json
 import math
+import sys
+from dataclasses import asdict, dataclass, field
 
 from .catalog import load_catalog
-from .choice import choose
+from .choice import choice_record, choose
+from .detail import DetailParams, detail_output
 from .reader import default_store_dir
+from .scan import ScanParams, scan_output
 from .scanout import read_scan
-from .detail import detail_output
-from .scan import scan_output
 
 
-def plan(params):
-    """Scan, choose, detail: print the scan's lines and the chosen states' details."""
+@dataclass
+class PlanRequest:
+    """What the offline planner asks of one `rbplan` call."""
+
+    scan: ScanParams
+    kind: str
+    """The question's kind (runbook.core.question.KINDS): what the choice picks."""
+    wants_latest: bool = False
+    quote_lines: int = 2
+    """Page lines quoted per chosen state (a run walked through speaks through its actions instead)."""
+    detail: DetailParams = field(default_factory=DetailParams)
+    """How the chosen states are read (its states and patterns are filled in here)."""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, obj: dict) -> PlanRequest:
+        return cls(scan=ScanParams.from_dict(obj.get("scan") or {}), kind=str(obj.get("kind") or "static"),
+                   wants_latest=bool(obj.get("wants_latest")), quote_lines=int(obj.get("quote_lines", 2)),
+                   detail=DetailParams.from_dict(obj.get("detail") or {}))
+
+
+def plan(request: PlanRequest) -> None:
+    """Scan, choose, detail: print the choice, the scan's lines and the chosen states' details."""
     catalog = load_catalog(default_store_dir())
-    scan_params = params["scan"]
-    scanned = scan_output(scan_params, catalog)
-    # the choice is made on exactly the lines printed: the planner repeats it on them and gets the same states
+    scanned = scan_output(request.scan, catalog)
+    # chosen on exactly the lines printed, so every run and state it names is in the output
     scan = read_scan("\n".join(scanned.lines))
-    choice = choose(params["kind"], bool(params.get("wants_latest")), scan)
+    choice = choose(request.kind, request.wants_latest, scan)
+    print(json.dumps(choice_record(choice), ensure_ascii=False))
     scanned.flush()
     if choice.keys:
-        detail_output(detail_request(choice, scan, scan_params["patterns"], params.get("detail", {})),
-                      catalog).flush()
+        detail_output(detail_request(choice, scan, request), catalog).flush()
 
 
-def detail_request(choice, scan, patterns, settings):
-    """rbdetail's params for the chosen states: a walked-through run speaks through its actions; the other states
+def detail_request(choice, scan, request: PlanRequest) -> DetailParams:
+    """detail's params for the chosen states: a walked-through run speaks through its actions; the other states
     through their best lines, quoted with weights by rarity."""
     walked = {run.t for run in choice.runs}
-    lines = int(settings.get("lines", 2))
-    states = [[t, i, lines if t not in walked else 0] for t, i in choice.keys]
-    return {"states": states, "patterns": weighted(patterns, scan), "max_chars": settings.get("max_chars", 6000),
-            "after": settings.get("after", 3)}
+    states = [[t, i, request.quote_lines if t not in walked else 0] for t, i in choice.keys]
+    return DetailParams(states=states, patterns=weighted(request.scan.patterns, scan),
+                        max_chars=request.detail.max_chars, after=request.detail.after)
 
 
 def weighted(patterns, scan):
@@ -52,3 +78,17 @@ def weighted(patterns, scan):
         rarity = math.log(1 + (total - states + 0.5) / (states + 0.5))
         out.append({**p, "weight": round(p.get("weight", 1.0) * rarity * (2 if p["kind"] == "phrase" else 1), 3)})
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`rbplan --request JSON` (or the JSON on standard input)."""
+    parser = argparse.ArgumentParser(prog="rbplan", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--request", help="the PlanRequest as one JSON object (default: read standard input)")
+    args = parser.parse_args(argv)
+    try:
+        obj = json.loads(args.request if args.request is not None else sys.stdin.read())
+    except json.JSONDecodeError as exc:
+        print(f"rbplan: the request is not JSON: {exc}", file=sys.stderr)
+        return 2
+    plan(PlanRequest.from_json(obj))
+    return 0

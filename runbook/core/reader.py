@@ -10,7 +10,8 @@ import subprocess
 from .catalog import connect_readonly
 from .filters import as_set, field_list, outcome_matches
 from .records import Hits, RbkError, Record
-from .ripgrep import STATE_GLOB, _anchored, _field_of, _parse_rg_json, _pattern_body, _python_regex, ripgrep_binary
+from .ripgrep import _anchored, _field_of, _parse_rg_json, _pattern_body, _python_regex, ripgrep_binary
+from .layout import CATALOG_FILE, STATE_GLOB, SUMMARIES_DIR, TRAJECTORIES_DIR, state_relpath
 from .statefile import FIELDS, HEADER_FIELDS, parse_state, read_header
 from .values import _hit_value, _only_changes, _value_near
 
@@ -27,7 +28,7 @@ class Store:
 
     def __init__(self, root: str | None = None):
         self.root = os.path.abspath(root or default_store_dir())
-        self.catalog_path = os.path.join(self.root, "catalog.sqlite")
+        self.catalog_path = os.path.join(self.root, CATALOG_FILE)
         if not os.path.isfile(self.catalog_path):
             raise RbkError(f"no runbook store at {self.root} (no catalog.sqlite): pass --store DIR or set "
                            "RUNBOOK_STORE_DIR to the store folder")
@@ -104,7 +105,7 @@ class Store:
         rec = self.trajectory(trajectory_id)
         if not 0 <= index < rec.n_states:
             raise RbkError(f"{rec.id} has states 0-{rec.n_states - 1}, not {index}")
-        return os.path.join(self.root, "trajectories", rec.dir, "states", f"{index:04d}.md")
+        return os.path.join(self.root, state_relpath(rec.dir, index))
 
     def state(self, trajectory_id: str, index: int) -> Record:
         """One state: trajectory, index, n_states, time, url, title, action, error, thought, screenshot, text, path."""
@@ -155,7 +156,7 @@ class Store:
 
     def _start_rg(self, args: list, paths: list | None, glob: str | None = STATE_GLOB) -> subprocess.Popen:
         cmd = [ripgrep_binary(), "--no-config", "--no-ignore", *args] + (["-g", glob] if glob else []) + ["--"]
-        cmd += paths if paths is not None else ["trajectories"]
+        cmd += paths if paths is not None else [TRAJECTORIES_DIR]
         return subprocess.Popen(cmd, cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
     @staticmethod
@@ -291,8 +292,8 @@ class Store:
 
     def search_summaries(self, pattern: str, *, ignore_case=False, fixed=False, word=False, limit=50) -> Record:
         """Matching lines of summaries/ (the trajectory table and action sequences): {hits, total_lines, truncated}."""
-        folder = os.path.join(self.root, "summaries")
-        files = sorted(f"summaries/{n}" for n in os.listdir(folder)) if os.path.isdir(folder) else []
+        folder = os.path.join(self.root, SUMMARIES_DIR)
+        files = sorted(f"{SUMMARIES_DIR}/{n}" for n in os.listdir(folder)) if os.path.isdir(folder) else []
         if not files:
             return Record(hits=[], total_lines=0, truncated=False)
         regex = _pattern_body(pattern, fixed, word)

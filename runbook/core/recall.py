@@ -2,7 +2,7 @@
 
     recall = Recall(store_root, read_state=...)
     found = recall.find("What price does the admin list for WS05-XS-Black?", slice_chars=1500)
-    found.notes, found.events, found.slices    # ranked hits: dicts naming trajectory, states, url, time, text
+    found.notes, found.events, found.slices    # ranked Hits: trajectory, states, url, time, text, excerpt
 
 Each pool is ranked with BM25; states are fused from their own BM25 rank, the events that point at them and, for
 'current value' questions, recency among the near-best; the best pages are read and cut to the lines that match;
@@ -23,6 +23,8 @@ from .bm25 import DEFAULT_FIELDS, BM25Index, idf, load_index, query_terms
 from .boilerplate import LineCounts, load_line_counts
 from .excerpt import Excerpter
 from .fusion import collapse_duplicates, latest_first, rrf
+from .hits import Hit
+from .layout import POOLS_DIR, TRAJECTORIES_DIR
 from .pools import Opener, PoolError, PoolSnapshot
 from .question import QuestionAnalysis, analyze
 from .text import line_hash, stem, tokenize
@@ -60,9 +62,9 @@ class Found:
     """Ranked hits of one question, best first in each pool."""
 
     analysis: QuestionAnalysis
-    notes: list[dict] = field(default_factory=list)
-    events: list[dict] = field(default_factory=list)
-    slices: list[dict] = field(default_factory=list)
+    notes: list[Hit] = field(default_factory=list)
+    events: list[Hit] = field(default_factory=list)
+    slices: list[Hit] = field(default_factory=list)
 
 
 def parse_id(text: str) -> tuple[str, int] | None:
@@ -88,7 +90,7 @@ class Recall:
 
     def load(self) -> None:
         """(Re)load the pools when their stamp changed; PoolError when the store has trajectories but no pools."""
-        snapshot = PoolSnapshot(self.root / "pools", *([self.opener] if self.opener else []))
+        snapshot = PoolSnapshot(self.root / POOLS_DIR, *([self.opener] if self.opener else []))
         if self._stamp == snapshot.stamp and self.snapshot is not None:
             return
         if snapshot.empty and _has_trajectories(self.root):
@@ -157,7 +159,7 @@ class Recall:
         found.slices = self.slice_hits(analysis, query, slice_chars)
         return found
 
-    def note_hits(self, analysis: QuestionAnalysis, query: dict[str, float]) -> list[dict]:
+    def note_hits(self, analysis: QuestionAnalysis, query: dict[str, float]) -> list[Hit]:
         docs = self.snapshot.docs("notes")
         prefer = {"procedure": "procedure", "gotcha": "hints"}.get(analysis.kind)
         hits = []
@@ -167,71 +169,71 @@ class Recall:
                 score *= 1.5
             if analysis.kind == "procedure" and doc.get("ok") is False:
                 score *= 0.6
-            hits.append(dict(doc, id=f"n{d}", pool="notes", score=round(score, 3)))
-        hits.sort(key=lambda h: -h["score"])
+            hits.append(Hit.from_doc(doc, f"n{d}", "notes", score=round(score, 3)))
+        hits.sort(key=lambda h: -h.score)
         return hits
 
-    def event_hits(self, analysis: QuestionAnalysis, query: dict[str, float]) -> list[dict]:
+    def event_hits(self, analysis: QuestionAnalysis, query: dict[str, float]) -> list[Hit]:
         docs = self.snapshot.docs("events")
-        hits = [dict(docs[d], id=f"e{d}", pool="events", score=round(score, 3))
+        hits = [Hit.from_doc(docs[d], f"e{d}", "events", score=round(score, 3))
                 for d, score in self.indexes["events"].top(query, self.settings.events)]
-        return latest_first(hits, page_key, reorder=wants_time(analysis))
+        return latest_first(hits, hit_page, reorder=wants_time(analysis))
 
-    def slice_hits(self, analysis: QuestionAnalysis, query: dict[str, float], slice_chars: int) -> list[dict]:
+    def slice_hits(self, analysis: QuestionAnalysis, query: dict[str, float], slice_chars: int) -> list[Hit]:
         docs = self.snapshot.docs("slices")
         fused = self.rank_states(analysis, query)[: self.settings.reread]
         excerpter = Excerpter(query, list(analysis.phrases), self.idf("slices", query), self.lines)
         hits = []
         for d, fused_score in fused:
-            doc = dict(docs[d], id=f"s{d}", pool="slices")
+            hit = Hit.from_doc(docs[d], f"s{d}", "slices")
             try:
-                header, page = self.read_state(doc["d"], doc["i"])
+                header, page = self.read_state(hit.folder, hit.state_index)
             except OSError:
                 continue  # a state file that cannot be read safely is left out, not guessed at
-            doc["excerpt"], doc["match"] = excerpter.excerpt(page, slice_chars // 3, doc.get("s") or "")
-            doc["best_lines"] = excerpter.best_lines
-            doc["match"] += excerpter.header_score(f"{doc.get('u') or ''}\n{doc.get('ti') or ''}")
-            doc["header"], doc["score"] = header, round(fused_score, 5)
-            hits.append(doc)
-        by_match = sorted(range(len(hits)), key=lambda n: -hits[n]["match"])
+            hit.excerpt, hit.match = excerpter.excerpt(page, slice_chars // 3, hit.site)
+            hit.best_lines = excerpter.best_lines
+            hit.match += excerpter.header_score(f"{hit.url}\n{hit.title}")
+            hit.header, hit.score = header, round(fused_score, 5)
+            hits.append(hit)
+        by_match = sorted(range(len(hits)), key=lambda n: -hits[n].match)
         hits = [hits[n] for n, _ in rrf([list(range(len(hits))), by_match])]
-        hits = latest_first(hits, page_key, reorder=wants_time(analysis))
-        for hit, dup in zip(hits, collapse_duplicates([h["excerpt"] for h in hits])):
+        hits = latest_first(hits, hit_page, reorder=wants_time(analysis))
+        for hit, dup in zip(hits, collapse_duplicates([h.excerpt for h in hits])):
             if dup is not None:
-                hit["same_as"] = hits[dup]["id"]
+                hit.same_as = hits[dup].id
         if analysis.kind in ("static", "dynamic"):
             hits = self.with_sightings(hits, newest_first=wants_time(analysis))
         return hits
 
-    def with_sightings(self, hits: list[dict], *, newest_first: bool = False) -> list[dict]:
+    def with_sightings(self, hits: list[Hit], *, newest_first: bool = False) -> list[Hit]:
         """After each of the best pages, the other states that show its best-matching line (oldest first, or newest
         first for 'current value' questions): views of the same fact that corroborate it, or show how it changed.
         A state already among the hits moves up here; the others come compact, the line alone."""
         docs, live = self.snapshot.docs("slices"), self.indexes["slices"].live
-        by_doc = {int(h["id"][1:]): h for h in hits}
+        by_doc = {int(h.id[1:]): h for h in hits}
         placed: set[int] = set()
         out, added = [], 0
         for rank, hit in enumerate(hits):
-            if int(hit["id"][1:]) in placed:
+            if int(hit.id[1:]) in placed:
                 continue  # moved up as a sighting
             out.append(hit)
-            placed.add(int(hit["id"][1:]))
-            if rank >= SIGHTING_SOURCES or hit.get("same_as"):
+            placed.add(int(hit.id[1:]))
+            if rank >= SIGHTING_SOURCES or hit.same_as:
                 continue
-            for line in hit.get("best_lines", []):
+            for line in hit.best_lines:
                 if len(line) < MIN_SIGHTING_CHARS or added >= MAX_SIGHTINGS:
                     continue
-                key = line_hash(line, hit.get("s") or "")
-                if self.lines.is_boilerplate(np.asarray([key], dtype="<u8"), hit.get("s") or "")[0]:
+                key = line_hash(line, hit.site)
+                if self.lines.is_boilerplate(np.asarray([key], dtype="<u8"), hit.site)[0]:
                     continue  # the site's furniture, not a fact
                 found = sorted((int(d) for d in self.lines.docs_with(key) if live[d] and int(d) not in placed),
                                key=lambda d: docs[d].get("ts") or "", reverse=newest_first)
-                found = runs_first(found, lambda d: view(docs[d]), [view(h) for h in out])
+                found = runs_first(found, lambda d: doc_view(docs[d]), [hit_view(h) for h in out])
                 for d in found[:MAX_SIGHTINGS - added]:
                     placed.add(d)
-                    out.append(by_doc.get(d) or dict(
-                        docs[d], id=f"s{d}", pool="slices", excerpt=line, header={}, match=0.0, score=0.0,
-                        sighting_of=hit["id"], label=f"shows the same line as {hit['t']} state {hit['i']}"))
+                    out.append(by_doc.get(d) or Hit.from_doc(
+                        docs[d], f"s{d}", "slices", excerpt=line, sighting_of=hit.id,
+                        label=f"shows the same line as {hit.trajectory_id} state {hit.state_index}"))
                     added += 1
         return out
 
@@ -247,15 +249,15 @@ class Recall:
                  "timestamp": docs[d].get("ts"), "score": round(s, 5)}
                 for d, s in self.rank_states(analysis, query)[:k]]
 
-    def doc(self, hit_id: str) -> dict | None:
-        """The pool document a hit id names (n12, e34, s56), or None."""
+    def doc(self, hit_id: str) -> Hit | None:
+        """The pool document a hit id names (n12, e34, s56), as a Hit, or None."""
         self.load()
         parsed = parse_id(hit_id)
         if parsed is None:
             return None
         pool, n = parsed
         docs = self.snapshot.docs(pool)
-        return dict(docs[n], id=hit_id, pool=pool) if 0 <= n < len(docs) else None
+        return Hit.from_doc(docs[n], hit_id, pool) if 0 <= n < len(docs) else None
 
 
 def runs_first(items: list, view_of: Callable[[object], tuple], taken: list[tuple]) -> list:
@@ -284,18 +286,26 @@ def wants_time(analysis: QuestionAnalysis) -> bool:
     return analysis.wants_latest or analysis.kind == "dynamic"
 
 
-def view(doc: dict) -> tuple:
-    """(run, state index, page key) of a slice document or hit."""
-    return doc["t"], doc["i"], page_key(doc)
+def doc_view(doc: dict) -> tuple:
+    """(run, state index, page key) of a stored slice document."""
+    return doc["t"], doc["i"], page_key(doc.get("s") or "", doc.get("u") or "", doc.get("ti") or "")
 
 
-def page_key(hit: dict) -> tuple:
-    """Hits on the same page: same site, same path (and hash route), same title."""
-    url = hit.get("u") or ""
+def hit_view(hit: Hit) -> tuple:
+    """(run, state index, page key) of a hit."""
+    return hit.trajectory_id, hit.state_index, hit_page(hit)
+
+
+def hit_page(hit: Hit) -> tuple:
+    return page_key(hit.site, hit.url, hit.title)
+
+
+def page_key(site: str, url: str, title: str) -> tuple:
+    """Views of the same page: same site, same path (and hash route), same title."""
     parts = urlsplit(url)
-    return hit.get("s"), parts.netloc, parts.path.rstrip("/"), parts.fragment.split("?")[0], hit.get("ti")
+    return site, parts.netloc, parts.path.rstrip("/"), parts.fragment.split("?")[0], title
 
 
 def _has_trajectories(root: Path) -> bool:
-    folder = root / "trajectories"
+    folder = root / TRAJECTORIES_DIR
     return folder.is_dir() and any(not p.name.startswith(".") for p in folder.iterdir())

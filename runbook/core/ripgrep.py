@@ -11,8 +11,6 @@ import sys
 
 from .records import RbkError
 from .statefile import FIELDS  # noqa: F401  (the fields a pattern can be anchored to)
-
-STATE_GLOB = "**/states/*.md"
 _RG_META = set("\\.+*?()|[]{}^$")
 
 

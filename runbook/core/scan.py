@@ -23,9 +23,11 @@ import json
 import re
 import subprocess
 from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 
 from .catalog import load_catalog
 from .images import nearest_screenshots
+from .layout import STATE_GLOB, TRAJECTORIES_DIR, trajectory_relpath
 from .patterns import label, pattern_regex, python_regex
 from .question import normalize_term
 from .reader import default_store_dir
@@ -59,10 +61,10 @@ def run_rg(root, regexes, dirs=None):
     at one position the first pattern that matches wins, so longer phrases must come first. `dirs`: only these
     trajectories' folders (None: all)."""
     args = [ripgrep_binary(), "--no-config", "--no-ignore", "-o", "-i", "--null", "--no-line-number",
-            "--no-heading", "-g", "**/states/*.md"]
+            "--no-heading", "-g", STATE_GLOB]
     for rx in regexes:
         args += ["-e", rx]
-    paths = ["trajectories"] if dirs is None else [f"trajectories/{d}" for d in sorted(dirs)]
+    paths = [TRAJECTORIES_DIR] if dirs is None else [trajectory_relpath(d) for d in sorted(dirs)]
     if not paths:
         return defaultdict(Counter)
     out = subprocess.run(args + ["--", *paths], cwd=root, stdout=subprocess.PIPE,
@@ -187,6 +189,50 @@ TROUBLE = (r"(?-u)\b(?:errors?|fail(?:s|ed|ure)?|time[sd]? ?out|timeout|not foun
 """Words with which pages, errors and the agent's thoughts say that something went wrong."""
 
 
+@dataclass
+class ScanParams:
+    """What one scan looks for and how much it prints: the offline planner's request (its defaults are the
+    planner's; a question changes only what its kind needs)."""
+
+    patterns: list[dict] = field(default_factory=list)
+    """The question's phrases and terms (runbook.policies.offline.terms: text, label, kind, stem, weight)."""
+    max_chars: int = 3800
+    """Characters printed: JSON runs ~2.2 characters a token, so scan and detail stay within the planner's view."""
+    top: int = 30
+    """Best states printed."""
+    states_before_trajectories: int = 10
+    """Best states printed before the best runs."""
+    trajectories: int = 10
+    """Best runs printed."""
+    full: int = 3
+    """The first states' records name the patterns they matched."""
+    latest: bool = False
+    """A 'current value' question: print the newest strong matches first."""
+    latest_top: int = 6
+    latest_pool: int = 200
+    near_best: float = 0.3
+    near_cov: float = 0.8
+    """A newest strong match scores this share of the best state's score, and covers this share of its page."""
+    complements: int = 3
+    """States covering what the best states leave out."""
+    prefer: str | None = None
+    """'trouble': states whose action failed, in failed runs, rank higher (gotchas)."""
+    answers: bool = False
+    """States where the agent reported its answer score more (fact questions)."""
+    pages: list = field(default_factory=list)
+    """Menu paths the question gives ('Sales > Orders'): the pages their titles name score more."""
+    scope_sites: list | None = None
+    """Only these sites' states are scanned."""
+    image: dict | None = None
+    """The question image's signature (hash, thumb): the stored screenshots that look most alike come first."""
+    image_top: int = 6
+
+    @classmethod
+    def from_dict(cls, params: dict) -> "ScanParams":
+        names = cls.__dataclass_fields__
+        return cls(**{key: value for key, value in params.items() if key in names})
+
+
 class Printer:
     """JSON lines up to a character budget, so the output the planner reads is never cut mid-line."""
 
@@ -207,18 +253,18 @@ class Printer:
 
 def scan(params):
     """Rank every state for the question's patterns and print the best, as JSON lines."""
-    scan_output(params).flush()
+    scan_output(ScanParams.from_dict(params)).flush()
 
 
-def scan_output(params, catalog=None):
+def scan_output(params: ScanParams, catalog=None):
     """The Printer holding scan's lines; `catalog`: load_catalog's result when the caller has it already."""
     root = default_store_dir()
-    items = params["patterns"]
+    items = params.patterns
     regexes = [pattern_regex(item) for item in items]
     compiled = [python_regex(rx) for rx in regexes]
-    trouble = len(items) if params.get("prefer") == "trouble" else None
+    trouble = len(items) if params.prefer == "trouble" else None
     rows, by_id, meta = catalog or load_catalog(root)
-    scope = in_scope(rows, params.get("scope_sites"))
+    scope = in_scope(rows, params.scope_sites)
     longest_first = [regexes[k] for k in sorted(range(len(items)), key=lambda k: -len(items[k]["text"]))]
     tfs = assign(run_rg(root, longest_first + ([TROUBLE] if trouble is not None else []), scope),
                  compiled + ([python_regex(TROUBLE)] if trouble is not None else []))
@@ -238,48 +284,48 @@ def scan_output(params, catalog=None):
     tdf = Counter(k for ks in per_trajectory.values() for k in ks)
     idf = weights_of(items, df, n_states)
     sites = site_matches(rows, compiled, [k for k, it in enumerate(items) if it.get("kind") == "term"])
-    out = Printer(params.get("max_chars", 6000))
+    out = Printer(params.max_chars)
     out.add({"type": "terms", "n_states": n_states, "n_trajectories": len(rows), "sites": sorted(sites),
              "df": {label(items[k]): [df[k], tdf[k]] for k in range(len(items))},
              "missing": [label(items[k]) for k in range(len(items)) if not df[k] and k not in outside],
-             **({"scope": sorted(params["scope_sites"])} if scope is not None else {})})
+             **({"scope": sorted(params.scope_sites)} if scope is not None else {})})
 
-    if params.get("image"):
-        looks = nearest_screenshots(root, rows, meta, params["image"], params.get("image_top", 3))
+    if params.image:
+        looks = nearest_screenshots(root, rows, meta, params.image, params.image_top)
         for rec in looks:
             out.add(rec)
         if looks and looks[0].get("t") and not sites:  # the pictured app is the one asked about
             sites = {rows[by_id[looks[0]["t"]]]["site"]: 1.0}
     anchors = anchor_patterns(items, compiled, df, rows)
-    scores = score_states(tfs, meta, rows, compiled, idf, sites, items, params.get("answers", False), anchors,
-                          page_words(params.get("pages", ())))
+    scores = score_states(tfs, meta, rows, compiled, idf, sites, items, params.answers, anchors,
+                          page_words(params.pages))
     if trouble is not None:
         prefer_trouble(scores, meta, rows, troubles)
     # ripgrep's file order varies from run to run: the state itself breaks ties, so the plan is deterministic
     ranked = sorted(scores, key=lambda key: (-scores[key][0], meta[key][0], key))
     if ranked:  # where the question's names show last: the current value, whatever the question's kind
         newest = newest_with(anchors, tfs, rows, meta, sites) if anchors else []
-        if not newest and params.get("latest"):
+        if not newest and params.latest:
             newest = newest_strong(ranked, scores, meta, params)
-        for key in newest[:params.get("latest_top", 6) if params.get("latest") else 2]:
+        for key in newest[:params.latest_top if params.latest else 2]:
             rec = state_record(key, scores[key], meta, rows, items, False)
             rec["type"] = "latest"
             out.add(rec)
-    for key in complements(ranked, scores, idf, params.get("complements", 3)):
+    for key in complements(ranked, scores, idf, params.complements):
         rec = state_record(key, scores[key], meta, rows, items, True)
         rec["type"] = "extra"
         out.add(rec)
     # runs of the scanned sites only: a goal elsewhere that shares a word ('task') is not a run of the question's
     runs = run_records(ranked, scores, rows if scope is None else {d: rows[d] for d in scope}, meta, compiled, items,
-                       params.get("trajectories", 8))
-    top = params.get("top", 30)
-    runs_after = min(top, len(ranked), params.get("states_before_trajectories", 15))
+                       params.trajectories)
+    top = params.top
+    runs_after = min(top, len(ranked), params.states_before_trajectories)
     for n, key in enumerate(ranked[:top]):
         if n == runs_after:
             for rec in runs:
                 out.add(rec)
             runs = []
-        rec = state_record(key, scores[key], meta, rows, items, n < params.get("full", 3))
+        rec = state_record(key, scores[key], meta, rows, items, n < params.full)
         if troubles:
             rec["tr"] = troubles.get(key, 0)
         out.add(rec)
@@ -329,10 +375,10 @@ def newest_with(anchors, tfs, rows, meta, sites):
 
 def newest_strong(ranked, scores, meta, params):
     """States whose page covers nearly as much of the question as the best pages do, newest first."""
-    pool = ranked[:params.get("latest_pool", 200)]
+    pool = ranked[:params.latest_pool]
     best_page = max(scores[key][3] for key in pool)
-    floor = params.get("near_best", 0.3) * scores[ranked[0]][0]
-    near = [key for key in pool if scores[key][3] >= params.get("near_cov", 0.8) * best_page
+    floor = params.near_best * scores[ranked[0]][0]
+    near = [key for key in pool if scores[key][3] >= params.near_cov * best_page
             and scores[key][0] >= floor]
     return sorted(near, key=lambda key: meta[key][0], reverse=True)
 

@@ -1,4 +1,4 @@
-"""Reading what the offline planner's sandbox programs print (rbscan, rbdetail): JSON lines into Scan, Hit, Run
+"""Reading what the offline planner's sandbox programs print (rbscan, rbdetail): JSON lines into Scan, ScoredState, Run
 and Step records. Nothing here reads the store. Both sides read with it: rbplan, to choose the states it details in
 the same call, and the planner on the host, from the call's output."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 
 @dataclass
-class Hit:
+class ScoredState:
     """One state as the scan scored it."""
 
     t: str
@@ -74,12 +74,12 @@ class Scan:
     n_states: int = 0
     missing: list[str] = field(default_factory=list)
     sites: list[str] = field(default_factory=list)
-    states: list[Hit] = field(default_factory=list)
-    latest: list[Hit] = field(default_factory=list)
-    extras: list[Hit] = field(default_factory=list)
+    states: list[ScoredState] = field(default_factory=list)
+    latest: list[ScoredState] = field(default_factory=list)
+    extras: list[ScoredState] = field(default_factory=list)
     """States that cover what the best states leave out."""
     runs: list[Run] = field(default_factory=list)
-    images: list[Hit] = field(default_factory=list)
+    images: list[ScoredState] = field(default_factory=list)
     image_error: str = ""
     ok: bool = False
     """Whether the terms line arrived (the scan ran)."""
@@ -128,14 +128,14 @@ def read_scan(output: str) -> Scan:
             scan.df, scan.missing, scan.sites = rec.get("df", {}), rec.get("missing", []), rec.get("sites", [])
             scan.n_states = int(rec.get("n_states") or 0)
         elif kind in ("state", "latest", "extra"):
-            {"state": scan.states, "latest": scan.latest, "extra": scan.extras}[kind].append(Hit(**_fields(Hit, rec)))
+            {"state": scan.states, "latest": scan.latest, "extra": scan.extras}[kind].append(ScoredState(**_fields(ScoredState, rec)))
         elif kind == "traj":
             scan.runs.append(Run(**_fields(Run, rec)))
         elif kind == "image":
             if rec.get("error"):
                 scan.image_error = rec["error"]
             else:
-                scan.images.append(Hit(t=rec["t"], i=rec["i"], time=rec.get("time", ""), d=rec.get("d"),
+                scan.images.append(ScoredState(t=rec["t"], i=rec["i"], time=rec.get("time", ""), d=rec.get("d"),
                                        px=rec.get("px")))
     return scan
 
@@ -144,7 +144,7 @@ def read_steps(output: str) -> list[Step]:
     return [Step(**_fields(Step, rec)) for rec in json_lines(output) if rec.get("type") == "step"]
 
 
-def find_hit(scan: Scan, key: tuple[str, int]) -> Hit | None:
+def find_hit(scan: Scan, key: tuple[str, int]) -> ScoredState | None:
     for hit in scan.latest + scan.states + scan.extras + scan.images:
         if hit.key == key:
             return hit

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 
+
 HEADER_END = "---"
 NEWLINE_MARK = " ⏎ "
 HEADER_FIELDS = ("trajectory", "state", "time", "url", "title", "action", "error", "thought", "screenshot")
@@ -22,7 +23,6 @@ LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 """Every character some reader of a state file ends a line at: ripgrep (\\n), Python's text files (\\r too) and
 str.splitlines (all of them)."""
 _TO_MARK = {ord(ch): NEWLINE_MARK for ch in LINE_BREAKS}
-STATES_DIR = "states"
 
 
 def one_line(value: str | None) -> str:
@@ -63,11 +63,3 @@ def read_header(path: str | os.PathLike) -> tuple[dict[str, str], int]:
             fields[key.strip()] = value.replace(NEWLINE_MARK, "\n")
     return fields, 0
 
-
-def state_filename(index: int) -> str:
-    return f"{index:04d}.md"
-
-
-def state_relpath(dirname: str, index: int) -> str:
-    """A state file's path inside the store."""
-    return f"trajectories/{dirname}/{STATES_DIR}/{state_filename(index)}"

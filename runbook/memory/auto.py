@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from ..context import Context
 from ..core.question import QuestionAnalysis, analyze
+from ..query_input import check_query
 from ..store import Store
 
 MIN_TERM_COVERAGE = 0.6
@@ -95,10 +96,12 @@ class AutoMemory:
 
     def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
         started = time.perf_counter()
-        context = self.r.query(question, budget=budget, image=image)
-        signals = weakness(context)
+        question, image = check_query(question, image)
+        analysis = analyze(question)  # once: R, the weakness check and C all read it
+        context = self.r.query(question, budget=budget, image=image, analysis=analysis)
+        signals = weakness(context, analysis)
         if signals.weak or image:  # only C looks at the question's image
-            context = self.c.query(question, budget=budget, image=image)
+            context = self.c.query(question, budget=budget, image=image, analysis=analysis)
         context.method = self.name
         context.meta.update(escalated=context.meta.get("policy") is not None, weak=signals.to_json())
         context.latency_s = time.perf_counter() - started

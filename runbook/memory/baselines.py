@@ -7,6 +7,8 @@ import time
 
 from ..budget import truncate_to_tokens
 from ..context import Context, EvidenceItem, pack
+from ..core.hits import Hit
+from ..core.layout import state_relpath
 from ..errors import UnsafeStoreFile
 from ..query_input import check_query
 from ..store import Store
@@ -111,9 +113,9 @@ class BM25StateMemory:
         for d, score in index.top(query, self.top):
             if spent >= budget:
                 break  # enough to fill the budget: reading and cutting more states would only cost time
-            doc = docs[d]
+            hit = Hit.from_doc(docs[d], f"s{d}", "slices")
             try:
-                header, page = _read(self.store, doc)
+                header, page = self.store.read_state_file(hit.folder, hit.state_index)
             except UnsafeStoreFile as exc:
                 log.warning("left out of the evidence: %s", exc)
                 continue
@@ -121,20 +123,11 @@ class BM25StateMemory:
             elided = 0
             if self.states_per_budget > 1:
                 text, elided = truncate_to_tokens(text, share)
-            items.append(EvidenceItem(trajectory_id=doc["t"], state_index=doc["i"], url=doc.get("u") or "",
-                                      timestamp=doc.get("ts"), kind="state", path=_rel(doc), score=round(score, 4),
+            items.append(EvidenceItem(trajectory_id=hit.trajectory_id, state_index=hit.state_index, url=hit.url,
+                                      timestamp=hit.timestamp, kind="state", path=state_relpath(hit.folder, hit.state_index), score=round(score, 4),
                                       text=text, elided_tokens=elided))
             spent += share if self.states_per_budget > 1 else budget
         context = pack(question, budget, items, method=self.name, store_root=str(self.store.root))
         context.latency_s = time.perf_counter() - start
         return context
 
-
-def _read(store: Store, doc: dict):
-    return store.read_state_file(doc["d"], doc["i"])
-
-
-def _rel(doc: dict) -> str:
-    from ..store.layout import STATES_DIR, TRAJECTORIES_DIR, state_filename
-
-    return f"{TRAJECTORIES_DIR}/{doc['d']}/{STATES_DIR}/{state_filename(doc['i'])}"

@@ -23,7 +23,7 @@ from typing import Any
 from ..agent.loop import AgentLoop, AgentRun
 from ..config import Limits
 from ..agent.prompts import system_prompt, user_prompt
-from ..agent.specs import MAX_SPAN_STATES
+from ..agent.specs import MAX_SPAN_STATES, TOOL_SPECS
 from ..agent.tools import ToolBox, ToolError
 from ..agent.transcript import TranscriptWriter, transcript_path
 from ..models.messages import Message
@@ -31,6 +31,8 @@ from ..protocols import Policy
 from ..agent.types import Span, Task
 from ..budget import count_tokens
 from ..context import Context, EvidenceItem, pack
+from ..core.hits import Hit
+from ..core.question import QuestionAnalysis, analyze
 from ..errors import StoreError
 from ..config import Settings, load_settings
 from ..policies import get_policy
@@ -108,10 +110,13 @@ class CodingAgentMemory:
         model = self.settings.model if name != "offline" else None
         return get_policy(name, self.settings, model=model)
 
-    def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
-        """Recall, then run the agent on `question` in a fresh sandbox, and pack what it found into `budget`."""
+    def query(self, question: str, *, budget: int, image: str | None = None,
+              analysis: QuestionAnalysis | None = None) -> Context:
+        """Recall, then run the agent on `question` in a fresh sandbox, and pack what it found into `budget`.
+        `analysis`: the question's, when the caller has analysed it already (it is analysed once per query)."""
         started = time.perf_counter()
         question, image = check_query(question, image)
+        analysis = analysis or analyze(question)
         policy = self.make_policy()
         model = getattr(policy, "model", None)
         path = transcript_path(question, self.settings.transcripts)
@@ -119,18 +124,19 @@ class CodingAgentMemory:
         with TranscriptWriter(path) as transcript, ThreadPoolExecutor(max_workers=1) as pool:
             # recall runs while the sandbox starts; the sandbox starts on this thread, which its jail may outlive
             # only as long as the thread lives (bwrap's --die-with-parent)
-            recalling = pool.submit(self.recall_and_shares, question, budget)
+            recalling = pool.submit(self.recall_and_shares, question, analysis, budget)
             with self.sandboxes.sandbox() as box:
                 recall, shares = recalling.result()
-                task = Task(question, image, [hit for hit, _ in recall], term_shares=shares)
+                task = Task(question, image, [hit for hit, _ in recall], term_shares=shares, analysis=analysis)
                 user = Message("user", user_prompt(question, overview=self.overview(), has_image=bool(image),
                                                    recall=task.recall),
                                parts=[{"type": "image", "value": str(image)}] if image else [])
-                toolbox = ToolBox(box, call_seconds=self.limits.call_seconds, check_spans=self.check_spans)
+                toolbox = ToolBox(box, call_seconds=self.limits.call_seconds, check_spans=self.check_spans,
+                                  specs=[*TOOL_SPECS, *getattr(policy, "extra_tools", ())])
                 loop = AgentLoop(policy, toolbox, self.limits, transcript=transcript,
                                  price=self.settings.price(model), model=model)
                 run = loop.run(system_prompt(), user, task)
-            context = self.context_of(question, budget, run, recall)
+            context = self.context_of(question, budget, run, recall, analysis)
             context.latency_s = time.perf_counter() - started
             context.meta.update(policy=policy.name, model=model, sandbox=box.name, transcript=str(path))
             transcript.record("result", items=len(context.items), tokens=context.tokens, budget=budget,
@@ -138,32 +144,33 @@ class CodingAgentMemory:
                               citations=[item.citation() for item in context.items])
         return context
 
-    def recall_and_shares(self, question: str, budget: int) -> tuple[list[tuple[dict, EvidenceItem]], dict]:
+    def recall_and_shares(self, question: str, analysis: QuestionAnalysis, budget: int
+                          ) -> tuple[list[tuple[Hit, EvidenceItem]], dict]:
         """recall(), and how common each word of the question is among the stored states."""
-        hits = self.recall(question, budget)
+        hits = self.recall(question, analysis, budget)
         try:
             return hits, (self.retriever.term_shares(question) if hits else {})
         except StoreError:
             return hits, {}
 
-    def recall(self, question: str, budget: int) -> list[tuple[dict, EvidenceItem]]:
+    def recall(self, question: str, analysis: QuestionAnalysis, budget: int) -> list[tuple[Hit, EvidenceItem]]:
         """Method R's hits for the question with their items: the ones R would put in a `budget` context first
         (in R's order), then the rest of what it ranked. Empty when the store has no pools."""
         try:
-            found = self.retriever.find(question, budget)
+            found = self.retriever.find(question, budget, analysis)
         except StoreError:
             return []  # no pools (an old store): the agent starts from the question alone
         whole = self.retriever.pack(found, budget)  # R's own context, in R's order
         room, packed = int(budget * RECALL_SHARE), []
         for hit, item in whole:  # its head, leaving the agent a share of the budget
             room -= item.measure()
-            if room < 0 and hit["pool"] == "slices":
+            if room < 0 and hit.pool == "slices":
                 break
-            hit["packed"] = True
+            hit.packed = True
             packed.append((hit, item))
-        chosen = {hit["id"] for hit, _ in whole}
+        chosen = {hit.id for hit, _ in whole}
         rest = [(hit, self.retriever.item(hit)) for hit in found.notes + found.events + found.slices
-                if hit["id"] not in chosen]
+                if hit.id not in chosen]
         return whole + rest
 
     # -- the store's view ----------------------------------------------------------------------------------------
@@ -202,8 +209,8 @@ class CodingAgentMemory:
                                 f"{span.start_state_index}-{span.end_state_index} goes past its end")
 
     # -- from a run to a context ---------------------------------------------------------------------------------
-    def context_of(self, question: str, budget: int, run: AgentRun,
-                   recall: list[tuple[dict, EvidenceItem]] = ()) -> Context:
+    def context_of(self, question: str, budget: int, run: AgentRun, recall: list[tuple[Hit, EvidenceItem]] = (),
+                   question_analysis: QuestionAnalysis | None = None) -> Context:
         """The packed Context of a run: its spans and kept recall hits, or what the agent saw when it did not
         finish; then R's other evidence in what is left."""
         if run.finished:
@@ -213,14 +220,15 @@ class CodingAgentMemory:
             analysis = (f"The agent stopped before choosing its evidence ({run.stop.reason}). The states below are "
                         f"the ones it looked at most; they were not checked as an answer.")
             label = NOT_CHOSEN
-        by_id = {hit["id"]: item for hit, item in recall}
+        by_id = {hit.id: item for hit, item in recall}
         kept = [by_id[i] for i in run.recall if i in by_id]
-        rest = [item for hit, item in recall if hit["id"] not in set(run.recall)]
+        rest = [item for hit, item in recall if hit.id not in set(run.recall)]
         for item in rest:
             item.label = "; ".join(filter(None, [UNCHECKED, item.label]))
         items = SpanExpander(self.store, self._rows()).expand(spans, label=label)
         room = budget - count_tokens(analysis) - 8 - sum(item.measure() for item in kept)
-        fit_pages(items, max(room, int(budget * MIN_SPAN_SHARE)), focus_terms(question, analysis))
+        fit_pages(items, max(room, int(budget * MIN_SPAN_SHARE)),
+                  focus_terms(question_analysis or analyze(question), analysis))
         # the recall hits the agent kept first (method R's evidence, checked or chosen), then what the agent added
         context = pack(question, budget, kept + [item for item, _ in items] + rest, analysis=analysis,
                        method="c", store_root=str(self.store.root))

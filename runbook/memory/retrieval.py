@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 
 from ..context import Context, pack
+from ..core.question import QuestionAnalysis
 from ..query_input import check_query
 from ..store import Store
 from ..trajectory.model import Trajectory
@@ -30,10 +31,12 @@ class RetrievalMemory:
 
         return insert_with_pools(self.store, trajectory)
 
-    def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
+    def query(self, question: str, *, budget: int, image: str | None = None,
+              analysis: QuestionAnalysis | None = None) -> Context:
+        """R's evidence for `question`; `analysis`: the question's, when the caller has analysed it already."""
         start = time.perf_counter()
         question, image = check_query(question, image)
-        items, analysis, left_out = self.retriever.search_counted(question, budget)
+        items, analysis, left_out = self.retriever.search_counted(question, budget, analysis)
         context = pack(question, budget, items, analysis=analysis.summary(), left_out=left_out, method=self.name,
                        store_root=str(self.store.root))
         context.latency_s = time.perf_counter() - start

@@ -9,7 +9,7 @@ from ..agent.types import Span
 from ..budget import count_tokens, count_tokens_batch, truncate_to_tokens
 from ..context import EvidenceItem
 from ..errors import UnsafeStoreFile
-from ..core.question import analyze
+from ..core.question import QuestionAnalysis, analyze
 from ..store import Store
 from ..store.catalog import TrajectoryRow
 
@@ -131,12 +131,12 @@ def outcome_label(row: TrajectoryRow) -> str:
     return ""
 
 
-def focus_terms(question: str, analysis: str) -> list[str]:
-    """Words and phrases a page line should mention to be worth keeping when the page must be cut."""
+def focus_terms(question: QuestionAnalysis, analysis: str) -> list[str]:
+    """Words and phrases a page line should mention to be worth keeping when the page must be cut: the
+    question's (analysed already) and those of the agent's analysis."""
     terms: list[str] = []
-    for text in (question, analysis):
-        if text:
-            found = analyze(text)
+    for found in (question, analyze(analysis) if analysis else None):
+        if found is not None:
             terms += [p for p in found.phrases] + [t for t in found.terms if len(t) > 2]
     seen: set[str] = set()
     return [t for t in terms if not (t.lower() in seen or seen.add(t.lower()))]

@@ -10,6 +10,8 @@ from ..context import EvidenceItem
 from ..errors import StoreError, UnsafeStoreFile
 from ..core.pools import PoolError
 from ..core.question import QuestionAnalysis, analyze
+from ..core.hits import Hit
+from ..core.layout import state_relpath
 from ..core.recall import Found, Recall, RecallSettings
 from ..core.text import tokenize
 from ..store import Store
@@ -95,7 +97,7 @@ class Retriever:
         self._load()
         return self.recall.term_shares(sorted(set(tokenize(text))))
 
-    def pack(self, found: Found, budget: int, reserve: int = 0) -> list[tuple[dict, EvidenceItem]]:
+    def pack(self, found: Found, budget: int, reserve: int = 0) -> list[tuple[Hit, EvidenceItem]]:
         """The hits method R puts in a context of `budget` tokens, with their items: notes and events each within
         their share for the question's kind, then slices in what is left but `reserve` tokens."""
         note_share, event_share = self.settings.shares.get(found.analysis.kind, (0.1, 0.1))
@@ -105,34 +107,35 @@ class Retriever:
         slices = _fill([(h, self.slice_item(h)) for h in found.slices], budget - used - reserve)
         return notes + events + slices
 
-    def item(self, hit: dict) -> EvidenceItem:
+    def item(self, hit: Hit) -> EvidenceItem:
         """The evidence item of one recall hit, whatever its pool."""
-        return {"notes": self.note_item, "events": self.event_item, "slices": self.slice_item}[hit["pool"]](hit)
+        return {"notes": self.note_item, "events": self.event_item, "slices": self.slice_item}[hit.pool](hit)
 
-    def note_item(self, doc: dict) -> EvidenceItem:
-        text, _ = head_and_tail(doc["text"], self.settings.note_tokens)
-        return EvidenceItem(trajectory_id=doc["t"], text=text, state_index=doc["i"], end_state_index=doc["j"],
-                            url=doc.get("u") or "", timestamp=doc.get("ts"), path=f"pools/notes ({doc.get('kind')})",
-                            kind="note", score=doc.get("score"))
+    def note_item(self, hit: Hit) -> EvidenceItem:
+        text, _ = head_and_tail(hit.text, self.settings.note_tokens)
+        return EvidenceItem(trajectory_id=hit.trajectory_id, text=text, state_index=hit.state_index,
+                            end_state_index=hit.end_state_index, url=hit.url, timestamp=hit.timestamp,
+                            path=f"pools/notes ({hit.kind or None})", kind="note", score=hit.score)
 
-    def event_item(self, hit: dict) -> EvidenceItem:
-        text, _ = head_and_tail(hit["text"], self.settings.event_tokens)
-        return EvidenceItem(trajectory_id=hit["t"], text=text, state_index=hit["i"], end_state_index=hit["j"],
-                            url=hit.get("u") or "", timestamp=hit.get("ts"), path="pools/events", kind="event",
-                            label=hit.get("label", ""), score=hit.get("score"))
+    def event_item(self, hit: Hit) -> EvidenceItem:
+        text, _ = head_and_tail(hit.text, self.settings.event_tokens)
+        return EvidenceItem(trajectory_id=hit.trajectory_id, text=text, state_index=hit.state_index,
+                            end_state_index=hit.end_state_index, url=hit.url, timestamp=hit.timestamp,
+                            path="pools/events", kind="event", label=hit.label, score=hit.score)
 
-    def slice_item(self, hit: dict) -> EvidenceItem:
+    def slice_item(self, hit: Hit) -> EvidenceItem:
         body = _slice_text(hit)
-        if hit.get("same_as"):
-            first = self.recall.doc(hit["same_as"]) or {}
-            body = (f"(page excerpt identical to trajectory {first.get('t')} state {first.get('i')} above)\n"
+        if hit.same_as:
+            first = self.recall.doc(hit.same_as)
+            where = (first.trajectory_id, first.state_index) if first else (None, None)
+            body = (f"(page excerpt identical to trajectory {where[0]} state {where[1]} above)\n"
                     + _action_lines(hit))
-        if hit.get("sighting_of"):  # a corroborating view: its line is the point, kept short
-            body = f"page: {hit.get('ti') or ''}\n{hit['excerpt']}"
-        return EvidenceItem(trajectory_id=hit["t"], text=body, state_index=hit["i"], url=hit.get("u") or "",
-                            timestamp=hit.get("ts"), path=_state_rel(hit), kind="state", label=hit.get("label", ""),
-                            goal="" if hit.get("sighting_of") else self.goals.get(hit["t"], ""),
-                            score=hit.get("score"))
+        if hit.sighting_of:  # a corroborating view: its line is the point, kept short
+            body = f"page: {hit.title}\n{hit.excerpt}"
+        return EvidenceItem(trajectory_id=hit.trajectory_id, text=body, state_index=hit.state_index, url=hit.url,
+                            timestamp=hit.timestamp, path=state_relpath(hit.folder, hit.state_index), kind="state", label=hit.label,
+                            goal="" if hit.sighting_of else self.goals.get(hit.trajectory_id, ""),
+                            score=hit.score)
 
     def shortlist(self, question: str, k: int = 20) -> list[dict]:
         """The top states for a question, as a starting shortlist (e.g. for method C): id, index, url, time, score."""
@@ -140,14 +143,8 @@ class Retriever:
         return self.recall.shortlist(question, k)
 
 
-def _state_rel(doc: dict) -> str:
-    from ..store.layout import STATES_DIR, TRAJECTORIES_DIR, state_filename
-
-    return f"{TRAJECTORIES_DIR}/{doc['d']}/{STATES_DIR}/{state_filename(doc['i'])}"
-
-
-def _action_lines(hit: dict) -> str:
-    header = hit["header"]
+def _action_lines(hit: Hit) -> str:
+    header = hit.header
     lines = []
     if header.get("action"):
         lines.append(f"next action: {header['action'][:300]}")
@@ -156,16 +153,16 @@ def _action_lines(hit: dict) -> str:
     return "\n".join(lines)
 
 
-def _slice_text(hit: dict) -> str:
-    header = hit["header"]
-    head = [f"page: {header.get('title') or hit.get('ti') or ''} (state {hit['i']} of {hit['n']})"]
+def _slice_text(hit: Hit) -> str:
+    header = hit.header
+    head = [f"page: {header.get('title') or hit.title} (state {hit.state_index} of {hit.n_states})"]
     actions = _action_lines(hit)
     if actions:
         head.append(actions)
-    return "\n".join(head) + "\n---\n" + hit["excerpt"]
+    return "\n".join(head) + "\n---\n" + hit.excerpt
 
 
-def _fill(pairs: list[tuple[dict, EvidenceItem]], budget: int) -> list[tuple[dict, EvidenceItem]]:
+def _fill(pairs: list[tuple[Hit, EvidenceItem]], budget: int) -> list[tuple[Hit, EvidenceItem]]:
     """(hit, item) pairs in order while their items fit `budget` (a smaller later item may still fit)."""
     out, spent = [], 0
     for hit, item in pairs:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.layout import state_relpath
 from ..errors import InputError, RunbookError
 from ..memory import METHODS, get_memory
 from ..pools.build import insert_with_pools
@@ -206,7 +207,7 @@ class MemoryService:
         header, text = self.store.read_state(trajectory_id, index)
         return {"trajectory_id": trajectory_id, "state_index": index, "url": header.get("url", ""),
                 "timestamp": header.get("time", ""), "header": header, "text": text,
-                "path": str(Path("trajectories") / row.dir / "states" / f"{index:04d}.md")}
+                "path": state_relpath(row.dir, index)}
 
     def close(self) -> None:
         """Stop what the memories keep running (C's warm sandbox)."""

@@ -1,48 +1,18 @@
-"""Where things live in a store: the only place that builds store paths."""
+"""The host's view of a store's layout (names and paths from runbook.core.layout), and the one way the host
+reads a file in it."""
 from __future__ import annotations
 
-import hashlib
 import io
 import os
-import re
 from pathlib import Path
 from typing import BinaryIO
 
 from .safe_read import open_store_file
 
-FORMAT_VERSION = 1
-META_FILE = "runbook.json"
-CATALOG_FILE = "catalog.sqlite"
-LOCK_FILE = ".lock"
-TRAJECTORIES_DIR = "trajectories"
-SUMMARIES_DIR = "summaries"
-POOLS_DIR = "pools"
-TRAJECTORY_FILE = "trajectory.json"
-FINGERPRINT_FILE = "fingerprint"
-STATES_DIR = "states"
-SCREENSHOTS_DIR = "screenshots"
-SUMMARY_TABLE = "trajectories.tsv"
-SUMMARY_ACTIONS = "actions.txt"
-TMP_PREFIX = ".tmp-"
-TRASH_PREFIX = ".trash-"
-
-_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,150}")
-
-
-def trajectory_dirname(trajectory_id: str) -> str:
-    """A folder name for an id: the id itself when it is path-safe, else a cleaned form plus a short hash."""
-    if _SAFE_ID.fullmatch(trajectory_id):
-        return trajectory_id
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", trajectory_id).strip("._-")[:100] or "trajectory"
-    return f"{cleaned}-{hashlib.sha1(trajectory_id.encode()).hexdigest()[:10]}"
-
-
-def state_filename(index: int) -> str:
-    return f"{index:04d}.md"
-
-
-def screenshot_filename(index: int, suffix: str) -> str:
-    return f"{index:04d}{suffix.lower() or '.png'}"
+from ..core.layout import (CATALOG_FILE, FINGERPRINT_FILE, FORMAT_VERSION, LOCK_FILE, META_FILE, POOLS_DIR,  # noqa: F401
+                           SCREENSHOTS_DIR, STATES_DIR, SUMMARIES_DIR, SUMMARY_ACTIONS, SUMMARY_TABLE, TMP_PREFIX,
+                           TRAJECTORIES_DIR, TRAJECTORY_FILE, TRASH_PREFIX, screenshot_filename, state_filename,
+                           trajectory_dirname)
 
 
 class Layout:

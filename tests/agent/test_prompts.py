@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from runbook.core.hits import Hit
 from runbook.agent.prompts import recall_lines, system_prompt, tool_section, user_prompt
 from runbook.agent.specs import TOOL_SPECS
 from runbook.sandbox.sources import programs_dir
@@ -50,10 +51,10 @@ def test_every_option_a_spec_maps_to_exists_in_its_program(spec):
 
 
 def test_the_first_message_lists_recall_hits_with_their_ids():
-    hits = [{"id": "n3", "pool": "notes", "kind": "procedure", "t": "wa-1", "i": 0, "j": 6, "ts": "2025-12-16",
-             "u": "http://x/", "text": "procedure note\nsteps: ..."},
-            {"id": "s8", "pool": "slices", "t": "wa-2", "i": 4, "ts": "2025-12-17", "u": "http://y/",
-             "label": "latest of 2 views of this page", "excerpt": "Price $24.00"}]
+    hits = [Hit("n3", "notes", "wa-1", "wa-1", 0, 6, kind="procedure", timestamp="2025-12-16", url="http://x/",
+                text="procedure note\nsteps: ..."),
+            Hit("s8", "slices", "wa-2", "wa-2", 4, timestamp="2025-12-17", url="http://y/",
+                label="latest of 2 views of this page", excerpt="Price $24.00")]
     lines = recall_lines(hits)
     assert lines[0].startswith("[n3] wa-1 states 0-6 @ 2025-12-16 http://x/ [procedure]")
     assert lines[1].startswith("[s8] wa-2 state 4 @ 2025-12-17 http://y/ [latest of 2 views of this page]")

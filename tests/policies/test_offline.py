@@ -3,6 +3,7 @@ through the real loop, the `local` sandbox and a store of the quick-start sample
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 import os
 import subprocess
 import sys
@@ -11,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from runbook.policies import get_policy
-from runbook.policies.offline.planner import OfflinePlanner, program_call
+from runbook.policies.offline.planner import OfflinePlanner
 from runbook.policies.offline.analysis import write_analysis
 from runbook.policies.offline.spans import spans_of
-from runbook.core.choice import MAX_STATES, choose
+from runbook.core.choice import MAX_STATES, choice_record, choose, read_choice
+from runbook.core.hits import Hit
 from runbook.core.scanout import read_scan, read_steps
 from runbook.core.patterns import pattern_regex, python_regex
 from runbook.policies.offline.terms import patterns_for, stem, without_common, word_pairs
@@ -31,6 +33,11 @@ from runbook.trajectory.readers.jsonl import read as read_jsonl
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "trajectories"
 TOOLS = programs_dir()
+
+
+def recall_hit(**fields) -> Hit:
+    """A method R hit as the planner receives it (only the fields a test needs)."""
+    return Hit(folder=fields["trajectory_id"], **fields)
 
 
 # -- patterns --------------------------------------------------------------------------------------------------
@@ -81,11 +88,18 @@ def test_word_pairs_are_neighbours_without_function_words():
 
 # -- reading outputs and choosing ------------------------------------------------------------------------------
 def scan_output(states, runs=(), latest=(), missing=()) -> str:
+    """What `rbplan` prints of a scan (a tool output whose end was cut, as the loop cuts long outputs)."""
     lines = [{"type": "terms", "n_states": 100, "df": {"price": [10, 3]}, "missing": list(missing), "sites": []}]
     lines += [{"type": "latest", **s} for s in latest]
     lines += [{"type": "state", **s} for s in states]
     lines += [{"type": "traj", **r} for r in runs]
     return "\n".join(json.dumps(x) for x in lines) + "\n[… 12 tokens elided …]\n{\"type\": \"state\", \"t\""
+
+
+def plan_output(policy: OfflinePlanner, scan_lines: str) -> str:
+    """`rbplan`'s output for these scan lines: its choice first (as the program makes it), then the lines."""
+    choice = choose(policy.plan.kind, policy.plan.analysis.wants_latest, read_scan(scan_lines))
+    return json.dumps(choice_record(choice)) + "\n" + scan_lines
 
 
 def test_read_scan_skips_what_is_not_a_whole_json_line():
@@ -183,13 +197,13 @@ def test_the_plan_is_one_program_call_then_finish():
     policy.begin(Task("What price does the admin list now?"))
     messages = [Message("system", "sys"), Message("user", user_prompt("What price does the admin list now?"))]
     first = policy.next(messages, [])
-    assert first.tool_calls[0].name == "python" and "runbook.core.plan.plan(json.loads(" in first.tool_calls[0].arguments["code"]
-    # the program prints the scan's lines, then the chosen states' details
+    assert first.tool_calls[0].name == "plan" and first.tool_calls[0].arguments["request"]["kind"] == "dynamic"
+    # the program prints its choice, the scan's lines, then the chosen states' details
     output = scan_output([{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}],
                          latest=[{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}])
     output += "\n" + json.dumps({"type": "step", "t": "a", "i": 1, "time": "2025-12-16",
                                  "lines": ["textbox 'Price' value='$5'"]})
-    messages += [first, tool_message("python", output)]
+    messages += [first, tool_message("plan", plan_output(policy, output))]
     second = policy.next(messages, [])
     call = second.tool_calls[0]
     assert call.name == "finish" and call.arguments["spans"] == [{"trajectory_id": "a", "start_state_index": 1,
@@ -198,29 +212,29 @@ def test_the_plan_is_one_program_call_then_finish():
 
 
 def test_the_finish_keeps_method_rs_evidence_and_adds_only_states_it_does_not_show():
-    recall = [{"id": "n4", "pool": "notes", "t": "a", "i": 0, "j": 5, "packed": True},
-              {"id": "s7", "pool": "slices", "t": "a", "i": 1, "packed": True},
-              {"id": "s9", "pool": "slices", "t": "b", "i": 3}]
+    recall = [recall_hit(id='n4', pool='notes', trajectory_id='a', state_index=0, end_state_index=5, packed=True),
+              recall_hit(id='s7', pool='slices', trajectory_id='a', state_index=1, packed=True),
+              recall_hit(id='s9', pool='slices', trajectory_id='b', state_index=3)]
     policy = OfflinePlanner()
     policy.begin(Task("What price does the admin list now?", recall=recall))
     messages = [Message("user", "q"), policy.next([Message("user", "q")], [])]
-    messages.append(tool_message("python", scan_output(
-        [{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}, {"t": "b", "i": 3, "s": 2.0, "time": "2025"}])))
+    messages.append(tool_message("plan", plan_output(policy, scan_output(
+        [{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}, {"t": "b", "i": 3, "s": 2.0, "time": "2025"}]))))
     finish = policy.next(messages, []).tool_calls[0]
     assert finish.name == "finish" and finish.arguments["recall"] == ["n4", "s7"]  # R's own, in R's order
     assert finish.arguments["spans"] == [{"trajectory_id": "b", "start_state_index": 3, "end_state_index": 3}]
 
 
 def test_a_name_found_nowhere_leaves_method_rs_ranking_whole_and_says_so():
-    recall = [{"id": "s7", "pool": "slices", "t": "a", "i": 1, "packed": True},
-              {"id": "s9", "pool": "slices", "t": "b", "i": 3}]
+    recall = [recall_hit(id='s7', pool='slices', trajectory_id='a', state_index=1, packed=True),
+              recall_hit(id='s9', pool='slices', trajectory_id='b', state_index=3)]
     question = "What is the SKU of 'Glacier Canvas Hammock'?"
     policy = OfflinePlanner()
     policy.begin(Task(question, recall=recall))
     messages = [Message("user", "q"), policy.next([Message("user", "q")], [])]
-    messages.append(tool_message("python", scan_output(
+    messages.append(tool_message("plan", plan_output(policy, scan_output(
         [{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}, {"t": "c", "i": 2, "s": 2.0, "time": "2025"}],
-        missing=["Glacier Canvas Hammock"])))
+        missing=["Glacier Canvas Hammock"]))))
     finish = policy.next(messages, []).tool_calls[0]
     assert finish.arguments["recall"] == ["s7"] and finish.arguments["spans"] == []  # no closest states of its own
     assert "'Glacier Canvas Hammock'" in finish.arguments["analysis"]
@@ -241,26 +255,26 @@ def test_words_on_most_states_stay_out_of_the_scan_but_the_rarest_two_are_kept()
 def test_the_scan_is_scoped_to_the_sites_of_rs_own_evidence():
     from runbook.policies.offline.planner import scope_sites
 
-    hits = [{"id": "n1", "s": "shopping", "packed": True}, {"id": "s2", "s": "shopping_admin", "packed": True},
-            {"id": "s3", "s": "gitlab"}]  # not R's own: does not widen the scope
+    hits = [recall_hit(id='n1', site='shopping', packed=True, pool='slices', trajectory_id='a', state_index=0), recall_hit(id='s2', site='shopping_admin', packed=True, pool='slices', trajectory_id='a', state_index=0),
+            recall_hit(id='s3', site='gitlab', pool='slices', trajectory_id='a', state_index=0)]  # not R's own: does not widen the scope
     assert scope_sites(hits) == ["shopping", "shopping_admin"]
-    assert scope_sites(hits + [{"id": "s4", "s": "reddit", "packed": True}]) == []  # spread: the whole store
+    assert scope_sites(hits + [recall_hit(id='s4', site='reddit', packed=True, pool='slices', trajectory_id='a', state_index=0)]) == []  # spread: the whole store
     assert scope_sites([]) == []
     policy = OfflinePlanner()
     policy.begin(Task("What price does the admin list now?", recall=hits))
-    code = policy.next([Message("user", "q")], []).tool_calls[0].arguments["code"]
-    assert '\\"scope_sites\\": [\\"shopping\\", \\"shopping_admin\\"]' in code
+    request = policy.next([Message("user", "q")], []).tool_calls[0].arguments["request"]
+    assert request["scan"]["scope_sites"] == ["shopping", "shopping_admin"]
 
 
 def test_a_current_value_questions_added_states_come_newest_first():
-    recall = [{"id": "s1", "pool": "slices", "t": "a", "i": 1, "packed": True, "s": "shop"}]
+    recall = [recall_hit(id='s1', pool='slices', trajectory_id='a', state_index=1, packed=True, site='shop')]
     policy = OfflinePlanner()
     policy.begin(Task("What price does the admin list now?", recall=recall))
     messages = [Message("user", "q"), policy.next([Message("user", "q")], [])]
-    messages.append(tool_message("python", scan_output(
+    messages.append(tool_message("plan", plan_output(policy, scan_output(
         [{"t": "old", "i": 2, "s": 9.0, "time": "2025-12-16T06:00:00"},
          {"t": "a", "i": 1, "s": 8.0, "time": "2025-12-18T06:00:00"}],
-        latest=[{"t": "new", "i": 5, "s": 7.0, "time": "2025-12-17T06:00:00"}])))
+        latest=[{"t": "new", "i": 5, "s": 7.0, "time": "2025-12-17T06:00:00"}]))))
     spans = policy.next(messages, []).tool_calls[0].arguments["spans"]
     assert [span["trajectory_id"] for span in spans] == ["new", "old"]  # 'a' 1 is R's own, shown already
 
@@ -275,7 +289,7 @@ def test_a_failed_scan_still_finishes_and_says_so():
     policy.begin(Task("How do you cancel an order?"))
     messages = [Message("user", user_prompt("How do you cancel an order?"))]
     messages.append(policy.next(messages, []))
-    messages.append(tool_message("python", "Traceback: boom", exit_code=1))
+    messages.append(tool_message("plan", "Traceback: boom", exit_code=1))
     reply = policy.next(messages, [])
     assert reply.tool_calls[0].name == "finish" and reply.tool_calls[0].arguments["spans"] == []
     assert "failed" in reply.tool_calls[0].arguments["analysis"]
@@ -293,9 +307,14 @@ def sample_store(tmp_path_factory) -> Store:
 
 
 def run_program(store: Store, entry: str, params: dict) -> list[dict]:
+    """One of the planner's programs as the sandbox runs it: `rbplan --request JSON`, or scan / detail alone."""
     env = dict(os.environ, RUNBOOK_STORE_DIR=str(store.root), PYTHONPATH=str(TOOLS))
-    done = subprocess.run([sys.executable, "-"], input=program_call(entry, params), capture_output=True, text=True,
-                          env=env, timeout=60)
+    if entry == "plan":
+        argv = [sys.executable, str(TOOLS / "rbplan"), "--request", json.dumps(params)]
+    else:
+        argv = [sys.executable, "-c", f"import json, sys; from runbook.core.{entry} import {entry}; "
+                                      f"{entry}(json.loads(sys.argv[1]))", json.dumps(params)]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]
 
@@ -343,7 +362,7 @@ def test_a_menu_path_the_question_gives_ranks_the_page_it_names_first(tmp_path):
     question = "What should you check first when you open Sales > Orders to look up an order?"
     policy = OfflinePlanner()
     policy.begin(Task(question))
-    params = policy.scan_params()
+    params = asdict(policy.plan_request().scan)
     assert params["pages"] == [["Sales", "Orders"]]
     ranked = [r["i"] for r in run_program(store, "scan", {**params, "max_chars": 4000}) if r["type"] == "state"]
     assert ranked[0] == 1
@@ -363,18 +382,22 @@ def test_the_plan_program_details_the_states_the_planner_chooses_from_its_output
     question = next(q["question"] for q in sample_questions() if q["question_type"] == "procedure")
     policy = OfflinePlanner()
     policy.begin(Task(question))
-    params = policy.plan_params()
+    params = policy.plan_request().to_json()
     out = run_program(sample_store, "plan", params)
     kinds = [r["type"] for r in out]
-    assert kinds[0] == "terms" and "step" in kinds
+    assert kinds[:2] == ["choice", "terms"] and "step" in kinds
     assert kinds.index("step") > max(n for n, k in enumerate(kinds) if k != "step")  # scan first, then detail
     output = "\n".join(json.dumps(r) for r in out)
-    choice = choose(policy.plan.kind, policy.plan.analysis.wants_latest, read_scan(output))
+    choice = read_choice(output, read_scan(output))
+    # printed once, and it is the choice made on the printed scan
+    assert choice_record(choice) == choice_record(choose(policy.plan.kind, policy.plan.analysis.wants_latest,
+                                                         read_scan(output)))
     detailed = [(s.t, s.i) for s in read_steps(output)]
     assert detailed and detailed == choice.keys[:len(detailed)]  # the planner's own choice, within detail's budget
     walked = {run.t for run in choice.runs}
     assert walked and all("lines" not in r for r in out if r["type"] == "step" and r["t"] in walked)
-    assert sum(len(line) + 1 for line in output.splitlines()) <= 2 * params["detail"]["max_chars"]
+    choice_line = len(json.dumps(out[0])) + 1
+    assert sum(len(line) + 1 for line in output.splitlines()) <= 2 * params["detail"]["max_chars"] + choice_line
 
 
 def test_detail_quotes_the_thought_sentence_that_says_more_than_the_page(tmp_path):
@@ -469,7 +492,8 @@ def test_a_gotcha_whose_run_typed_a_value_searches_for_it():
     messages.append(policy.next(messages, []))
     runs = [{"t": "run", "s": 9.0, "gs": 9.0, "head": 2, "ok": 0, "n": 2, "ne": 1, "goal": "Subscribe"}]
     step = json.dumps({"type": "step", "t": "run", "i": 0, "act": "fill('1', 'emma.lopez@example.com')"})
-    messages.append(tool_message("python", scan_output([{"t": "run", "i": 0, "s": 9.0, "n": 2}], runs) + "\n" + step))
+    messages.append(tool_message("plan", plan_output(policy, scan_output([{"t": "run", "i": 0, "s": 9.0, "n": 2}], runs))
+                                 + "\n" + step))
     probe = policy.next(messages, [])
     assert probe.tool_calls[0].name == "search" and probe.tool_calls[0].arguments["pattern"] == r"emma\.lopez"
     messages += [probe, tool_message("search", "acct state 1 @ 2025-12-22T06:25:53Z http://x/\n"

@@ -37,8 +37,7 @@ def pooled_store(tmp_path_factory):
 
 def host_ids(store: Store) -> list[str]:
     found = Retriever(store).recall.find(QUESTION)
-    return [h["id"] for h in found.notes[:3]] + [h["id"] for h in found.events[:5]] + \
-        [h["id"] for h in found.slices[:10]]
+    return [h.id for h in found.notes[:3]] + [h.id for h in found.events[:5]] + [h.id for h in found.slices[:10]]
 
 
 def recall_json(output: str) -> dict:
@@ -57,7 +56,8 @@ def test_recall_on_the_host_prints_r_s_ranking_with_provenance(pooled_store):
     result = recall_json(proc.stdout)
     assert printed_ids(result) == host_ids(pooled_store)
     top = result["states"][0]
-    assert top["t"] == "run-tee" and top["u"].startswith("http://localhost:7770/page/") and top["ts"]
+    assert top["trajectory_id"] == "run-tee" and top["url"].startswith("http://localhost:7770/page/")
+    assert top["timestamp"] and top["pool"] == "slices" and isinstance(top["state_index"], int)
     text = subprocess.run([sys.executable, str(programs_dir() / "recall"), QUESTION], capture_output=True, text=True,
                           env=env).stdout
     assert text.startswith("# recall ") and "## states" in text and "[s" in text and "run-tee state" in text

@@ -2,31 +2,30 @@
 
 One query takes two or three tool calls, each a step of a fixed plan:
 
-    1. python: plan      one sandbox program (rbplan) in one call:
+    1. plan              one sandbox program (rbplan, runbook.core.plan) in one call:
                          scan: one ripgrep pass over every state for the question's phrases and stemmed terms, BM25
                          with the goal, url/title and the site the question names; the best states, the newest strong
                          matches ('current'/'latest' questions), the best runs, terms found nowhere, and with a
                          question image the stored screenshots that look most alike (dHash);
-                         detail: for the states chosen by kind (rbcore.choice), the action with the element it
-                         clicked, the error, and the page lines worth quoting
+                         choice: the states a question of its kind needs (runbook.core.choice), printed first;
+                         detail: for those states, the action with the element it clicked, the error, and the page
+                         lines worth quoting
     2. search            gotchas only, when the run that went wrong typed something: where other pages show a
                          different value (runbook.policies.offline.probe)
     3. finish            spans (most important first) and an analysis: the kind, latest vs older values with their
                          times, terms found nowhere (a possibly false premise), a procedure's steps
 
-The planner repeats the program's choice on the output it reads (the same function on the same lines), so it knows
-why each state was chosen.
+The planner reads the program's choice (and the note on each state) from its output; it never recomputes it.
 
 The planner only reads tool outputs: the sandbox is its only access to the store. A failed call is not retried
 with the same arguments; the planner finishes with what it has.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...core.question import QuestionAnalysis, analyze
+from ...core.question import QuestionAnalysis
 from .analysis import write_analysis
 from .image import question_image
 from .spans import SPAN_GAP, spans_of
@@ -35,31 +34,18 @@ from .terms import patterns_for, without_common
 from ...models.messages import Message, ToolCall, ToolSpec
 from ...agent.types import Task
 from ...errors import ConfigError
-from ...core.choice import Choice, choose
+from ...agent.specs import PLAN
+from ...core.hits import Hit
+from ...core.choice import Choice, read_choice
+from ...core.plan import PlanRequest
+from ...core.scan import ScanParams
 from ...core.scanout import Scan, Step, find_hit, read_scan, read_steps
 
-SCAN_CHARS = 3800
-"""Characters the scan prints, and as many the detail: JSON runs about 2.2 characters a token, so the two stay
-within the planner's view of one output (OUTPUT_VIEW_TOKENS)."""
-OUTPUT_VIEW_TOKENS = 4_000
+OUTPUT_VIEW_TOKENS = 5_000
 """Tokens of one tool output the planner reads: more than the loop's default for models, because it has no context
-window to spare and reads the whole of its one program call (scan and detail)."""
+window to spare and reads the whole of its one program call (choice, scan and detail: about 3,800 tokens)."""
 SCOPE_SITES = 2
 """The scan reads only the states of the sites method R's evidence comes from, when they are this few."""
-DETAIL_LINES = 2
-QUOTE_AFTER = 6
-"""Lines of text quoted after a matching line: values follow their labels."""
-
-
-PROGRAMS = {"plan": "runbook.core.plan", "scan": "runbook.core.scan", "detail": "runbook.core.detail"}
-"""The module of each program the planner runs in the sandbox (runbook.core is on the sandbox's path)."""
-
-
-def program_call(entry: str, params: dict[str, Any]) -> str:
-    """Python code for the `python` tool: one call of the sandbox program `entry` with `params`."""
-    module = PROGRAMS[entry]
-    return (f"import json, {module}\n"
-            f"{module}.{entry}(json.loads({json.dumps(json.dumps(params, ensure_ascii=False))}))\n")
 
 
 @dataclass
@@ -91,13 +77,14 @@ class OfflinePlanner:
     name = "offline"
     model = None
     output_view_tokens = OUTPUT_VIEW_TOKENS
+    extra_tools = (PLAN,)
 
     def __init__(self, **_options: Any):
         self.plan: Plan | None = None
 
     def begin(self, task: Task) -> None:
         """A new query: the question, its image and method R's recall, as structured input."""
-        analysis = analyze(task.question)
+        analysis = task.analysis
         patterns = without_common(patterns_for(analysis), task.term_shares)
         self.plan = Plan(question=task.question, analysis=analysis, patterns=patterns,
                          image=task.image, recall=list(task.recall))
@@ -109,11 +96,11 @@ class OfflinePlanner:
                               "AgentLoop.run(system, user, task) (runbook.memory.coding_agent does)")
         results = _latest_results(messages)
         if self.plan.calls == 0:
-            return self.call("python", code=program_call("plan", self.plan_params()))
+            return self.call("plan", request=self.plan_request().to_json())
         if self.plan.scan is None:
-            output = _output(results, "python", self.plan)
+            output = _output(results, "plan", self.plan)
             self.plan.scan = read_scan(output)
-            self.plan.choice = choose(self.plan.kind, self.plan.analysis.wants_latest, self.plan.scan)
+            self.plan.choice = read_choice(output, self.plan.scan) or Choice()
             self.plan.steps = read_steps(output)
             probe = self.probe_arguments()
             if probe:
@@ -123,29 +110,17 @@ class OfflinePlanner:
         return self.finish()
 
     # -- the plan ------------------------------------------------------------------------------------------------
-    def plan_params(self) -> dict[str, Any]:
-        """rbplan's params: the scan's, the question's kind, and how the chosen states are quoted."""
+    def plan_request(self) -> PlanRequest:
+        """rbplan's request: what the scan looks for (the question's patterns and what its kind needs) and the kind
+        the choice is made for; how much is printed and quoted are the request's defaults."""
         plan = self.plan
-        return {"scan": self.scan_params(), "kind": plan.kind, "wants_latest": plan.analysis.wants_latest,
-                "detail": {"lines": DETAIL_LINES, "after": QUOTE_AFTER, "max_chars": SCAN_CHARS}}
-
-    def scan_params(self) -> dict[str, Any]:
-        plan = self.plan
-        params: dict[str, Any] = {"patterns": plan.patterns, "max_chars": SCAN_CHARS, "top": 30,
-                                  "states_before_trajectories": 10,
-                                  "latest": plan.analysis.wants_latest or plan.kind == "dynamic",
-                                  "trajectories": 10, "prefer": "trouble" if plan.kind == "gotcha" else None,
-                                  "answers": plan.kind in ("static", "dynamic")}
-        if plan.analysis.menu_paths:
-            params["pages"] = [list(path) for path in plan.analysis.menu_paths]
-        sites = scope_sites(plan.recall)
-        if sites:
-            params["scope_sites"] = sites
-        if plan.image:
-            signature = question_image(plan.image)
-            if signature is not None:
-                params.update(image=signature, image_top=6)
-        return params
+        params = ScanParams(patterns=plan.patterns, latest=plan.analysis.wants_latest or plan.kind == "dynamic",
+                            prefer="trouble" if plan.kind == "gotcha" else None,
+                            answers=plan.kind in ("static", "dynamic"),
+                            pages=[list(path) for path in plan.analysis.menu_paths],
+                            scope_sites=scope_sites(plan.recall) or None,
+                            image=question_image(plan.image) if plan.image else None)
+        return PlanRequest(scan=params, kind=plan.kind, wants_latest=plan.analysis.wants_latest)
 
     def probe_arguments(self) -> dict[str, Any] | None:
         """For a gotcha whose run typed something: search other pages for what the site has instead."""
@@ -171,8 +146,8 @@ class OfflinePlanner:
         # a name the question gives is written nowhere: the analysis says so, and method R's ranking of the closest
         # evidence stands whole (measured: the scan's own closest states displaced better ones of R's)
         doubt = bool(plan.recall) and premise_in_doubt(scan, plan.patterns)
-        recall = [hit for hit in plan.recall if hit.get("packed")]  # method R's own evidence, in its order
-        shown = {(hit["t"], hit["i"]) for hit in recall if hit.get("pool") == "slices"}
+        recall = [hit for hit in plan.recall if hit.packed]  # method R's own evidence, in its order
+        shown = {hit.key for hit in recall if hit.pool == "slices"}
         # the analysis quotes only states R's evidence does not show: a quote of a shown page costs the budget
         # tokens that R's tail evidence needed (measured on gen23: two static questions lost a cited state)
         analysis = write_analysis(plan.kind, plan.analysis.wants_latest, scan, choice, plan.steps,
@@ -189,7 +164,7 @@ class OfflinePlanner:
         if doubt:
             spans = []
         return self.call("finish", analysis=analysis, spans=[span.to_json() for span in spans],
-                         recall=[hit["id"] for hit in recall])
+                         recall=[hit.id for hit in recall])
 
     def call(self, name: str, **arguments: Any) -> Message:
         self.plan.calls += 1
@@ -226,10 +201,10 @@ def _time_of(key: tuple[str, int], scan: Scan, steps: list[Step]) -> str:
     return (step.time if step else "") or (hit.time if hit else "")
 
 
-def scope_sites(recall: list[dict]) -> list[str]:
+def scope_sites(recall: list[Hit]) -> list[str]:
     """The sites of method R's own evidence, when it names at most SCOPE_SITES: where the scan looks (R's
     evidence of another site stays in the context); none (the whole store) when R has nothing or is spread."""
-    sites = sorted({hit["s"] for hit in recall if hit.get("packed") and hit.get("s")})
+    sites = sorted({hit.site for hit in recall if hit.packed and hit.site})
     return sites if 0 < len(sites) <= SCOPE_SITES else []
 
 
