@@ -6,6 +6,7 @@ a method that cannot be built is reported as missing, never faked.
 usage: python benchmarks/compare_methods.py STORE [--budget 8k] [--methods r,auto,c,bm25] [--questions F.jsonl ...]
                                                   [--per-question] [--policy offline] [--warm]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,25 +37,34 @@ def score_one(sc, q: dict, obj: dict) -> dict:
     phrases = q.get("answer_phrases") or []
     found = all(sc.contains(text, p) for p in phrases) if phrases and not q.get("visual_only") else None
     ev = q.get("evidence") or []
-    return {"id": q["id"], "type": q["question_type"], "abs": q["question_type"].endswith("-abs"),
-            "found": found, "evidence": all(sc.cites(items, e) for e in ev) if ev else None,
-            "cited": sum(sc.cites(items, e) for e in ev), "n_evidence": len(ev),
-            "evidence_by_states": all(sc.cites(state_items, e) for e in ev) if ev else None,
-            "latency": obj.get("latency_s", 0.0), "tokens": obj.get("tokens")}
+    return {
+        "id": q["id"],
+        "type": q["question_type"],
+        "abs": q["question_type"].endswith("-abs"),
+        "found": found,
+        "evidence": all(sc.cites(items, e) for e in ev) if ev else None,
+        "cited": sum(sc.cites(items, e) for e in ev),
+        "n_evidence": len(ev),
+        "evidence_by_states": all(sc.cites(state_items, e) for e in ev) if ev else None,
+        "latency": obj.get("latency_s", 0.0),
+        "tokens": obj.get("tokens"),
+    }
 
 
 def summarise(rows: list[dict], budget: int) -> dict:
     ans = [r for r in rows if not r["abs"] and r["found"] is not None]
     evs = [r for r in rows if r["evidence"] is not None]
     lat = sorted(r["latency"] for r in rows)
-    return {"n": len(rows),
-            "phrases": sum(r["found"] for r in ans) / len(ans) if ans else float("nan"),
-            "evidence": sum(r["evidence"] for r in evs) / len(evs) if evs else float("nan"),
-            "evidence_states": (sum(r["cited"] for r in evs) / sum(r["n_evidence"] for r in evs)) if evs else 0.0,
-            "evidence_by_states": sum(r["evidence_by_states"] for r in evs) / len(evs) if evs else float("nan"),
-            "p50": statistics.median(lat) if lat else float("nan"),
-            "p95": lat[int(0.95 * (len(lat) - 1))] if lat else float("nan"),
-            "within_budget": sum(1 for r in rows if (r["tokens"] or 0) <= budget)}
+    return {
+        "n": len(rows),
+        "phrases": sum(r["found"] for r in ans) / len(ans) if ans else float("nan"),
+        "evidence": sum(r["evidence"] for r in evs) / len(evs) if evs else float("nan"),
+        "evidence_states": (sum(r["cited"] for r in evs) / sum(r["n_evidence"] for r in evs)) if evs else 0.0,
+        "evidence_by_states": sum(r["evidence_by_states"] for r in evs) / len(evs) if evs else float("nan"),
+        "p50": statistics.median(lat) if lat else float("nan"),
+        "p95": lat[int(0.95 * (len(lat) - 1))] if lat else float("nan"),
+        "within_budget": sum(1 for r in rows if (r["tokens"] or 0) <= budget),
+    }
 
 
 def run_method(method: str, store, questions: list[dict], budget: int, options: dict, sc) -> list[dict] | str:
@@ -91,8 +101,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--questions", nargs="*", default=[str(p) for p in DEFAULT_QUESTIONS])
     parser.add_argument("--policy", default="offline", help="method c's policy")
     parser.add_argument("--per-question", action="store_true")
-    parser.add_argument("--warm", action="store_true",
-                        help="method c (and auto's c) keeps its next sandbox started, as a long-lived memory does")
+    parser.add_argument(
+        "--warm",
+        action="store_true",
+        help="method c (and auto's c) keeps its next sandbox started, as a long-lived memory does",
+    )
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(ROOT))
@@ -102,13 +115,21 @@ def main(argv: list[str]) -> None:
     sc = load_scorer()
     budget = parse_budget(args.budget)
     store = Store(args.store)
-    questions = [{**json.loads(line), "_file": f} for f in args.questions
-                 for line in Path(f).read_text().splitlines() if line.strip()]
+    questions = [
+        {**json.loads(line), "_file": f}
+        for f in args.questions
+        for line in Path(f).read_text().splitlines()
+        if line.strip()
+    ]
     print(f"{len(questions)} questions, budget {budget}, store {args.store}")
-    print("phrases: all answer phrases in the context (answerable questions); evidence: every gold state cited;\n"
-          "ev.states: share of gold states cited; ev.single: evidence counting single-state items only")
-    print(f"{'method':8s} {'phrases':>8s} {'evidence':>9s} {'ev.states':>9s} {'ev.single':>9s} {'p50 ms':>8s} "
-          f"{'p95 ms':>8s} budget")
+    print(
+        "phrases: all answer phrases in the context (answerable questions); evidence: every gold state cited;\n"
+        "ev.states: share of gold states cited; ev.single: evidence counting single-state items only"
+    )
+    print(
+        f"{'method':8s} {'phrases':>8s} {'evidence':>9s} {'ev.states':>9s} {'ev.single':>9s} {'p50 ms':>8s} "
+        f"{'p95 ms':>8s} budget"
+    )
     by_method: dict[str, list[dict]] = {}
     for method in args.methods.split(","):
         options = {"policy": args.policy, "warm": args.warm} if method in ("c", "auto") else {}
@@ -118,13 +139,17 @@ def main(argv: list[str]) -> None:
             continue
         by_method[method] = rows
         s = summarise(rows, budget)
-        print(f"{method:8s} {s['phrases']:8.3f} {s['evidence']:9.3f} {s['evidence_states']:9.3f} "
-              f"{s['evidence_by_states']:9.3f} "
-              f"{s['p50'] * 1000:8.0f} {s['p95'] * 1000:8.0f} {s['within_budget']}/{s['n']}")
+        print(
+            f"{method:8s} {s['phrases']:8.3f} {s['evidence']:9.3f} {s['evidence_states']:9.3f} "
+            f"{s['evidence_by_states']:9.3f} "
+            f"{s['p50'] * 1000:8.0f} {s['p95'] * 1000:8.0f} {s['within_budget']}/{s['n']}"
+        )
         if args.per_question:
             for r in rows:
-                print(f"    {r['id']:12s} {r['type'][:22]:22s} found={r['found']!s:5s} "
-                      f"cited={r['cited']}/{r['n_evidence']} {r['latency'] * 1000:6.0f} ms")
+                print(
+                    f"    {r['id']:12s} {r['type'][:22]:22s} found={r['found']!s:5s} "
+                    f"cited={r['cited']}/{r['n_evidence']} {r['latency'] * 1000:6.0f} ms"
+                )
 
     print_per_type(by_method)
 

@@ -7,6 +7,7 @@ usage: python benchmarks/context_snapshot.py save STORE OUT.jsonl [--methods r,a
                                                  [--questions F.jsonl ...] [--warm]
        python benchmarks/context_snapshot.py diff OLD.jsonl NEW.jsonl
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,9 +60,19 @@ def save(args: argparse.Namespace) -> None:
             for q, f in questions:
                 context = memory.query(q["question"], budget=budget, image=image_path(q, f))
                 view = stable_view(context.to_json())
-                out.write(json.dumps({"method": method, "id": q["id"], "hash": digest(view),
-                                      "latency_s": context.to_json().get("latency_s"), "context": view},
-                                     ensure_ascii=False) + "\n")
+                out.write(
+                    json.dumps(
+                        {
+                            "method": method,
+                            "id": q["id"],
+                            "hash": digest(view),
+                            "latency_s": context.to_json().get("latency_s"),
+                            "context": view,
+                        },
+                        ensure_ascii=False,
+                    )
+                    + "\n"
+                )
             if hasattr(memory, "close"):
                 memory.close()
             print(f"{method}: {len(questions)} questions in {time.perf_counter() - started:.1f} s", file=sys.stderr)
@@ -69,6 +80,12 @@ def save(args: argparse.Namespace) -> None:
 
 def load(path: str) -> dict[tuple[str, str], dict]:
     return {(r["method"], r["id"]): r for r in map(json.loads, Path(path).read_text().splitlines())}
+
+
+def method_hash(rows: dict[tuple[str, str], dict], method: str) -> str:
+    """One hash of every context of `method`, in question order."""
+    joined = "".join(r["hash"] for key, r in sorted(rows.items()) if key[0] == method)
+    return hashlib.sha256(joined.encode()).hexdigest()[:16]
 
 
 def diff(args: argparse.Namespace) -> int:
@@ -80,9 +97,10 @@ def diff(args: argparse.Namespace) -> int:
             changed += 1
             print(f"{key[0]:5s} {key[1]:14s} {'missing' if a is None or b is None else 'differs'}")
     for method in sorted({m for m, _ in old} | {m for m, _ in new}):
-        hashes = lambda rows: hashlib.sha256("".join(  # noqa: E731
-            r["hash"] for k, r in sorted(rows.items()) if k[0] == method).encode()).hexdigest()[:16]
-        print(f"{method}: old {hashes(old)}  new {hashes(new)}  ({sum(1 for k in new if k[0] == method)} contexts)")
+        print(
+            f"{method}: old {method_hash(old, method)}  new {method_hash(new, method)}  "
+            f"({sum(1 for k in new if k[0] == method)} contexts)"
+        )
     print(f"{changed} of {len(old.keys() | new.keys())} contexts differ")
     return 1 if changed else 0
 

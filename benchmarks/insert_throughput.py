@@ -4,6 +4,7 @@ usage: python benchmarks/insert_throughput.py [SOURCE.jsonl.gz] [--workers N] [-
 Prints input MB/s (uncompressed JSON), trajectories/s, and peak RSS of the writer and of its workers.
 Goal on a 2-core machine: at least 15 MB/s, peak RSS under 500 MB.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,7 +51,10 @@ def main() -> None:
     workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"source            {source} ({size / 1e6:.1f} MB uncompressed), pools {'on' if args.pools else 'off'}")
     print(f"inserted          {report.inserted} trajectories, {report.states:,} states, {report.tokens:,} tokens")
-    print(f"first insert      {seconds:.1f} s = {size / 1e6 / seconds:.1f} MB/s, {report.inserted / seconds:.0f} trajectories/s")
+    print(
+        f"first insert      {seconds:.1f} s = {size / 1e6 / seconds:.1f} MB/s, "
+        f"{report.inserted / seconds:.0f} trajectories/s"
+    )
     print(f"re-insert (no-op) {rerun.seconds:.1f} s, {rerun.unchanged} unchanged")
     print(f"peak RSS          writer {own:.0f} MB, largest worker {workers:.0f} MB")
 

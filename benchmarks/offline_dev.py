@@ -8,6 +8,7 @@ usage: python benchmarks/offline_dev.py [STORE] [--budget 8k] [--sandbox auto|do
                                         [--questions F.jsonl ...] [--out FILE]
 STORE defaults to $RUNBOOK_STORE or .runbook. The store must hold both shared sets (webarena and infinity).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,14 +37,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     missing = [str(p) for p in [SCORER, *args.questions] if not p.exists()]
     if missing:
-        print(f"offline_dev: not found: {', '.join(missing)} (set RUNBOOK_SHARED to the shared folder)",
-              file=sys.stderr)
+        print(
+            f"offline_dev: not found: {', '.join(missing)} (set RUNBOOK_SHARED to the shared folder)", file=sys.stderr
+        )
         return 2
     env = dict(os.environ, RUNBOOK_POLICY="offline")
     if args.sandbox:
         env["RUNBOOK_SANDBOX"] = args.sandbox
-    command = [sys.executable, str(SCORER), str(args.store), "c", args.budget, *map(str, args.questions),
-               "--policy", "offline"]
+    command = [
+        sys.executable,
+        str(SCORER),
+        str(args.store),
+        "c",
+        args.budget,
+        *map(str, args.questions),
+        "--policy",
+        "offline",
+    ]
     if args.out:
         command += ["--out", args.out]
     print(f"# method c, offline planner, budget {args.budget}, store {args.store}", flush=True)

@@ -3,6 +3,7 @@
 Usage:  python benchmarks/sandbox_latency.py STORE_DIR [--backend auto|docker|bwrap|local] [--runs 30] [--pattern P]
 Goal:   start < 1 s, exec < 100 ms.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,7 +34,7 @@ def main() -> int:
     starts, trues, searches = [], [], []
     hits = ""
     backend = args.backend
-    for run in range(max(3, args.runs // 10)):  # a few whole queries: start is paid once per query
+    for _ in range(max(3, args.runs // 10)):  # a few whole queries: start is paid once per query
         began = time.perf_counter()
         with get_sandbox(args.backend, args.store) as box:
             starts.append(time.perf_counter() - began)

@@ -5,6 +5,7 @@ and that no sandbox container outlived the server.
 usage: python benchmarks/serve_load.py [--clients 16] [--queries 6] [--c-share 0.25] [--streams 4] [--steps 6]
                                        [--source trajectories/] [--max-sandboxes 2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,11 @@ def sandbox_containers() -> set[str]:
         engine = connect()
     except Exception:
         return set()
-    return {c["Id"] for c in engine.client.api.containers(all=True, filters={"label": f"{LABEL}=1"})
-            if (c.get("Labels") or {}).get("runbook.owner_pid") == str(os.getpid())}
+    return {
+        c["Id"]
+        for c in engine.client.api.containers(all=True, filters={"label": f"{LABEL}=1"})
+        if (c.get("Labels") or {}).get("runbook.owner_pid") == str(os.getpid())
+    }
 
 
 def main(argv: list[str]) -> None:
@@ -66,9 +70,15 @@ def main(argv: list[str]) -> None:
     insert_paths(store, [args.source], listeners=[insert_listener(store)])
     for path in [folder, store.root, *store.root.rglob("*")]:  # the sandbox user reads the store
         path.chmod(0o755 if path.is_dir() else 0o644)
-    questions = [json.loads(line)["question"] for line in (Path(args.source) / "questions.jsonl").read_text()
-                 .splitlines() if line.strip()] if (Path(args.source) / "questions.jsonl").exists() else [
-        "Where is the Bestsellers report?"]
+    questions = (
+        [
+            json.loads(line)["question"]
+            for line in (Path(args.source) / "questions.jsonl").read_text().splitlines()
+            if line.strip()
+        ]
+        if (Path(args.source) / "questions.jsonl").exists()
+        else ["Where is the Bestsellers report?"]
+    )
     before = sandbox_containers()
 
     service = MemoryService(store.root, max_sandboxes=args.max_sandboxes, sandbox_wait=120)
@@ -79,16 +89,20 @@ def main(argv: list[str]) -> None:
     while not server.started:
         time.sleep(0.02)
     url = f"http://127.0.0.1:{port}"
-    print(f"store: {store.stats()['trajectories']} trajectories; {args.clients} clients x {args.queries} queries "
-          f"({args.c_share:.0%} method C, at most {args.max_sandboxes} sandboxes); one writer streams "
-          f"{args.streams} x {args.steps} steps")
+    print(
+        f"store: {store.stats()['trajectories']} trajectories; {args.clients} clients x {args.queries} queries "
+        f"({args.c_share:.0%} method C, at most {args.max_sandboxes} sandboxes); one writer streams "
+        f"{args.streams} x {args.steps} steps"
+    )
 
     latencies: dict[str, list[float]] = {"r": [], "c": []}
     errors: list[str] = []
     lock = threading.Lock()
     rng = random.Random(7)
-    plan = [[("c" if rng.random() < args.c_share else "r", rng.choice(questions)) for _ in range(args.queries)]
-            for _ in range(args.clients)]
+    plan = [
+        [("c" if rng.random() < args.c_share else "r", rng.choice(questions)) for _ in range(args.queries)]
+        for _ in range(args.clients)
+    ]
 
     def client(work):
         with httpx.Client(base_url=url, timeout=300) as http:
@@ -108,9 +122,14 @@ def main(argv: list[str]) -> None:
                 tid = f"load-stream-{n}"
                 http.post("/trajectories", json={"id": tid, "stream": True, "goal": f"Streamed task {n}"})
                 for i in range(args.steps):
-                    response = http.post(f"/trajectories/{tid}/states", json={
-                        "url": f"http://shop/load/{n}/{i}", "accessibility_tree": f"'Load page {n} {i}'",
-                        "action": f"click('{i}')"})
+                    response = http.post(
+                        f"/trajectories/{tid}/states",
+                        json={
+                            "url": f"http://shop/load/{n}/{i}",
+                            "accessibility_tree": f"'Load page {n} {i}'",
+                            "action": f"click('{i}')",
+                        },
+                    )
                     if response.status_code != 201:
                         errors.append(f"stream {response.status_code}: {response.text[:120]}")
                 response = http.post(f"/trajectories/{tid}/close")
@@ -133,15 +152,19 @@ def main(argv: list[str]) -> None:
     for method, values in latencies.items():
         if values:
             values.sort()
-            print(f"  method {method}: {len(values)} queries, p50 {statistics.median(values):.2f} s, "
-                  f"p95 {values[int(0.95 * (len(values) - 1))]:.2f} s")
+            print(
+                f"  method {method}: {len(values)} queries, p50 {statistics.median(values):.2f} s, "
+                f"p95 {values[int(0.95 * (len(values) - 1))]:.2f} s"
+            )
     for line in errors[:5]:
         print("  error:", line)
     streamed = [row for row in store.rows() if row.id.startswith("load-stream-")]
     lost = args.streams - sum(1 for row in streamed if row.n_states == args.steps)
     leaked = sandbox_containers() - before
-    print(f"streamed trajectories stored whole: {len(streamed)} of {args.streams} (lost: {lost}); "
-          f"sandbox containers left: {len(leaked)}")
+    print(
+        f"streamed trajectories stored whole: {len(streamed)} of {args.streams} (lost: {lost}); "
+        f"sandbox containers left: {len(leaked)}"
+    )
 
 
 if __name__ == "__main__":

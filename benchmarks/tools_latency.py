@@ -4,6 +4,7 @@ Usage: python benchmarks/tools_latency.py STORE [--runs 20] [--trajectory ID]
 Each call is a fresh process, as in the sandbox. The tools run under this Python (not a version-manager shim,
 which adds ~100 ms per process); the floor lines show what Python start-up and one bare ripgrep pass cost.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,12 +76,18 @@ def main() -> None:
     tid = args.trajectory or first_trajectory(store)
     print(f"store {store}, {args.runs} runs each, python {sys.executable}, rg {rg}")
     report("floor: python start + import rbk", timed([sys.executable, "-c", "import rbk"], env, args.runs))
-    report("floor: bare rg --count pass", timed([rg, "--count", "-e", "order", "-g", "**/states/*.md",
-                                                 str(store / "trajectories")], env, args.runs))
+    report(
+        "floor: bare rg --count pass",
+        timed([rg, "--count", "-e", "order", "-g", "**/states/*.md", str(store / "trajectories")], env, args.runs),
+    )
     for label, extra in SEARCHES:
         report(f"search {label}", timed([sys.executable, str(TOOLS / "search"), *extra], env, args.runs))
-    for label, extra in [("overview", [tid]), ("one state", [tid, "1"]), ("span 0-3", [tid, "0-3"]),
-                         ("--grep", [tid, "--grep", "link"])]:
+    for label, extra in [
+        ("overview", [tid]),
+        ("one state", [tid, "1"]),
+        ("span 0-3", [tid, "0-3"]),
+        ("--grep", [tid, "--grep", "link"]),
+    ]:
         report(f"show {label}", timed([sys.executable, str(TOOLS / "show"), *extra], env, args.runs))
 
 

@@ -2,8 +2,17 @@
 
 Insert trajectories into a plain-file store; query it for cited evidence cut to a token budget.
 """
-from .errors import (BudgetError, ConfigError, ConflictError, InputError, RunbookError, SandboxError, StoreError,
-                     UnknownFormatError)
+
+from .errors import (
+    BudgetError,
+    ConfigError,
+    ConflictError,
+    InputError,
+    RunbookError,
+    SandboxError,
+    StoreError,
+    UnknownFormatError,
+)
 from .store import Store
 from .trajectory import State, Trajectory
 
@@ -13,15 +22,28 @@ __version__ = "0.1.0"
 def open(store, method: str = "r", **options):  # noqa: A001 (runbook.open, as in tarfile.open)
     """A memory over `store` (a folder, created if missing) for in-process agents:
 
-        memory = runbook.open(".runbook")                  # method R; method="c" or "auto" for the others
-        memory.insert(trajectory)                          # a runbook.Trajectory
-        context = memory.query("Where is the Bestsellers report?", budget=4000)
-        context.items[0].trajectory_id, context.to_markdown()
+    memory = runbook.open(".runbook")                  # method R; method="c" or "auto" for the others
+    memory.insert(trajectory)                          # a runbook.Trajectory
+    context = memory.query("Where is the Bestsellers report?", budget=4000)
+    context.items[0].trajectory_id, context.to_markdown()
     """
     from .memory import get_memory
 
     return get_memory(method, Store(store, create=True), **options)
 
 
-__all__ = ["open", "Store", "Trajectory", "State", "RunbookError", "InputError", "UnknownFormatError", "StoreError",
-           "ConflictError", "BudgetError", "SandboxError", "ConfigError", "__version__"]
+__all__ = [
+    "open",
+    "Store",
+    "Trajectory",
+    "State",
+    "RunbookError",
+    "InputError",
+    "UnknownFormatError",
+    "StoreError",
+    "ConflictError",
+    "BudgetError",
+    "SandboxError",
+    "ConfigError",
+    "__version__",
+]

@@ -1,4 +1,5 @@
 """Token counting (tiktoken cl100k_base, offline) and packing ordered texts into a token budget."""
+
 from __future__ import annotations
 
 import functools
@@ -7,8 +8,8 @@ import math
 import os
 import re
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from .errors import BudgetError
 

@@ -13,6 +13,7 @@ sets `max_steps`. Example:
     [limits]
     max_steps = 20
 """
+
 from __future__ import annotations
 
 import os
@@ -49,25 +50,35 @@ SETTINGS = [
     Setting("max_tokens", "RUNBOOK_MAX_TOKENS", int, "model tokens (input + output) of one query"),
     Setting("max_cost", "RUNBOOK_MAX_COST", float, "US dollars of one query (when the model's price is known)"),
     Setting("output_tokens", "RUNBOOK_OUTPUT_TOKENS", int, "tokens of one tool output shown to the model"),
-    Setting("reply_tokens", "RUNBOOK_REPLY_TOKENS", int,
-            "tokens the model may write in one turn (lower it for slow local models)"),
+    Setting(
+        "reply_tokens",
+        "RUNBOOK_REPLY_TOKENS",
+        int,
+        "tokens the model may write in one turn (lower it for slow local models)",
+    ),
     Setting("price_input", "RUNBOOK_PRICE_INPUT", float, "US dollars per million input tokens (overrides the table)"),
     Setting("price_output", "RUNBOOK_PRICE_OUTPUT", float, "US dollars per million output tokens"),
-    Setting("tool_results", "RUNBOOK_TOOL_RESULTS", str,
-            "how the openai policy returns tool outputs: tool (role: tool, the protocol) or user (user messages, "
-            "for chat templates that drop tool messages, e.g. llama-cpp-python's chatml-function-calling)"),
+    Setting(
+        "tool_results",
+        "RUNBOOK_TOOL_RESULTS",
+        str,
+        "how the openai policy returns tool outputs: tool (role: tool, the protocol) or user (user messages, "
+        "for chat templates that drop tool messages, e.g. llama-cpp-python's chatml-function-calling)",
+    ),
     Setting("transcripts", "RUNBOOK_TRANSCRIPTS", str, "folder for query transcripts"),
     Setting("reader_provider", "RUNBOOK_READER_PROVIDER", str, "reader for `runbook answer`: anthropic or openai"),
     Setting("reader_model", "RUNBOOK_READER_MODEL", str, "the reader's model name"),
     Setting("reader_base_url", "RUNBOOK_READER_BASE_URL", str, "an OpenAI-compatible URL for the reader only"),
-    Setting("reader_domain", "RUNBOOK_READER_DOMAIN", str,
-            "reader prompt: web, enterprise (LongMemEval-V2's) or generic"),
+    Setting(
+        "reader_domain", "RUNBOOK_READER_DOMAIN", str, "reader prompt: web, enterprise (LongMemEval-V2's) or generic"
+    ),
     Setting("anthropic_api_key", "ANTHROPIC_API_KEY", str, "Anthropic API key", secret=True),
     Setting("anthropic_base_url", "ANTHROPIC_BASE_URL", str, "Anthropic API URL (a proxy or a fake)"),
     Setting("openai_api_key", "OPENAI_API_KEY", str, "OpenAI (or compatible server) API key", secret=True),
     Setting("openai_base_url", "OPENAI_BASE_URL", str, "OpenAI-compatible URL: llama.cpp, vLLM, Ollama, ..."),
 ]
 SETTING_BY_NAME = {s.name: s for s in SETTINGS}
+
 
 @dataclass
 class Limits:
@@ -92,10 +103,16 @@ class Limits:
 
 
 _LIMITS = Limits()
-DEFAULTS: dict[str, Any] = {"policy": "offline", "sandbox": "auto", "max_steps": _LIMITS.max_steps,
-                            "max_seconds": _LIMITS.max_seconds, "max_tokens": _LIMITS.max_tokens,
-                            "output_tokens": _LIMITS.output_tokens, "reply_tokens": DEFAULT_REPLY_TOKENS,
-                            "reader_domain": "generic"}
+DEFAULTS: dict[str, Any] = {
+    "policy": "offline",
+    "sandbox": "auto",
+    "max_steps": _LIMITS.max_steps,
+    "max_seconds": _LIMITS.max_seconds,
+    "max_tokens": _LIMITS.max_tokens,
+    "output_tokens": _LIMITS.output_tokens,
+    "reply_tokens": DEFAULT_REPLY_TOKENS,
+    "reader_domain": "generic",
+}
 """The settings' defaults; the agent's limits take theirs from Limits, so each is written once."""
 
 PRICES = {
@@ -129,7 +146,7 @@ class Settings:
             return self.values.get(name)
         raise AttributeError(name)
 
-    def with_overrides(self, **values: Any) -> "Settings":
+    def with_overrides(self, **values: Any) -> Settings:
         """A copy with `values` (None ones skipped) set as explicit arguments."""
         copy = Settings(dict(self.values), dict(self.sources))
         for name, value in values.items():

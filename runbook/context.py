@@ -1,9 +1,11 @@
 """The query result: ordered evidence items with provenance, a short analysis, and renderers."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from .budget import IMAGE_TOKENS, count_tokens, truncate_to_tokens
 
@@ -43,8 +45,9 @@ class EvidenceItem:
         """`trajectory wa-x-1, state 3 (url, time)`: the provenance line every rendering starts with."""
         where = f"trajectory {self.trajectory_id}"
         if self.state_index is not None:
-            where += (f", states {self.state_index}-{self.end_state_index}" if self.is_span
-                      else f", state {self.state_index}")
+            where += (
+                f", states {self.state_index}-{self.end_state_index}" if self.is_span else f", state {self.state_index}"
+            )
         extra = [x for x in (self.url, self.timestamp) if x]
         if extra:
             where += " (" + ", ".join(extra) + ")"
@@ -70,9 +73,20 @@ class EvidenceItem:
             out["end_state_index"] = self.end_state_index
         elif self.state_index is not None:
             out["state_index"] = self.state_index
-        out.update({"url": self.url, "timestamp": self.timestamp, "path": self.path, "label": self.label,
-                    "goal": self.goal, "screenshot": self.screenshot, "score": self.score, "text": self.text,
-                    "elided_tokens": self.elided_tokens, "tokens": self.tokens})
+        out.update(
+            {
+                "url": self.url,
+                "timestamp": self.timestamp,
+                "path": self.path,
+                "label": self.label,
+                "goal": self.goal,
+                "screenshot": self.screenshot,
+                "score": self.score,
+                "text": self.text,
+                "elided_tokens": self.elided_tokens,
+                "tokens": self.tokens,
+            }
+        )
         return out
 
 
@@ -123,15 +137,24 @@ class Context:
         footer = f"_{len(self.items)} items, {self.tokens:,} of {self.budget:,} tokens_"
         left = self.meta.get("left_out", 0)
         if left:
-            footer += (f" _({left} {'more ' if self.items else ''}item{'s' if left != 1 else ''} did not fit in "
-                       f"{self.budget:,} token{'s' if self.budget != 1 else ''})_")
+            footer += (
+                f" _({left} {'more ' if self.items else ''}item{'s' if left != 1 else ''} did not fit in "
+                f"{self.budget:,} token{'s' if self.budget != 1 else ''})_"
+            )
         parts.append(footer)
         return "\n".join(parts)
 
     def to_json(self) -> dict[str, Any]:
-        return {"question": self.question, "method": self.method, "budget": self.budget, "tokens": self.tokens,
-                "latency_s": round(self.latency_s, 4), "analysis": self.analysis,
-                "items": [item.to_json() for item in self.items], "meta": self.meta}
+        return {
+            "question": self.question,
+            "method": self.method,
+            "budget": self.budget,
+            "tokens": self.tokens,
+            "latency_s": round(self.latency_s, 4),
+            "analysis": self.analysis,
+            "items": [item.to_json() for item in self.items],
+            "meta": self.meta,
+        }
 
     def to_json_text(self) -> str:
         return json.dumps(self.to_json(), ensure_ascii=False)
@@ -148,8 +171,9 @@ class Context:
         return out
 
 
-def pack(question: str, budget: int, items: Iterable[EvidenceItem], *, analysis: str = "", left_out: int = 0,
-         **fields) -> Context:
+def pack(
+    question: str, budget: int, items: Iterable[EvidenceItem], *, analysis: str = "", left_out: int = 0, **fields
+) -> Context:
     """Fill a Context with `items` in order until the budget is spent; the item that does not fit is cut to fit.
 
     Never exceeds the budget, however small: the analysis gets at most a quarter of it (cut, or dropped when not
@@ -185,10 +209,18 @@ def pack(question: str, budget: int, items: Iterable[EvidenceItem], *, analysis:
     if left:
         context.meta["left_out"] = left
     if left and not context.items:
-        note = (f"No evidence item fits in a budget of {budget:,} token{'s' if budget != 1 else ''} "
-                f"({left} found): raise the budget.")
-        context.analysis = next((text for text in (f"{analysis} {note}".strip(), note, analysis)
-                                 if text and _analysis_cost(text) <= budget), "")
+        note = (
+            f"No evidence item fits in a budget of {budget:,} token{'s' if budget != 1 else ''} "
+            f"({left} found): raise the budget."
+        )
+        context.analysis = next(
+            (
+                text
+                for text in (f"{analysis} {note}".strip(), note, analysis)
+                if text and _analysis_cost(text) <= budget
+            ),
+            "",
+        )
     return context
 
 

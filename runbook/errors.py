@@ -1,16 +1,17 @@
 """Errors a user can hit, each saying what was wrong and where.
 
-    RunbookError
-    ├── InputError              a trajectory file or folder cannot be read as a trajectory
-    │   └── UnknownFormatError  no reader recognises the path
-    ├── StoreError              the store is missing, locked, or of another format version
-    │   ├── ConflictError       a different trajectory already has this id (use --replace)
-    │   └── UnsafeStoreFile     a store file is a symbolic link, not a regular file, or outside the store
-    ├── QueryError              an empty question, or a question image that is missing or not an image
-    ├── BudgetError             a token budget that cannot be parsed
-    ├── SandboxError            no sandbox backend can run, or a sandbox call failed to start
-    └── ConfigError             a policy or reader is asked for but not configured
+RunbookError
+├── InputError              a trajectory file or folder cannot be read as a trajectory
+│   └── UnknownFormatError  no reader recognises the path
+├── StoreError              the store is missing, locked, or of another format version
+│   ├── ConflictError       a different trajectory already has this id (use --replace)
+│   └── UnsafeStoreFile     a store file is a symbolic link, not a regular file, or outside the store
+├── QueryError              an empty question, or a question image that is missing or not an image
+├── BudgetError             a token budget that cannot be parsed
+├── SandboxError            no sandbox backend can run, or a sandbox call failed to start
+└── ConfigError             a policy or reader is asked for but not configured
 """
+
 from __future__ import annotations
 
 
@@ -21,8 +22,15 @@ class RunbookError(Exception):
 class InputError(RunbookError):
     """A trajectory source is malformed: names the file, the line or trajectory, and the field."""
 
-    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
-                 trajectory_id: str | None = None, field: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        trajectory_id: str | None = None,
+        field: str | None = None,
+    ):
         self.path, self.line, self.trajectory_id, self.field = path, line, trajectory_id, field
         self.reason = message
         where = []

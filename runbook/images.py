@@ -1,4 +1,5 @@
 """Is it an image? Pillow's verdict on bytes or an open file, shared by insert (screenshots) and query (--image)."""
+
 from __future__ import annotations
 
 import io

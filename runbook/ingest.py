@@ -1,4 +1,5 @@
 """`runbook insert`: validate every source, then prepare and insert trajectories one by one, with progress."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -6,10 +7,10 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 from .errors import InputError
 from .store import InsertOutcome, Store
@@ -49,8 +50,13 @@ class InsertReport:
         parts = [f"{self.inserted} inserted"]
         if self.replaced:
             parts.append(f"{self.replaced} replaced")
-        parts += [f"{self.unchanged} unchanged", f"{self.refused + len(self.invalid)} refused",
-                  f"{self.states:,} states", f"{self.tokens:,} tokens", f"{self.seconds:.1f} s"]
+        parts += [
+            f"{self.unchanged} unchanged",
+            f"{self.refused + len(self.invalid)} refused",
+            f"{self.states:,} states",
+            f"{self.tokens:,} tokens",
+            f"{self.seconds:.1f} s",
+        ]
         return ", ".join(parts)
 
 
@@ -63,8 +69,9 @@ def _read_all(paths, screenshot_root: str | None) -> Iterator[Trajectory | Input
         yield from reader.read(path, screenshot_root=screenshot_root)
 
 
-def validate(paths: Iterable[str | os.PathLike], *, screenshot_root: str | os.PathLike | None = None
-             ) -> tuple[int, list[InputError], int]:
+def validate(
+    paths: Iterable[str | os.PathLike], *, screenshot_root: str | os.PathLike | None = None
+) -> tuple[int, list[InputError], int]:
     """First pass: (valid trajectory count, errors, input bytes). Nothing is written."""
     paths = list(paths)
     screenshot_root = _screenshot_root(screenshot_root)
@@ -83,8 +90,9 @@ def _screenshot_root(root: str | os.PathLike | None) -> str | None:
     if root is None:
         return None
     if not os.path.isdir(root):
-        raise InputError("is not a folder: the screenshot root must be the folder that holds the screenshots",
-                         path=str(root))
+        raise InputError(
+            "is not a folder: the screenshot root must be the folder that holds the screenshots", path=str(root)
+        )
     return os.fspath(root)
 
 
@@ -94,9 +102,17 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def insert_paths(store: Store, paths: Iterable[str | os.PathLike], *, replace: bool = False,
-                 skip_invalid: bool = False, workers: int | None = None, progress: ProgressFn | None = None,
-                 listeners=(), screenshot_root: str | os.PathLike | None = None) -> InsertReport:
+def insert_paths(
+    store: Store,
+    paths: Iterable[str | os.PathLike],
+    *,
+    replace: bool = False,
+    skip_invalid: bool = False,
+    workers: int | None = None,
+    progress: ProgressFn | None = None,
+    listeners=(),
+    screenshot_root: str | os.PathLike | None = None,
+) -> InsertReport:
     """Insert every trajectory under `paths`. Invalid input refuses the whole run unless `skip_invalid`.
 
     Screenshots must lie inside the folder of the source that names them, or inside `screenshot_root` instead.
@@ -115,8 +131,9 @@ def insert_paths(store: Store, paths: Iterable[str | os.PathLike], *, replace: b
     done = 0
     with store.writer() as writer:
         writer.listeners.extend(listeners)
-        valid = (item for item in _read_all(paths, _screenshot_root(screenshot_root))
-                 if not isinstance(item, InputError))
+        valid = (
+            item for item in _read_all(paths, _screenshot_root(screenshot_root)) if not isinstance(item, InputError)
+        )
         derivers = tuple(listener.deriver for listener in listeners if getattr(listener, "deriver", None))
         for staged in _staged(valid, writer, workers, derivers):
             report.add(writer.commit(staged, replace=replace))
@@ -139,8 +156,12 @@ def _staged(trajectories: Iterable[Trajectory], writer, workers: int, derivers=(
             yield staged
         return
     # spawned workers hold no copy of the writer's lock file, so a killed writer's lock dies with it
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_exit_with_parent, initargs=(os.getpid(),)) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_exit_with_parent,
+        initargs=(os.getpid(),),
+    ) as pool:
         window: list = []  # a bounded window of futures keeps memory flat however large the input
         try:
             for traj in trajectories:
@@ -158,6 +179,7 @@ def _staged(trajectories: Iterable[Trajectory], writer, workers: int, derivers=(
 
 def _exit_with_parent(parent_pid: int) -> None:
     """In a worker: end when the writer is gone (killed with -9, its workers would otherwise wait forever)."""
+
     def watch() -> None:
         while os.getppid() == parent_pid:
             time.sleep(0.2)

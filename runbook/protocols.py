@@ -1,6 +1,7 @@
 """The three protocols the layers meet at: a Memory (what a method is), a Policy (what picks the agent's next
 call) and a Sandbox (where the agent's calls run). The types they name are imported for the type checker only, so
 this module sits at the bottom of the layers and every layer can implement or use them."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,8 +39,7 @@ class Policy(Protocol):
 
     name: str
 
-    def next(self, messages: list[Message], tools: list[ToolSpec]) -> Message:
-        ...
+    def next(self, messages: list[Message], tools: list[ToolSpec]) -> Message: ...
 
 
 @runtime_checkable

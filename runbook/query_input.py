@@ -1,4 +1,5 @@
 """What every query checks before any work: a question with words in it, and an image that is an image."""
+
 from __future__ import annotations
 
 import os
@@ -10,8 +11,7 @@ from .images import NotAnImage, verify_image
 def check_query(question: str, image: str | os.PathLike | None = None) -> tuple[str, str | None]:
     """(question, image path) when both can be asked; QueryError saying what is wrong and what to do otherwise."""
     if not isinstance(question, str) or not question.strip():
-        raise QueryError('the question is empty: ask something, e.g. runbook query "Where is the Bestsellers '
-                         'report?"')
+        raise QueryError('the question is empty: ask something, e.g. runbook query "Where is the Bestsellers report?"')
     if image is None:
         return question, None
     path = os.fspath(image)

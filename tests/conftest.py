@@ -1,4 +1,5 @@
 """Shared fixtures: small real-shaped trajectories written by the tests, and the path of the shared data."""
+
 from __future__ import annotations
 
 import json
@@ -13,15 +14,30 @@ from runbook.trajectory import State, Trajectory
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
-def make_trajectory(tid: str = "t-1", n: int = 3, *, site: str = "shop", goal: str = "Find the price",
-                    start: int = 0, texts: list[str] | None = None, outcome: str = "success (reward 1.0)") -> Trajectory:
+def make_trajectory(
+    tid: str = "t-1",
+    n: int = 3,
+    *,
+    site: str = "shop",
+    goal: str = "Find the price",
+    start: int = 0,
+    texts: list[str] | None = None,
+    outcome: str = "success (reward 1.0)",
+) -> Trajectory:
     states = []
     for i in range(n):
-        states.append(State(index=i, url=f"http://localhost:7770/page/{i}", title=f"Page {i}",
-                            text=(texts[i] if texts else f"RootWebArea 'Page {i}'\n\t[1{i}] link 'Item {i}'"),
-                            action=f"click('1{i}')" if i < n - 1 else "send_msg_to_user('done')",
-                            action_error="TimeoutError: Locator.click" if i == 1 else "",
-                            thought=f"step {i}\nsecond line", timestamp=f"2025-12-16T06:{start + i:02d}:00.000Z"))
+        states.append(
+            State(
+                index=i,
+                url=f"http://localhost:7770/page/{i}",
+                title=f"Page {i}",
+                text=(texts[i] if texts else f"RootWebArea 'Page {i}'\n\t[1{i}] link 'Item {i}'"),
+                action=f"click('1{i}')" if i < n - 1 else "send_msg_to_user('done')",
+                action_error="TimeoutError: Locator.click" if i == 1 else "",
+                thought=f"step {i}\nsecond line",
+                timestamp=f"2025-12-16T06:{start + i:02d}:00.000Z",
+            )
+        )
     return Trajectory(id=tid, states=states, goal=goal, site=site, start_url=states[0].url, outcome=outcome)
 
 
@@ -39,9 +55,11 @@ def sandbox_missing(what: str) -> None:
     """Fail (the default, and always in CI) or skip when `what` sandbox prerequisite is missing."""
     allowed = os.environ.get(ALLOW_SKIP_ENV) == "1" and os.environ.get("CI", "").lower() != "true"
     if not allowed:
-        pytest.fail(f"{what}. The sandbox tests must run: start the engine with "
-                    f"`eval \"$(bash scripts/docker-engine.sh)\"`, install bubblewrap and debootstrap "
-                    f"(bash scripts/install.sh), or set {ALLOW_SKIP_ENV}=1 to skip them on this machine")
+        pytest.fail(
+            f"{what}. The sandbox tests must run: start the engine with "
+            f'`eval "$(bash scripts/docker-engine.sh)"`, install bubblewrap and debootstrap '
+            f"(bash scripts/install.sh), or set {ALLOW_SKIP_ENV}=1 to skip them on this machine"
+        )
     pytest.skip(what)
 
 

@@ -1,18 +1,22 @@
 """Token counting works offline and matches tiktoken; budgets parse; cuts keep the head and say what was elided."""
+
 from __future__ import annotations
 
 import subprocess
 import sys
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from runbook.budget import count_tokens, head_and_tail, parse_budget, truncate_to_tokens
 from runbook.errors import BudgetError
 
 
-@pytest.mark.parametrize("text,expected", [("8k", 8000), ("8000", 8000), ("1.5k", 1500), ("32K", 32000),
-                                           (" 2k ", 2000), ("1m", 1_000_000), (500, 500)])
+@pytest.mark.parametrize(
+    "text,expected",
+    [("8k", 8000), ("8000", 8000), ("1.5k", 1500), ("32K", 32000), (" 2k ", 2000), ("1m", 1_000_000), (500, 500)],
+)
 def test_parse_budget(text, expected):
     assert parse_budget(text) == expected
 
@@ -31,10 +35,12 @@ def test_counts_are_real_cl100k_counts():
 
 
 def test_encoding_loads_without_network(tmp_path):
-    code = ("import socket\n"
-            "def refuse(*a, **k): raise OSError('network disabled in this test')\n"
-            "socket.socket.connect = refuse\nsocket.create_connection = refuse\n"
-            "from runbook.budget import count_tokens\nprint(count_tokens('hello world'))")
+    code = (
+        "import socket\n"
+        "def refuse(*a, **k): raise OSError('network disabled in this test')\n"
+        "socket.socket.connect = refuse\nsocket.create_connection = refuse\n"
+        "from runbook.budget import count_tokens\nprint(count_tokens('hello world'))"
+    )
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TIKTOKEN_CACHE_DIR": str(tmp_path / "cache")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -55,8 +61,31 @@ def test_head_and_tail_keeps_both_ends():
     assert count_tokens(cut) <= 200 and "line 0" in cut and "line 2999" in cut and f"{elided} tokens elided" in cut
 
 
-_PIECES = st.sampled_from(["\n", "\n\n", "\t", "\t\t", " ", "  ", "\r\n", "'", "[12]", "link", "Item", " 's",
-                           "3.5", "é", "\u2028", "\x1c", "!!", "StaticText", "\n\t\t[149] image 'X'", "$24.00", "you're"])
+_PIECES = st.sampled_from(
+    [
+        "\n",
+        "\n\n",
+        "\t",
+        "\t\t",
+        " ",
+        "  ",
+        "\r\n",
+        "'",
+        "[12]",
+        "link",
+        "Item",
+        " 's",
+        "3.5",
+        "é",
+        "\u2028",
+        "\x1c",
+        "!!",
+        "StaticText",
+        "\n\t\t[149] image 'X'",
+        "$24.00",
+        "you're",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)

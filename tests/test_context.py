@@ -1,9 +1,11 @@
 """Packing evidence into a budget and rendering it as markdown, JSON and LongMemEval-V2 items."""
+
 from __future__ import annotations
 
 import json
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from runbook.budget import IMAGE_TOKENS, count_tokens
 from runbook.context import EvidenceItem, pack
@@ -21,17 +23,22 @@ def test_items_in_order_until_budget_and_last_one_cut():
 
 
 @settings(max_examples=60, deadline=None)
-@given(budget=st.integers(min_value=20, max_value=3000),
-       sizes=st.lists(st.integers(min_value=0, max_value=900), min_size=0, max_size=8),
-       analysis_words=st.integers(min_value=0, max_value=800),
-       shots=st.lists(st.booleans(), min_size=8, max_size=8))
+@given(
+    budget=st.integers(min_value=20, max_value=3000),
+    sizes=st.lists(st.integers(min_value=0, max_value=900), min_size=0, max_size=8),
+    analysis_words=st.integers(min_value=0, max_value=800),
+    shots=st.lists(st.booleans(), min_size=8, max_size=8),
+)
 def test_pack_never_exceeds_the_budget(budget, sizes, analysis_words, shots):
-    items = [item(f"t{i}", "tok " * n, i, screenshot="screenshots/0001.png" if shots[i] else None)
-             for i, n in enumerate(sizes)]
+    items = [
+        item(f"t{i}", "tok " * n, i, screenshot="screenshots/0001.png" if shots[i] else None)
+        for i, n in enumerate(sizes)
+    ]
     ctx = pack("q", budget, items, analysis="because " * analysis_words)
     assert ctx.tokens <= budget
-    assert ctx.tokens == ctx.analysis_tokens + sum(count_tokens(i.render_text()) + (IMAGE_TOKENS if i.screenshot else 0)
-                                                   for i in ctx.items)
+    assert ctx.tokens == ctx.analysis_tokens + sum(
+        count_tokens(i.render_text()) + (IMAGE_TOKENS if i.screenshot else 0) for i in ctx.items
+    )
 
 
 def test_screenshot_dropped_before_text_is_cut():
@@ -64,18 +71,23 @@ def test_markdown_cites_every_item():
 def _rendered_tokens(ctx) -> int:
     """The tokens of the LongMemEval-V2 rendering, recounted from what a reader would be given."""
     parts = ctx.to_lme_items()
-    return sum(count_tokens(p["value"]) for p in parts if p["type"] == "text") + \
-        IMAGE_TOKENS * sum(1 for p in parts if p["type"] == "image")
+    return sum(count_tokens(p["value"]) for p in parts if p["type"] == "text") + IMAGE_TOKENS * sum(
+        1 for p in parts if p["type"] == "image"
+    )
 
 
 @settings(max_examples=200, deadline=None)
-@given(budget=st.integers(min_value=1, max_value=200),
-       sizes=st.lists(st.integers(min_value=0, max_value=300), min_size=0, max_size=5),
-       analysis_words=st.integers(min_value=0, max_value=300),
-       shots=st.lists(st.booleans(), min_size=5, max_size=5))
+@given(
+    budget=st.integers(min_value=1, max_value=200),
+    sizes=st.lists(st.integers(min_value=0, max_value=300), min_size=0, max_size=5),
+    analysis_words=st.integers(min_value=0, max_value=300),
+    shots=st.lists(st.booleans(), min_size=5, max_size=5),
+)
 def test_pack_never_exceeds_even_a_tiny_budget(budget, sizes, analysis_words, shots):
-    items = [item(f"t{i}", "tok " * n, i, screenshot="screenshots/0001.png" if shots[i] else None)
-             for i, n in enumerate(sizes)]
+    items = [
+        item(f"t{i}", "tok " * n, i, screenshot="screenshots/0001.png" if shots[i] else None)
+        for i, n in enumerate(sizes)
+    ]
     ctx = pack("q", budget, items, analysis="because " * analysis_words)
     assert ctx.tokens <= budget and _rendered_tokens(ctx) == ctx.tokens
     assert json.loads(ctx.to_json_text())["tokens"] <= budget

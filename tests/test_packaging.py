@@ -1,4 +1,5 @@
 """The declared dependencies are exactly what the code imports, and the sandbox's files ship inside the package."""
+
 from __future__ import annotations
 
 import ast
@@ -33,8 +34,11 @@ def _imported_modules() -> set[str]:
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 found.add(node.module.split(".")[0])
     sandbox_modules = {p.stem for p in PROGRAMS.glob("*.py")}  # imported by code that runs inside the sandbox
-    return {m for m in found if m not in sys.stdlib_module_names and m != "runbook" and m not in sandbox_modules
-            and m not in HARNESS_MODULES}
+    return {
+        m
+        for m in found
+        if m not in sys.stdlib_module_names and m != "runbook" and m not in sandbox_modules and m not in HARNESS_MODULES
+    }
 
 
 def _project() -> dict:
@@ -44,8 +48,7 @@ def _project() -> dict:
 def test_declared_dependencies_are_exactly_the_imported_ones():
     project = _project()
     required = {_requirement_name(spec) for spec in project["dependencies"]}
-    extras = {_requirement_name(spec) for group in project.get("optional-dependencies", {}).values()
-              for spec in group}
+    extras = {_requirement_name(spec) for group in project.get("optional-dependencies", {}).values() for spec in group}
     dists = packages_distributions()
     imported = set()
     for module in _imported_modules():
@@ -66,8 +69,12 @@ def test_no_dependency_needs_a_source_build_of_ripgrep():
 def test_sandbox_files_ship_as_package_data():
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     patterns = data["runbook.sandbox"]
-    shipped = {p.relative_to(PACKAGE / "sandbox").as_posix() for pattern in patterns
-               for p in (PACKAGE / "sandbox").glob(pattern) if p.is_file()}
+    shipped = {
+        p.relative_to(PACKAGE / "sandbox").as_posix()
+        for pattern in patterns
+        for p in (PACKAGE / "sandbox").glob(pattern)
+        if p.is_file()
+    }
     assert {"Dockerfile", "programs/search", "programs/show", "programs/rbk.py"} <= shipped
     assert not (ROOT / "tools").exists() and not (ROOT / "sandbox_image").exists()
 

@@ -1,4 +1,5 @@
 """check_query, and every Memory raising its QueryError before any work."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,8 +8,8 @@ from PIL import Image
 from runbook.errors import QueryError
 from runbook.ingest import insert_paths
 from runbook.memory import get_memory
-from runbook.query_input import check_query
 from runbook.pools import insert_listener
+from runbook.query_input import check_query
 from tests.conftest import make_trajectory, write_jsonl
 
 
@@ -27,8 +28,12 @@ def test_check_query_refuses_a_truncated_image(tmp_path):
 
 @pytest.mark.parametrize("method", ["c", "r", "bm25"])
 def test_every_memory_raises_a_typed_error(store, tmp_path, clean_env, method):
-    insert_paths(store, [write_jsonl(tmp_path / "a.jsonl", [make_trajectory("wa-1", 2)])],
-                 listeners=[insert_listener(store)], workers=1)
+    insert_paths(
+        store,
+        [write_jsonl(tmp_path / "a.jsonl", [make_trajectory("wa-1", 2)])],
+        listeners=[insert_listener(store)],
+        workers=1,
+    )
     memory = get_memory(method, store, **({"sandbox": "local"} if method == "c" else {}))
     with pytest.raises(QueryError, match="the question is empty"):
         memory.query("  ", budget=1000)

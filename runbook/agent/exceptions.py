@@ -12,6 +12,7 @@
 
 A bad key or an unknown model is not a stop: the policy raises runbook.errors.ConfigError, which the caller sees.
 """
+
 from __future__ import annotations
 
 from .types import Span

@@ -1,15 +1,16 @@
 """What a model policy is told: the store's layout, the tools (rendered from their specs), the strategy, the finish
 contract, and the first user message with the question and method R's recall for it."""
+
 from __future__ import annotations
 
 import ast
 import functools
 import textwrap
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..core.hits import Hit
-from .specs import MAX_SPAN_STATES, TOOL_SPECS
 from ..models.messages import ToolSpec
+from .specs import MAX_SPAN_STATES, TOOL_SPECS
 
 SYSTEM_PROMPT = """\
 You are the retrieval step of a long-term memory for web agents. A reader model will answer a question about a web
@@ -102,7 +103,7 @@ def rbk_guide() -> str:
         return RBK_FALLBACK
     lines = doc.splitlines()
     start = next((n for n, line in enumerate(lines) if line.strip().startswith("Examples")), None)
-    body = textwrap.dedent("\n".join(lines[start + 1:] if start is not None else lines)).strip("\n")
+    body = textwrap.dedent("\n".join(lines[start + 1 :] if start is not None else lines)).strip("\n")
     return textwrap.indent(body, "  ") or RBK_FALLBACK
 
 
@@ -115,8 +116,9 @@ def recall_lines(hits: Iterable[Hit], limit: int = RECALL_SHOWN) -> list[str]:
     return [hit.heading() + (f"\n    {hit.gist()}" if hit.gist() else "") for hit in list(hits)[:limit]]
 
 
-def user_prompt(question: str, *, overview: Iterable[str] = (), has_image: bool = False,
-                recall: Iterable[Hit] = ()) -> str:
+def user_prompt(
+    question: str, *, overview: Iterable[str] = (), has_image: bool = False, recall: Iterable[Hit] = ()
+) -> str:
     """The first user message: the question, whether an image comes with it, a few facts about the store, and
     method R's recall for the question."""
     parts = ["Question: " + " ".join(question.split())]

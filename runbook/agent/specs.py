@@ -9,12 +9,14 @@ specs (runbook.agent.prompts), so the three cannot drift apart.
     python(code)                                       Python 3 in the sandbox (cwd /scratch, `import rbk`)
     finish(analysis, spans, recall?)                   hand back the evidence: ends the loop
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.program_args import tool_args
 from ..models.messages import ToolSpec
 
 MAX_SPAN_STATES = 20
@@ -39,9 +41,33 @@ class Command:
         for key, option in self.options.items():
             if args.get(key) not in (None, ""):
                 value = args[key]
-                argv += [option, json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value)]
+                argv += [
+                    option,
+                    json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value),
+                ]
         tail = [str(args[key]) for key in self.positional if args.get(key) not in (None, "")]
         return argv + ["--", *tail] if self.positional else argv
+
+
+def program_command(program: str) -> Command:
+    """The Command of a tool that runs `program`, derived from the program's own argument list."""
+    args = tool_args(program)
+    return Command(
+        program,
+        flags={a.name: a.option for a in args if a.flags and a.kind is bool},
+        options={a.name: a.option for a in args if a.flags and a.kind is not bool},
+        positional=tuple(a.name for a in args if not a.flags),
+    )
+
+
+def program_parameters(program: str) -> dict[str, Any]:
+    """The JSON Schema of a tool that runs `program`: its tool arguments, the positional ones required."""
+    args = tool_args(program)
+    return {
+        "type": "object",
+        "properties": {a.name: a.json_schema() for a in args},
+        "required": [a.name for a in args if not a.flags and not a.optional],
+    }
 
 
 def _string(description: str = "", **extra: Any) -> dict[str, Any]:
@@ -58,8 +84,7 @@ def _flag(description: str = "") -> dict[str, Any]:
 
 _SPAN_SCHEMA = {
     "type": "object",
-    "properties": {"trajectory_id": {"type": "string"}, "start_state_index": _integer(),
-                   "end_state_index": _integer()},
+    "properties": {"trajectory_id": {"type": "string"}, "start_state_index": _integer(), "end_state_index": _integer()},
     "required": ["trajectory_id", "start_state_index", "end_state_index"],
 }
 
@@ -70,14 +95,9 @@ RECALL = ToolSpec(
     "hit names its id (n12, e34, s56), trajectory, states, time, url and a label (successful or failed run, latest "
     "or older view of a page). Start here; verify what matters with show or search. Ids you keep go in finish's "
     "`recall` list.",
-    {"type": "object",
-     "properties": {"query": _string("The question, or the key words of what you look for."),
-                    "notes": _integer("Strategy notes shown (3)."),
-                    "events": _integer("Events shown (5)."),
-                    "states": _integer("Page excerpts shown (10).")},
-     "required": ["query"]},
-    command=Command("recall", options={"notes": "--notes", "events": "--events", "states": "--states"},
-                    positional=("query",)))
+    program_parameters("recall"),
+    command=program_command("recall"),
+)
 
 SEARCH = ToolSpec(
     "search",
@@ -85,31 +105,9 @@ SEARCH = ToolSpec(
     "order (oldest first) grouped by state: `<trajectory id> state N @ time url`, then the matching lines (`L12:` "
     "page-text line, or the header field name: action, error, thought, ...). Use it to find where a name, value, "
     "page or error occurs; `count` shows where hits concentrate.",
-    {"type": "object",
-     "properties": {
-         "pattern": _string("ripgrep regex (a literal string with fixed=true)."),
-         "ignore_case": _flag(),
-         "fixed": _flag("Take the pattern literally."),
-         "field": _string("Only these fields, comma-separated: trajectory, state, time, url, title, action, error, "
-                          "thought, screenshot, text (the page)."),
-         "trajectory": _string("Only this trajectory id (a glob works)."),
-         "site": _string("Only trajectories of this site."),
-         "outcome": _string("success or failure."),
-         "since": _string("Only states at or after this ISO time prefix."),
-         "until": _string("Only states up to this ISO time prefix."),
-         "sort": _string("time (oldest first, default), newest first, or busiest first.",
-                         enum=["time", "newest", "count"]),
-         "max_results": _integer("Lines shown in all (40).", minimum=1),
-         "context": _integer("Lines of context around a hit."),
-         "summaries": _flag("Also search the summaries (goals, actions)."),
-         "count": _flag("Matching lines per trajectory and state instead.")},
-     "required": ["pattern"]},
-    command=Command("search", flags={"ignore_case": "--ignore-case", "fixed": "--fixed", "summaries": "--summaries",
-                                     "count": "--count"},
-                    options={k: f"--{k.replace('_', '-')}" for k in ("field", "trajectory", "site", "outcome",
-                                                                     "since", "until", "sort", "max_results",
-                                                                     "context")},
-                    positional=("pattern",)))
+    program_parameters("search"),
+    command=program_command("search"),
+)
 
 SHOW = ToolSpec(
     "show",
@@ -117,36 +115,28 @@ SHOW = ToolSpec(
     "(time, action, url, error). With `states` ('3', a span '3-5', a list '1,4-6', or 'last'): each state's header "
     "(time, url, title, action, error, thought) and page text. `grep` lists the states whose file matches a regular "
     "expression, with the matching lines.",
-    {"type": "object",
-     "properties": {
-         "trajectory_id": _string("Trajectory id (a unique prefix works)."),
-         "states": {"type": ["string", "integer"], "description": "'3', '3-5', '1,4-6' or 'last'."},
-         "grep": _string("Python regex a state must match."),
-         "ignore_case": _flag("grep ignores case."),
-         "context": _integer("grep: lines around each match."),
-         "lines": _string("Only these lines of each state file, 'A-B' (line numbers as search prints them)."),
-         "max_chars": _integer("Page text per state (default 12000 for one state, 4000 in a span; 0 for all)."),
-         "thoughts": _flag("Overview: add each state's thought.")},
-     "required": ["trajectory_id"]},
-    command=Command("show", flags={"ignore_case": "--ignore-case", "thoughts": "--thoughts"},
-                    options={"grep": "--grep", "context": "--context", "lines": "--lines",
-                             "max_chars": "--max-chars"},
-                    positional=("trajectory_id", "states")))
+    program_parameters("show"),
+    command=program_command("show"),
+)
 
 READ = ToolSpec(
     "read",
     "Print lines of any file in the store, with line numbers; a folder lists its entries. Paths are relative to the "
     "store, e.g. summaries/trajectories.tsv or summaries/actions.txt.",
-    {"type": "object",
-     "properties": {"path": _string(), "start_line": _integer(minimum=1), "end_line": _integer(minimum=1)},
-     "required": ["path"]})
+    {
+        "type": "object",
+        "properties": {"path": _string(), "start_line": _integer(minimum=1), "end_line": _integer(minimum=1)},
+        "required": ["path"],
+    },
+)
 
 PYTHON = ToolSpec(
     "python",
     "Run Python 3 code in the sandbox and print its output. The store is read-only at os.environ['RUNBOOK_STORE_DIR'] "
     "(catalog.sqlite can be queried with sqlite3); the working folder /scratch is writable; `import rbk` gives "
     "helpers for reading states. Print what you need to see.",
-    {"type": "object", "properties": {"code": _string()}, "required": ["code"]})
+    {"type": "object", "properties": {"code": _string()}, "required": ["code"]},
+)
 
 FINISH = ToolSpec(
     "finish",
@@ -154,10 +144,16 @@ FINISH = ToolSpec(
     "where, which value is the latest, and whether the question's premise is wrong. `spans`: the states that show "
     f"it, most important first, at most {MAX_SPAN_STATES} states in all (indices inclusive). `recall`: ids of recall "
     "hits (n12, e34, s56) to keep as evidence too, most important first.",
-    {"type": "object",
-     "properties": {"analysis": _string(), "spans": {"type": "array", "items": _SPAN_SCHEMA},
-                    "recall": {"type": "array", "items": _string()}},
-     "required": ["analysis", "spans"]})
+    {
+        "type": "object",
+        "properties": {
+            "analysis": _string(),
+            "spans": {"type": "array", "items": _SPAN_SCHEMA},
+            "recall": {"type": "array", "items": _string()},
+        },
+        "required": ["analysis", "spans"],
+    },
+)
 
 TOOL_SPECS: list[ToolSpec] = [RECALL, SEARCH, SHOW, READ, PYTHON, FINISH]
 
@@ -165,7 +161,11 @@ PLAN = ToolSpec(
     "plan",
     "The offline planner's one call: scan every state for the question, choose the states its kind needs, read them "
     "(runbook.core.plan; JSON lines: the choice, the scan, the details).",
-    {"type": "object", "properties": {"request": {"type": "object", "description": "A PlanRequest."}},
-     "required": ["request"]},
-    command=Command("rbplan", options={"request": "--request"}))
+    {
+        "type": "object",
+        "properties": {"request": {"type": "object", "description": "A PlanRequest."}},
+        "required": ["request"],
+    },
+    command=Command("rbplan", options={"request": "--request"}),
+)
 """Not shown to model policies: a policy that uses it lists it in its `extra_tools`."""

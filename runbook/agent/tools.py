@@ -4,18 +4,20 @@ sandbox command a call becomes, and which states the agent has looked at.
 A malformed call (unknown tool, missing or mistyped argument, bad JSON) is not run: its ToolResult carries `error`
 and the message the policy reads says what to fix.
 """
+
 from __future__ import annotations
 
 import json
 import re
 import shlex
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import SandboxError
+from ..models.messages import ToolCall, ToolResult, ToolSpec
 from .exceptions import Finished
 from .specs import MAX_SPAN_STATES, TOOL_SPECS
-from ..models.messages import ToolCall, ToolResult, ToolSpec
 from .types import Span
 
 DEFAULT_READ_LINES = 400
@@ -46,8 +48,14 @@ SpanCheck = Callable[[list[Span]], None]
 class ToolBox:
     """Runs tool calls in one sandbox, and remembers which states the agent has seen."""
 
-    def __init__(self, sandbox, *, call_seconds: float = 60.0, check_spans: SpanCheck | None = None,
-                 specs: list[ToolSpec] | None = None):
+    def __init__(
+        self,
+        sandbox,
+        *,
+        call_seconds: float = 60.0,
+        check_spans: SpanCheck | None = None,
+        specs: list[ToolSpec] | None = None,
+    ):
         self.sandbox = sandbox
         self.call_seconds = call_seconds
         self.check_spans = check_spans
@@ -64,8 +72,7 @@ class ToolBox:
         except ToolError as exc:
             return ToolResult(call.id, call.name, f"error: {exc}", exit_code=2, error=str(exc))
         try:
-            result = self.sandbox.exec(argv, timeout=min(self.call_seconds, timeout or self.call_seconds),
-                                       stdin=stdin)
+            result = self.sandbox.exec(argv, timeout=min(self.call_seconds, timeout or self.call_seconds), stdin=stdin)
         except SandboxError as exc:  # e.g. a python program too large to pass: the policy can change it
             message = f"the sandbox could not run this call: {exc}"
             return ToolResult(call.id, call.name, f"error: {message}", exit_code=2, error=message)
@@ -78,8 +85,10 @@ class ToolBox:
     def validate(self, call: ToolCall) -> dict[str, Any]:
         """The call's arguments checked against its spec (integers given as digits are accepted)."""
         if call.error:
-            raise ToolError(f"the arguments of {call.name!r} could not be parsed ({call.error}); send them as one "
-                            f"JSON object that matches the tool's schema")
+            raise ToolError(
+                f"the arguments of {call.name!r} could not be parsed ({call.error}); send them as one "
+                f"JSON object that matches the tool's schema"
+            )
         spec = next((s for s in self.specs if s.name == call.name), None)
         if spec is None:
             raise ToolError(f"there is no tool {call.name!r}; the tools are {', '.join(s.name for s in self.specs)}")
@@ -95,8 +104,10 @@ class ToolBox:
                 raise ToolError(f"span {span.to_json()} ends before it starts")
         total = sum(span.size for span in spans)
         if total > MAX_SPAN_STATES:
-            raise ToolError(f"the spans cover {total} states; at most {MAX_SPAN_STATES} are allowed: drop the least "
-                            f"important spans or shorten them, then call finish again")
+            raise ToolError(
+                f"the spans cover {total} states; at most {MAX_SPAN_STATES} are allowed: drop the least "
+                f"important spans or shorten them, then call finish again"
+            )
         if self.check_spans:
             self.check_spans(spans)
         recall = list(dict.fromkeys(str(r).strip() for r in args.get("recall") or []))
@@ -129,8 +140,9 @@ def check_value(value: Any, schema: dict[str, Any], where: str) -> Any:
         value = int(value)
     if "integer" in types and isinstance(value, float) and value.is_integer():
         value = int(value)
-    if types and not any(isinstance(value, _TYPES[t]) and not (t != "boolean" and isinstance(value, bool))
-                         for t in types):
+    if types and not any(
+        isinstance(value, _TYPES[t]) and not (t != "boolean" and isinstance(value, bool)) for t in types
+    ):
         raise ToolError(f"{where} must be {' or '.join(types)}, got {json.dumps(value)[:80]}")
     if "enum" in schema and value not in schema["enum"]:
         raise ToolError(f"{where} must be one of {', '.join(map(str, schema['enum']))}, got {json.dumps(value)[:80]}")
@@ -143,8 +155,9 @@ def check_value(value: Any, schema: dict[str, Any], where: str) -> Any:
     return value
 
 
-def command_for(name: str, args: dict[str, Any], specs: list[ToolSpec] = TOOL_SPECS
-                ) -> tuple[list[str] | str, str | None]:
+def command_for(
+    name: str, args: dict[str, Any], specs: list[ToolSpec] = TOOL_SPECS
+) -> tuple[list[str] | str, str | None]:
     """The sandbox command (argv or a bash line) and stdin that carry out one validated call."""
     if name == "read":
         return read_command(args["path"], args.get("start_line", 1), args.get("end_line")), None
@@ -178,11 +191,13 @@ def read_command(path: str, start: int, end: int | None) -> str:
     if end < start:
         raise ToolError(f"end_line {end} is before start_line {start}")
     quoted = shlex.quote(rel)
-    return (f'cd "$RUNBOOK_STORE_DIR" && f={quoted} && '
-            f'if [ -d "$f" ]; then ls -p "$f" | head -n 500; '
-            f'elif [ -f "$f" ]; then echo "[$f: lines {start}-{end} of $(wc -l < "$f")]"; '
-            f'awk -v a={start} -v b={end} \'NR>=a && NR<=b {{printf "%6d  %s\\n", NR, $0}} NR>b {{exit}}\' "$f"; '
-            f'else echo "no such file in the store: $f"; exit 1; fi')
+    return (
+        f'cd "$RUNBOOK_STORE_DIR" && f={quoted} && '
+        f'if [ -d "$f" ]; then ls -p "$f" | head -n 500; '
+        f'elif [ -f "$f" ]; then echo "[$f: lines {start}-{end} of $(wc -l < "$f")]"; '
+        f'awk -v a={start} -v b={end} \'NR>=a && NR<=b {{printf "%6d  %s\\n", NR, $0}} NR>b {{exit}}\' "$f"; '
+        f'else echo "no such file in the store: $f"; exit 1; fi'
+    )
 
 
 def store_relative(path: str) -> str:
@@ -190,12 +205,13 @@ def store_relative(path: str) -> str:
     rel = path.strip()
     for prefix in ("/store/", "$RUNBOOK_STORE_DIR/"):
         if rel.startswith(prefix):
-            rel = rel[len(prefix):]
+            rel = rel[len(prefix) :]
     if rel in ("", ".", "/store", "$RUNBOOK_STORE_DIR"):
         return "."
     if rel.startswith("/") or ".." in rel.split("/"):
-        raise ToolError(f"path {path!r} is outside the store: give a path relative to it, "
-                        f"e.g. summaries/trajectories.tsv")
+        raise ToolError(
+            f"path {path!r} is outside the store: give a path relative to it, e.g. summaries/trajectories.tsv"
+        )
     return rel
 
 

@@ -6,16 +6,18 @@ seconds, error), `nudge` when the policy answered without a tool call, `stop` (r
 `result` (what the caller made of it: items, tokens). Each line is flushed as it is written, so a transcript
 survives a crash up to its last step.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import RunbookError
 
@@ -32,7 +34,7 @@ def transcripts_dir() -> Path:
 
 def transcript_path(question: str, folder: str | os.PathLike | None = None) -> Path:
     """`<folder>/<UTC timestamp>-<slug of the question>.jsonl`."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     slug = re.sub(r"[^a-z0-9]+", "-", question.lower()).strip("-")[:48] or "query"
     return Path(folder or transcripts_dir()) / f"{stamp}-{slug}.jsonl"
 
@@ -55,7 +57,7 @@ class TranscriptWriter:
         if not self._fh.closed:
             self._fh.close()
 
-    def __enter__(self) -> "TranscriptWriter":
+    def __enter__(self) -> TranscriptWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -67,8 +69,10 @@ def latest_transcript(folder: str | os.PathLike | None = None) -> Path:
     base = Path(folder) if folder else transcripts_dir()
     found = sorted(base.glob("*.jsonl")) if base.is_dir() else []
     if not found:
-        raise RunbookError(f"no transcripts in {base}: run a query with method c first (`runbook query ...`), "
-                           f"or pass a transcript's path")
+        raise RunbookError(
+            f"no transcripts in {base}: run a query with method c first (`runbook query ...`), "
+            f"or pass a transcript's path"
+        )
     return found[-1]
 
 
@@ -76,8 +80,9 @@ def read_transcript(path: str | os.PathLike) -> list[dict[str, Any]]:
     """The records of a transcript file; a torn last line (a crash mid-write) is skipped."""
     path = Path(path)
     if not path.is_file():
-        raise RunbookError(f"no transcript at {path}; transcripts are written to {transcripts_dir()} "
-                           f"(set {ENV_DIR} to change that)")
+        raise RunbookError(
+            f"no transcript at {path}; transcripts are written to {transcripts_dir()} (set {ENV_DIR} to change that)"
+        )
     records = []
     lines = path.read_text(encoding="utf-8").splitlines()
     for number, line in enumerate(lines, 1):
@@ -108,8 +113,10 @@ def render_replay(records: list[dict[str, Any]], options: ReplayOptions | None =
         at = f"[{rec.get('t', 0):7.2f}s]"
         if kind == "start":
             yield f"{at} question: {rec.get('question')}"
-            yield (f"           policy {rec.get('policy')} model {rec.get('model') or '-'}  "
-                   f"limits {_compact(rec.get('limits'))}")
+            yield (
+                f"           policy {rec.get('policy')} model {rec.get('model') or '-'}  "
+                f"limits {_compact(rec.get('limits'))}"
+            )
         elif kind == "assistant":
             usage = rec.get("usage") or {}
             tokens = f"{usage.get('input_tokens', 0)}+{usage.get('output_tokens', 0)} tokens" if usage else "no usage"
@@ -117,8 +124,9 @@ def render_replay(records: list[dict[str, Any]], options: ReplayOptions | None =
             if rec.get("text"):
                 yield _indent(rec["text"], "    says: ")
             for call in rec.get("tool_calls", []):
-                yield f"    call {call.get('name')}({_compact(call.get('arguments'))})" + \
-                    (f"  !! {call['error']}" if call.get("error") else "")
+                yield f"    call {call.get('name')}({_compact(call.get('arguments'))})" + (
+                    f"  !! {call['error']}" if call.get("error") else ""
+                )
         elif kind == "tool":
             status = "error" if rec.get("error") else f"exit {rec.get('exit_code', 0)}"
             elided = f", {rec['elided_tokens']} tokens elided for the model" if rec.get("elided_tokens") else ""
@@ -127,8 +135,10 @@ def render_replay(records: list[dict[str, Any]], options: ReplayOptions | None =
         elif kind == "nudge":
             yield f"{at}   nudge: {rec.get('text')}"
         elif kind == "stop":
-            yield (f"{at} stop ({rec.get('kind')}): {rec.get('reason')}  steps {rec.get('steps')}, "
-                   f"tokens {rec.get('tokens')}, cost {rec.get('cost')}")
+            yield (
+                f"{at} stop ({rec.get('kind')}): {rec.get('reason')}  steps {rec.get('steps')}, "
+                f"tokens {rec.get('tokens')}, cost {rec.get('cost')}"
+            )
             if rec.get("analysis"):
                 yield _indent(rec["analysis"], "    analysis: ")
             for span in rec.get("spans") or []:

@@ -1,4 +1,5 @@
 """What one query gives the agent loop (the Task) and what the agent hands back (Spans)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -43,5 +44,8 @@ class Span:
         return self.end_state_index - self.start_state_index + 1
 
     def to_json(self) -> dict[str, Any]:
-        return {"trajectory_id": self.trajectory_id, "start_state_index": self.start_state_index,
-                "end_state_index": self.end_state_index}
+        return {
+            "trajectory_id": self.trajectory_id,
+            "start_state_index": self.start_state_index,
+            "end_state_index": self.end_state_index,
+        }

@@ -9,6 +9,7 @@ evidence (reader-free scores and the failure diagnosis), grading + scoring (read
 metrics (aggregated_metrics.json), run_folder (resumable run files), lafs, pareto; integrations.lme_v2 is the
 adapter that runs runbook inside LongMemEval-V2's own harness.
 """
+
 from .config import BenchConfig, MethodSpec, ReaderSpec, load_config
 from .report import build_report
 from .runner import RunOptions, run_bench

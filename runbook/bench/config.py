@@ -18,6 +18,7 @@ Written in TOML (see eval/dev.toml); relative paths start at the config file's f
 
     [judge]                                 # optional; by default the reader's model also judges
 """
+
 from __future__ import annotations
 
 import re
@@ -101,7 +102,7 @@ class BenchConfig:
     source: Path | None = None
     """The config file this came from."""
 
-    def points(self) -> list["RunPoint"]:
+    def points(self) -> list[RunPoint]:
         """Every (method, budget) pair, in config order."""
         return [RunPoint(self, spec, budget) for spec in self.methods for budget in (spec.budgets or self.budgets)]
 
@@ -142,11 +143,13 @@ def load_config(path: str | Path) -> BenchConfig:
     return config_from_dict(data, base=path.resolve().parent, name=path.stem, source=path)
 
 
-def config_from_dict(data: dict[str, Any], *, base: Path, name: str = "bench",
-                     source: Path | None = None) -> BenchConfig:
+def config_from_dict(
+    data: dict[str, Any], *, base: Path, name: str = "bench", source: Path | None = None
+) -> BenchConfig:
     where = str(source or "the bench config")
-    _known(data, {"name", "questions", "methods", "budgets", "reader", "judge", "runs_dir", "stores_dir", "jobs"},
-           where)
+    _known(
+        data, {"name", "questions", "methods", "budgets", "reader", "judge", "runs_dir", "stores_dir", "jobs"}, where
+    )
     questions = [_question_source(q, base, where) for q in _list(data, "questions", where)]
     methods = [_method(m, where) for m in _list(data, "methods", where)]
     if not questions or not methods:
@@ -155,12 +158,17 @@ def config_from_dict(data: dict[str, Any], *, base: Path, name: str = "bench",
     if len(set(labels)) != len(labels):
         raise ConfigError(f"{where}: method labels must differ, got {labels}")
     return BenchConfig(
-        name=str(data.get("name") or name), questions=questions, methods=methods,
+        name=str(data.get("name") or name),
+        questions=questions,
+        methods=methods,
         budgets=[parse_budget(b) for b in data.get("budgets", ["8k"])],
         reader=_model(data["reader"], ReaderSpec, where, "reader") if "reader" in data else None,
         judge=_model(data["judge"], ModelSpec, where, "judge") if "judge" in data else None,
-        runs_dir=base / data.get("runs_dir", "runs"), stores_dir=base / data.get("stores_dir", "stores"),
-        jobs=int(data.get("jobs", 1)), source=source)
+        runs_dir=base / data.get("runs_dir", "runs"),
+        stores_dir=base / data.get("stores_dir", "stores"),
+        jobs=int(data.get("jobs", 1)),
+        source=source,
+    )
 
 
 def _known(data: dict, keys: set[str], where: str) -> None:
@@ -194,9 +202,12 @@ def _method(value: Any, where: str) -> MethodSpec:
     if value["method"] not in METHODS:
         raise ConfigError(f"{where}: unknown method {value['method']!r}; choose one of {', '.join(METHODS)}")
     budgets = value.get("budgets")
-    return MethodSpec(label=str(value.get("label") or value["method"]), method=value["method"],
-                      options=dict(value.get("options") or {}),
-                      budgets=[parse_budget(b) for b in budgets] if budgets else None)
+    return MethodSpec(
+        label=str(value.get("label") or value["method"]),
+        method=value["method"],
+        options=dict(value.get("options") or {}),
+        budgets=[parse_budget(b) for b in budgets] if budgets else None,
+    )
 
 
 def _model(value: Any, kind: type, where: str, key: str):

@@ -14,6 +14,7 @@ Diagnosis, in AMemGym's spirit: WRITE (an evidence state is missing from the sto
 reached the context), UTILIZATION (it did, and the reader still scored 0), STALENESS (the context led with an
 older value).
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,10 @@ from dataclasses import asdict, dataclass
 from ..context import Context, EvidenceItem
 from .questions import Question, StateRef
 
-_PREMISE = re.compile(r"premise|found in no stored state|never written|no stored state matches|does not exist|"
-                      r"doesn t exist|no such|not found anywhere|never appears")
+_PREMISE = re.compile(
+    r"premise|found in no stored state|never written|no stored state matches|does not exist|"
+    r"doesn t exist|no such|not found anywhere|never appears"
+)
 
 
 SUMMARY_KINDS = ("note", "summary")
@@ -115,5 +118,9 @@ def diagnose(scores: ContextScores, *, missing_states: int, reader_score: float 
     utilization = None
     if reader_score is not None and reached is not None:
         utilization = bool(reached) and reader_score <= 0
-    return Diagnosis(write_failure=missing_states > 0, read_failure=read_failure,
-                     utilization_failure=utilization, staleness_failure=scores.stale_led)
+    return Diagnosis(
+        write_failure=missing_states > 0,
+        read_failure=read_failure,
+        utilization_failure=utilization,
+        staleness_failure=scores.stale_led,
+    )

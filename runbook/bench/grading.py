@@ -3,6 +3,7 @@
 As LongMemEval-V2's harness scores: rule functions see the last `\\boxed{}` of the reply, the judges see the whole
 reply and the extracted answer; an UNKNOWN answer (or an empty reply) scores 0 whatever the function says.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -37,8 +38,11 @@ class Grade:
         return self.memory_context_original_token_count > self.memory_context_token_count
 
     def to_json(self) -> dict:
-        return {**asdict(self), "score_bool": self.score > 0,
-                "memory_context_was_truncated": self.memory_context_was_truncated}
+        return {
+            **asdict(self),
+            "score_bool": self.score > 0,
+            "memory_context_was_truncated": self.memory_context_was_truncated,
+        }
 
 
 class Grader:
@@ -52,14 +56,26 @@ class Grader:
     def grade(self, question: Question, context: Context) -> Grade:
         domain = question.domain if question.domain in ("web", "enterprise") else None
         try:
-            answer = self.reader.answer(context, question=question.question, image=question.image,
-                                        max_context_tokens=self.max_context_tokens, domain=domain)
+            answer = self.reader.answer(
+                context,
+                question=question.question,
+                image=question.image,
+                max_context_tokens=self.max_context_tokens,
+                domain=domain,
+            )
         except ConfigError:
             raise  # a bad key or model name: every question would fail the same way
         except Exception as exc:  # a timeout or a server error after retries: this question scores 0
             return Grade("", "", False, 0.0, grade_error=f"reader: {type(exc).__name__}: {exc}")
-        grade = Grade(answer.response, answer.answer, is_unknown(answer.answer), 0.0, dict(answer.usage or {}),
-                      answer.original_tokens, answer.context_tokens)
+        grade = Grade(
+            answer.response,
+            answer.answer,
+            is_unknown(answer.answer),
+            0.0,
+            dict(answer.usage or {}),
+            answer.original_tokens,
+            answer.context_tokens,
+        )
         if grade.is_unknown or not answer.response.strip():
             return grade
         spec = parse_eval_spec(question.eval_function)
@@ -67,8 +83,13 @@ class Grader:
             grade.score = float(score_rule(spec, answer.response, question.answer, question.answer_phrases))
             return grade
         try:
-            verdict = self.judge.grade(spec.name, question=question.question, reference=question.answer,
-                                       response=answer.response, final_answer=answer.answer)
+            verdict = self.judge.grade(
+                spec.name,
+                question=question.question,
+                reference=question.answer,
+                response=answer.response,
+                final_answer=answer.answer,
+            )
         except ConfigError:
             raise
         except Exception as exc:
@@ -88,19 +109,32 @@ def build_grader(reader: ReaderSpec, judge: ModelSpec | None, settings=None) -> 
     base_url = reader.base_url or (settings.reader_base_url if provider == "openai" else None)
     model = reader.model or settings.reader_model
     if not provider or not (model or base_url):
-        raise ConfigError(HOW_TO_CONFIGURE.format(config_path=config_path()).replace(
-            "`runbook answer`", "A reader-scored bench") + "\nOr run it with --no-reader for reader-free scores.")
-    reader_client = chat_model(provider, model, settings, base_url=base_url,
-                               max_output_tokens=reader.max_output_tokens, timeout=reader.timeout)
+        raise ConfigError(
+            HOW_TO_CONFIGURE.format(config_path=config_path()).replace("`runbook answer`", "A reader-scored bench")
+            + "\nOr run it with --no-reader for reader-free scores."
+        )
+    reader_client = chat_model(
+        provider, model, settings, base_url=base_url, max_output_tokens=reader.max_output_tokens, timeout=reader.timeout
+    )
     judge_spec = judge or ModelSpec(provider, model, base_url, reader.max_output_tokens, reader.timeout)
-    judge_client = chat_model(judge_spec.provider or provider, judge_spec.model or model, settings,
-                              base_url=judge_spec.base_url or base_url,
-                              max_output_tokens=judge_spec.max_output_tokens, timeout=judge_spec.timeout)
-    return Grader(Reader(reader_client, domain=reader.domain, images=reader.images), Judge(judge_client),
-                  max_context_tokens=reader.memory_context_max_tokens)
+    judge_client = chat_model(
+        judge_spec.provider or provider,
+        judge_spec.model or model,
+        settings,
+        base_url=judge_spec.base_url or base_url,
+        max_output_tokens=judge_spec.max_output_tokens,
+        timeout=judge_spec.timeout,
+    )
+    return Grader(
+        Reader(reader_client, domain=reader.domain, images=reader.images),
+        Judge(judge_client),
+        max_context_tokens=reader.memory_context_max_tokens,
+    )
 
 
 def model_names(grader: Grader) -> dict[str, str | None]:
     """The reader's and the judge's model names, for a run's config.json."""
-    return {"reader_model": getattr(grader.reader.client, "model", None),
-            "judge_model": getattr(grader.judge.client, "model", None)}
+    return {
+        "reader_model": getattr(grader.reader.client, "model", None),
+        "judge_model": getattr(grader.judge.client, "model", None),
+    }

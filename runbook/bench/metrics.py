@@ -5,15 +5,20 @@ Harness fields (`overall.overall_full_set`, `overall.overall_non_abstention_only
 accuracy fields are null when the run had no reader. runbook's own: `reader_free` (context scores), `diagnostics`
 (READ / UTILIZATION / STALENESS / write failures) and `memory_cost` (tool calls, model tokens, cost).
 """
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Iterable
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
 
 NON_ABSTENTION = ["static", "dynamic", "procedure", "gotchas"]
 ABSTENTION = ["static-abs", "dynamic-abs", "procedure-abs"]
-COMBINED = {"static": ("static", "static-abs"), "dynamic": ("dynamic", "dynamic-abs"),
-            "procedure": ("procedure", "procedure-abs")}
+COMBINED = {
+    "static": ("static", "static-abs"),
+    "dynamic": ("dynamic", "dynamic-abs"),
+    "procedure": ("procedure", "procedure-abs"),
+}
 READER_FREE = ["answer_phrases", "evidence", "evidence_share", "stale_led", "premise_flagged"]
 DIAGNOSES = ["write_failure", "read_failure", "utilization_failure", "staleness_failure"]
 
@@ -30,9 +35,13 @@ def latency_summary(seconds: list[float]) -> dict[str, float | None]:
     n = len(ordered)
     if not n:
         return {k: None for k in ("avg_seconds", "p50_seconds", "p95_seconds", "max_seconds")} | {"total_seconds": 0}
-    return {"avg_seconds": sum(ordered) / n, "p50_seconds": ordered[n // 2],
-            "p95_seconds": ordered[min(n - 1, int(0.95 * n))], "max_seconds": ordered[-1],
-            "total_seconds": sum(ordered)}
+    return {
+        "avg_seconds": sum(ordered) / n,
+        "p50_seconds": ordered[n // 2],
+        "p95_seconds": ordered[min(n - 1, int(0.95 * n))],
+        "max_seconds": ordered[-1],
+        "total_seconds": sum(ordered),
+    }
 
 
 def _breakdown(rows: list[dict]) -> dict[str, Any]:
@@ -41,8 +50,12 @@ def _breakdown(rows: list[dict]) -> dict[str, Any]:
     unknown = sum(1 for r in rows if r.get("is_unknown"))
     correct = sum(1 for r in rows if r.get("score_bool") and not r.get("is_unknown"))
     n = len(rows)
-    return {"count": n, "pct_correct": correct / n, "pct_answered_wrong": (n - correct - unknown) / n,
-            "pct_unknown": unknown / n}
+    return {
+        "count": n,
+        "pct_correct": correct / n,
+        "pct_answered_wrong": (n - correct - unknown) / n,
+        "pct_unknown": unknown / n,
+    }
 
 
 def _accuracy(records: list[dict]) -> dict[str, Any]:
@@ -51,17 +64,20 @@ def _accuracy(records: list[dict]) -> dict[str, Any]:
     abst = [r for r in graded if r["is_abstention_problem"]]
     by = lambda rows, cat: [r for r in rows if r["category"] == cat]  # noqa: E731
     return {
-        "overall": {"overall_full_set": mean(r["score"] for r in graded),
-                    "overall_non_abstention_only": mean(r["score"] for r in non_abst),
-                    "overall_abstention_only": mean(r["score"] for r in abst),
-                    "count_all_questions": len(records), "count_non_abstention": sum(
-                        1 for r in records if not r["is_abstention_problem"]),
-                    "count_abstention": sum(1 for r in records if r["is_abstention_problem"]),
-                    "count_graded": len(graded)},
+        "overall": {
+            "overall_full_set": mean(r["score"] for r in graded),
+            "overall_non_abstention_only": mean(r["score"] for r in non_abst),
+            "overall_abstention_only": mean(r["score"] for r in abst),
+            "count_all_questions": len(records),
+            "count_non_abstention": sum(1 for r in records if not r["is_abstention_problem"]),
+            "count_abstention": sum(1 for r in records if r["is_abstention_problem"]),
+            "count_graded": len(graded),
+        },
         "non_abstention_by_category": {c: _breakdown(by(non_abst, c)) for c in NON_ABSTENTION},
         "abstention_by_category": {c: _breakdown(by(abst, c)) for c in ABSTENTION},
-        "combined_abstention_by_category": {c: _breakdown([r for r in graded if r["category"] in pair])
-                                            for c, pair in COMBINED.items()},
+        "combined_abstention_by_category": {
+            c: _breakdown([r for r in graded if r["category"] in pair]) for c, pair in COMBINED.items()
+        },
         "abstention_overall": _breakdown(abst),
     }
 
@@ -76,8 +92,10 @@ def _reader_free(records: list[dict]) -> dict[str, Any]:
         return out
 
     types = sorted({r["question_type"] for r in records})
-    return {**block(records), "by_question_type": {t: block([r for r in records if r["question_type"] == t])
-                                                   for t in types}}
+    return {
+        **block(records),
+        "by_question_type": {t: block([r for r in records if r["question_type"] == t]) for t in types},
+    }
 
 
 def _diagnostics(records: list[dict], store_write_failures: int) -> dict[str, Any]:
@@ -93,12 +111,18 @@ def _memory_cost(records: list[dict]) -> dict[str, Any]:
     costs = [r.get("memory") or {} for r in records]
     calls = [c.get("tool_calls") for c in costs if c.get("tool_calls") is not None]
     # input + output only: cached-token counts are part of the input already
-    tokens = [sum((c.get("model_tokens") or {}).get(k, 0) for k in ("input_tokens", "output_tokens"))
-              for c in costs if c.get("model_tokens")]
+    tokens = [
+        sum((c.get("model_tokens") or {}).get(k, 0) for k in ("input_tokens", "output_tokens"))
+        for c in costs
+        if c.get("model_tokens")
+    ]
     dollars = [c.get("cost") for c in costs if c.get("cost") is not None]
-    return {"tool_calls_total": sum(calls) if calls else None, "tool_calls_avg": mean(calls),
-            "model_tokens_total": sum(tokens) if tokens else None,
-            "cost_usd_total": sum(dollars) if dollars else None}
+    return {
+        "tool_calls_total": sum(calls) if calls else None,
+        "tool_calls_avg": mean(calls),
+        "model_tokens_total": sum(tokens) if tokens else None,
+        "cost_usd_total": sum(dollars) if dollars else None,
+    }
 
 
 def aggregate(records: list[dict], *, store_write_failures: int = 0) -> dict[str, Any]:
@@ -111,16 +135,23 @@ def aggregate(records: list[dict], *, store_write_failures: int = 0) -> dict[str
     final = [r.get("memory_context_token_count", 0) for r in records]
     return {
         **_accuracy(records),
-        "tokens": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-                   "avg_prompt_tokens": prompt / n if n else None,
-                   "avg_completion_tokens": completion / n if n else None},
-        "memory_context": {"avg_original_tokens": mean(original), "avg_final_tokens": mean(final),
-                           "num_truncated_sequences": sum(1 for r in records if r.get("memory_context_was_truncated"))},
+        "tokens": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "avg_prompt_tokens": prompt / n if n else None,
+            "avg_completion_tokens": completion / n if n else None,
+        },
+        "memory_context": {
+            "avg_original_tokens": mean(original),
+            "avg_final_tokens": mean(final),
+            "num_truncated_sequences": sum(1 for r in records if r.get("memory_context_was_truncated")),
+        },
         "memory_query": latency_summary([r["memory_query_duration_seconds"] for r in records]),
         "reader_free": _reader_free(records),
         "diagnostics": _diagnostics(records, store_write_failures),
         "memory_cost": _memory_cost(records),
         "errors": sum(1 for r in records if r.get("error")),
         "grade_errors": sum(1 for r in records if r.get("grade_error")),
-        "completed_at_utc": datetime.now(timezone.utc).isoformat(),
+        "completed_at_utc": datetime.now(UTC).isoformat(),
     }

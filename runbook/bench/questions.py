@@ -8,6 +8,7 @@
 - `runbook generate` output: `questions.jsonl` beside `trajectories.jsonl`; the haystack is the whole file.
 Extra fields (`answer_phrases`, `evidence`, `stale_evidence`, `visual_only`) feed the reader-free scores.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -19,9 +20,15 @@ from typing import Any
 from ..errors import InputError
 
 TRAJECTORY_FILES = ("trajectories.jsonl", "trajectories.jsonl.gz", "trajectories.json")
-CATEGORIES = {"static-environment": "static", "static-environment-abs": "static-abs",
-              "dynamic-environment": "dynamic", "dynamic-environment-abs": "dynamic-abs",
-              "procedure": "procedure", "procedure-abs": "procedure-abs", "errors-gotchas": "gotchas"}
+CATEGORIES = {
+    "static-environment": "static",
+    "static-environment-abs": "static-abs",
+    "dynamic-environment": "dynamic",
+    "dynamic-environment-abs": "dynamic-abs",
+    "procedure": "procedure",
+    "procedure-abs": "procedure-abs",
+    "errors-gotchas": "gotchas",
+}
 """The harness's category of each question type (its per-type metrics use these names)."""
 ABSTENTION_EVAL = "llm_abstention_checker"
 
@@ -165,9 +172,13 @@ def _dev_questions(rows: list[dict], root: Path, path: Path) -> list[Question]:
         folder = root / str(name) if name else None
         source = _trajectory_file(folder) if folder and folder.is_dir() else None
         if source is None:
-            raise InputError(f"question {row.get('id')!r}: its set {name!r} names no folder with "
-                             f"trajectories.jsonl(.gz) beside the question file; neither is there a "
-                             f"trajectories file or a haystacks/ folder beside it", path=str(path), line=n)
+            raise InputError(
+                f"question {row.get('id')!r}: its set {name!r} names no folder with "
+                f"trajectories.jsonl(.gz) beside the question file; neither is there a "
+                f"trajectories file or a haystacks/ folder beside it",
+                path=str(path),
+                line=n,
+            )
         haystack = haystacks.setdefault(name, Haystack(source, name=name))
         questions.append(_question(row, haystack, folder, path))
     return questions
@@ -181,16 +192,28 @@ def _question(row: dict, haystack: Haystack, image_root: Path, path: Path) -> Qu
     text, image = row.get("question"), row.get("image")
     if isinstance(text, dict):  # the harness's runtime form
         text, image = text.get("text"), text.get("image") or image
-    for name, value in (("question", text), ("question_type", row.get("question_type")),
-                        ("eval_function", row.get("eval_function"))):
+    for name, value in (
+        ("question", text),
+        ("question_type", row.get("question_type")),
+        ("eval_function", row.get("eval_function")),
+    ):
         if not isinstance(value, str) or not value.strip():
             raise InputError(f"question {qid!r}: {name} must be a non-empty string", path=str(path), field=name)
     return Question(
-        id=qid, question_type=row["question_type"], question=text, answer=str(row.get("answer") or ""),
-        eval_function=row["eval_function"], haystack=haystack, image=_resolve(image, image_root),
-        domain=row.get("domain"), answer_phrases=list(row.get("answer_phrases") or []),
-        evidence=_refs(row.get("evidence")), stale_evidence=_refs(row.get("stale_evidence")),
-        visual_only=bool(row.get("visual_only")), set_name=str(row.get("set") or haystack.name))
+        id=qid,
+        question_type=row["question_type"],
+        question=text,
+        answer=str(row.get("answer") or ""),
+        eval_function=row["eval_function"],
+        haystack=haystack,
+        image=_resolve(image, image_root),
+        domain=row.get("domain"),
+        answer_phrases=list(row.get("answer_phrases") or []),
+        evidence=_refs(row.get("evidence")),
+        stale_evidence=_refs(row.get("stale_evidence")),
+        visual_only=bool(row.get("visual_only")),
+        set_name=str(row.get("set") or haystack.name),
+    )
 
 
 def _resolve(image: Any, root: Path) -> str | None:
@@ -201,5 +224,8 @@ def _resolve(image: Any, root: Path) -> str | None:
 
 
 def _refs(value: Any) -> list[StateRef]:
-    return [StateRef(str(e["trajectory_id"]), int(e["state_index"])) for e in value or []
-            if isinstance(e, dict) and "trajectory_id" in e and "state_index" in e]
+    return [
+        StateRef(str(e["trajectory_id"]), int(e["state_index"]))
+        for e in value or []
+        if isinstance(e, dict) and "trajectory_id" in e and "state_index" in e
+    ]

@@ -5,6 +5,7 @@ was reader-scored, otherwise the reader-free share of answerable questions whose
 context (`--score` picks explicitly). LAFS integrates that score over latency budgets; it is the leaderboard's
 number only for reader accuracy on LongMemEval-V2 itself.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,16 +39,25 @@ class RunSummary:
     def row(self) -> dict[str, Any]:
         m = self.metrics
         rf, diag, lat = m.get("reader_free", {}), m.get("diagnostics", {}), m.get("memory_query", {})
-        return {"run": self.metrics.get("name", self.folder.name), "questions": m.get("count"),
-                "accuracy": m.get("overall", {}).get("overall_full_set"), "answer_phrases": rf.get("answer_phrases"),
-                "evidence": rf.get("evidence"), "evidence_share": rf.get("evidence_share"),
-                "stale_led": rf.get("stale_led"), "premise_flagged": rf.get("premise_flagged"),
-                "p50_s": lat.get("p50_seconds"), "p95_s": lat.get("p95_seconds"),
-                "avg_tokens": m.get("memory_context", {}).get("avg_final_tokens"),
-                "read_failures": diag.get("read_failures"), "utilization_failures": diag.get("utilization_failures"),
-                "staleness_failures": diag.get("staleness_failures"),
-                "write_failures": diag.get("write_failures", 0) + diag.get("store_write_failures", 0),
-                "tool_calls_avg": m.get("memory_cost", {}).get("tool_calls_avg"), "errors": m.get("errors")}
+        return {
+            "run": self.metrics.get("name", self.folder.name),
+            "questions": m.get("count"),
+            "accuracy": m.get("overall", {}).get("overall_full_set"),
+            "answer_phrases": rf.get("answer_phrases"),
+            "evidence": rf.get("evidence"),
+            "evidence_share": rf.get("evidence_share"),
+            "stale_led": rf.get("stale_led"),
+            "premise_flagged": rf.get("premise_flagged"),
+            "p50_s": lat.get("p50_seconds"),
+            "p95_s": lat.get("p95_seconds"),
+            "avg_tokens": m.get("memory_context", {}).get("avg_final_tokens"),
+            "read_failures": diag.get("read_failures"),
+            "utilization_failures": diag.get("utilization_failures"),
+            "staleness_failures": diag.get("staleness_failures"),
+            "write_failures": diag.get("write_failures", 0) + diag.get("store_write_failures", 0),
+            "tool_calls_avg": m.get("memory_cost", {}).get("tool_calls_avg"),
+            "errors": m.get("errors"),
+        }
 
 
 @dataclass
@@ -96,8 +106,11 @@ def _summary(folder: Path) -> RunSummary | None:
         if not records:
             return None
         config = json.loads((folder / CONFIG).read_text())
-        metrics = {**aggregate(list({r["question_id"]: r for r in records}.values())), "name": config.get("name"),
-                   "count": len({r["question_id"] for r in records})}
+        metrics = {
+            **aggregate(list({r["question_id"]: r for r in records}.values())),
+            "name": config.get("name"),
+            "count": len({r["question_id"] for r in records}),
+        }
         label = f"{config.get('label') or folder.name} (running)"
     return RunSummary(label, folder, metrics) if metrics.get("count") else None
 
@@ -110,8 +123,12 @@ def build_report(paths: list[str | Path], score: str = "auto") -> Report:
         score = "accuracy" if all(r.value("accuracy") is not None for r in runs) else "phrases"
     if score not in SCORES:
         raise ConfigError(f"unknown score {score!r}: choose auto, {', '.join(SCORES)}")
-    points = [OperatingPoint(r.label, 100.0 * (r.value(score) or 0.0),
-                             max(r.metrics["memory_query"]["avg_seconds"] or 0.0, 1e-6)) for r in runs]
+    points = [
+        OperatingPoint(
+            r.label, 100.0 * (r.value(score) or 0.0), max(r.metrics["memory_query"]["avg_seconds"] or 0.0, 1e-6)
+        )
+        for r in runs
+    ]
     return Report(runs, score, points)
 
 
@@ -133,21 +150,45 @@ def table(report: Report):
     """
     from rich.table import Table
 
-    t = Table(title=f"score = {report.score_name} (%); failures: READ/UTIL/STALE/WRITE questions",
-              title_justify="left")
-    for name in ("run", "n", "score", "acc", "phrases", "evid", "stale", "premise", "avg lat", "p95", "tokens",
-                 "R/U/S/W", "front"):
+    t = Table(title=f"score = {report.score_name} (%); failures: READ/UTIL/STALE/WRITE questions", title_justify="left")
+    for name in (
+        "run",
+        "n",
+        "score",
+        "acc",
+        "phrases",
+        "evid",
+        "stale",
+        "premise",
+        "avg lat",
+        "p95",
+        "tokens",
+        "R/U/S/W",
+        "front",
+    ):
         t.add_column(name, justify="left" if name == "run" else "right", no_wrap=True)
     on_front = report.frontier_names()
     for run, point in sorted(zip(report.runs, report.points), key=lambda rp: -rp[1].accuracy):
         row = run.row()
-        failures = "/".join("-" if row[k] is None else str(row[k]) for k in
-                            ("read_failures", "utilization_failures", "staleness_failures", "write_failures"))
-        t.add_row(run.label, str(row["questions"]), f"{point.accuracy:.1f}", _pct(row["accuracy"]),
-                  _pct(row["answer_phrases"]), _pct(row["evidence"]), _pct(row["stale_led"]),
-                  _pct(row["premise_flagged"]), _seconds(run.metrics["memory_query"]["avg_seconds"]),
-                  _seconds(row["p95_s"]), "-" if row["avg_tokens"] is None else f"{row['avg_tokens']:.0f}",
-                  failures, "*" if point.name in on_front else "")
+        failures = "/".join(
+            "-" if row[k] is None else str(row[k])
+            for k in ("read_failures", "utilization_failures", "staleness_failures", "write_failures")
+        )
+        t.add_row(
+            run.label,
+            str(row["questions"]),
+            f"{point.accuracy:.1f}",
+            _pct(row["accuracy"]),
+            _pct(row["answer_phrases"]),
+            _pct(row["evidence"]),
+            _pct(row["stale_led"]),
+            _pct(row["premise_flagged"]),
+            _seconds(run.metrics["memory_query"]["avg_seconds"]),
+            _seconds(row["p95_s"]),
+            "-" if row["avg_tokens"] is None else f"{row['avg_tokens']:.0f}",
+            failures,
+            "*" if point.name in on_front else "",
+        )
     return t
 
 
@@ -159,10 +200,18 @@ def write_outputs(report: Report, out_dir: Path, *, chart: bool = True, tier: st
     files = {"csv": write_csv(out_dir / "pareto.csv", report.points, [r.row() for r in report.runs], tier)}
     if chart:
         questions = max(r.metrics.get("count") or 0 for r in report.runs)
-        title = (f"{report.score_name} vs average query latency - {len(report.runs)} runs, up to {questions} "
-                 f"questions; LAFS {report.lafs:.1f}")
-        note = ("Runs: " + report.score_name + " on their own question sets. Grey: LongMemEval-V2 " + tier
-                + " published reader accuracy (other questions), shown for reference only.")
-        files["png"] = draw_chart(out_dir / "pareto.png", report.points, score_name=report.score_name,
-                                  title=title, tier=tier, note=note)
+        title = (
+            f"{report.score_name} vs average query latency - {len(report.runs)} runs, up to {questions} "
+            f"questions; LAFS {report.lafs:.1f}"
+        )
+        note = (
+            "Runs: "
+            + report.score_name
+            + " on their own question sets. Grey: LongMemEval-V2 "
+            + tier
+            + " published reader accuracy (other questions), shown for reference only."
+        )
+        files["png"] = draw_chart(
+            out_dir / "pareto.png", report.points, score_name=report.score_name, title=title, tier=tier, note=note
+        )
     return files

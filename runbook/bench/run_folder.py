@@ -2,6 +2,7 @@
 where it stopped; a later record of a question replaces an earlier one) and `aggregated_metrics.json` (written when
 the run's questions are done).
 """
+
 from __future__ import annotations
 
 import json
@@ -9,9 +10,10 @@ import os
 import platform
 import shutil
 import threading
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .. import __version__
 from ..errors import ConfigError
@@ -27,13 +29,20 @@ IDENTITY = ("method", "options", "budget", "reader", "judge")
 
 def point_config(point: RunPoint, *, reader: dict | None, judge: dict | None) -> dict[str, Any]:
     """What config.json says about one run."""
-    return {"name": f"{point.config.name}/{point.slug}", "label": point.label, "method": point.spec.method,
-            "method_label": point.spec.label, "options": point.spec.options, "budget": point.budget,
-            "reader": reader, "judge": judge,
-            "question_sets": [str(q.path) for q in point.config.questions],
-            "config_file": str(point.config.source) if point.config.source else None,
-            "runbook_version": __version__, "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                                                     "machine": platform.machine()}}
+    return {
+        "name": f"{point.config.name}/{point.slug}",
+        "label": point.label,
+        "method": point.spec.method,
+        "method_label": point.spec.label,
+        "options": point.spec.options,
+        "budget": point.budget,
+        "reader": reader,
+        "judge": judge,
+        "question_sets": [str(q.path) for q in point.config.questions],
+        "config_file": str(point.config.source) if point.config.source else None,
+        "runbook_version": __version__,
+        "host": {"cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine()},
+    }
 
 
 def spec_json(spec) -> dict | None:
@@ -64,11 +73,17 @@ class RunFolder:
         if not path.exists() or not (self.folder / RECORDS).exists():
             return
         before = json.loads(path.read_text())
-        changed = [k for k in IDENTITY if json.loads(json.dumps(before.get(k), default=str))
-                   != json.loads(json.dumps(self.config.get(k), default=str))]
+        changed = [
+            k
+            for k in IDENTITY
+            if json.loads(json.dumps(before.get(k), default=str))
+            != json.loads(json.dumps(self.config.get(k), default=str))
+        ]
         if changed:
-            raise ConfigError(f"{self.folder} holds a run with another {', '.join(changed)}; pass --fresh to start "
-                              f"it over, or give the method another label")
+            raise ConfigError(
+                f"{self.folder} holds a run with another {', '.join(changed)}; pass --fresh to start "
+                f"it over, or give the method another label"
+            )
 
     def done(self, question_id: str) -> bool:
         """Answered without an error: a question whose query failed runs again when the run resumes."""
@@ -85,8 +100,13 @@ class RunFolder:
         """Aggregate the records of `question_ids` (in that order) into aggregated_metrics.json."""
         records = [self.records[q] for q in question_ids if q in self.records]
         metrics = aggregate(records, store_write_failures=store_write_failures) if records else {}
-        metrics.update(name=self.config["name"], label=self.config["label"], budget=self.config["budget"],
-                       method=self.config["method"], count=len(records))
+        metrics.update(
+            name=self.config["name"],
+            label=self.config["label"],
+            budget=self.config["budget"],
+            method=self.config["method"],
+            count=len(records),
+        )
         (self.folder / METRICS).write_text(json.dumps(metrics, indent=2, default=str) + "\n")
         return metrics
 

@@ -6,6 +6,7 @@ the wall time of `Memory.query` alone, as the harness times `query()`. With a re
 and graded too. Questions run `jobs` at a time; queries of a Memory that does not declare `concurrent_queries`
 still run one at a time (their latency would otherwise include the others' work), only the reader overlaps.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -14,7 +15,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -78,21 +79,25 @@ class RunResult:
     metrics: dict[str, Any]
 
 
-def run_bench(config: BenchConfig, options: RunOptions | None = None,
-              progress: Progress | None = None) -> list[RunResult]:
+def run_bench(
+    config: BenchConfig, options: RunOptions | None = None, progress: Progress | None = None
+) -> list[RunResult]:
     """Run the config's matrix; returns each run's aggregated metrics."""
     options = options or RunOptions()
     progress = progress or SilentProgress()
     questions = _questions(config, options)
-    points = [p for p in config.points() if not options.only
-              or p.spec.label in options.only or p.spec.method in options.only]
+    points = [
+        p for p in config.points() if not options.only or p.spec.label in options.only or p.spec.method in options.only
+    ]
     if not points:
         raise ConfigError(f"no method matches {options.only}; labels: {[m.label for m in config.methods]}")
     grader = build_grader(config.reader, config.judge) if config.reader and options.reader else None
     reader_json = {**spec_json(config.reader), **model_names(grader)} if grader else None
     judge_json = spec_json(config.judge) if grader else None
-    runs = {p.slug: RunFolder(p.folder, point_config(p, reader=reader_json, judge=judge_json), fresh=options.fresh)
-            for p in points}
+    runs = {
+        p.slug: RunFolder(p.folder, point_config(p, reader=reader_json, judge=judge_json), fresh=options.fresh)
+        for p in points
+    }
     write_failures: dict[str, int] = {}
     jobs = max(1, options.jobs or config.jobs)
     for haystack in dict.fromkeys(q.haystack for q in questions):
@@ -100,8 +105,9 @@ def run_bench(config: BenchConfig, options: RunOptions | None = None,
         pending = [p for p in points if any(not runs[p.slug].done(q.id) for q in asked)]
         # prepared even when every run is done: the write-failure count comes from the store's build
         progress.note(f"store for {haystack.name or haystack.source.name}")
-        ready = prepare_store(haystack, config.stores_dir, rebuild=options.rebuild_stores,
-                              workers=options.insert_workers)
+        ready = prepare_store(
+            haystack, config.stores_dir, rebuild=options.rebuild_stores, workers=options.insert_workers
+        )
         write_failures[haystack.name] = ready.write_failures
         for point in pending:
             run = runs[point.slug]
@@ -114,14 +120,16 @@ def run_bench(config: BenchConfig, options: RunOptions | None = None,
                 if hasattr(memory, "close"):
                     memory.close()  # e.g. method C's sandbox kept warm for the next query
     ids = [q.id for q in questions]
-    return [RunResult(p, runs[p.slug].folder,
-                      runs[p.slug].finish(ids, store_write_failures=sum(write_failures.values())))
-            for p in points]
+    return [
+        RunResult(p, runs[p.slug].folder, runs[p.slug].finish(ids, store_write_failures=sum(write_failures.values())))
+        for p in points
+    ]
 
 
 def _questions(config: BenchConfig, options: RunOptions) -> list[Question]:
-    sources = [(path, "small", None) for path in options.questions] or \
-              [(s.path, s.tier, s.limit) for s in config.questions]
+    sources = [(path, "small", None) for path in options.questions] or [
+        (s.path, s.tier, s.limit) for s in config.questions
+    ]
     out: list[Question] = []
     for path, tier, limit in sources:
         out += load_question_set(path, tier=tier, limit=options.limit or limit).questions
@@ -141,8 +149,16 @@ def _memory(point: RunPoint, ready: HaystackStore, folder: Path):
     return get_memory(point.spec.method, ready.store, **options)
 
 
-def _answer_all(todo: list[Question], memory, budget: int, ready: HaystackStore, grader: Grader | None,
-                run: RunFolder, progress: Progress, jobs: int) -> None:
+def _answer_all(
+    todo: list[Question],
+    memory,
+    budget: int,
+    ready: HaystackStore,
+    grader: Grader | None,
+    run: RunFolder,
+    progress: Progress,
+    jobs: int,
+) -> None:
     query_lock = contextlib.nullcontext() if getattr(memory, "concurrent_queries", False) else threading.Lock()
 
     def one(question: Question) -> None:
@@ -159,8 +175,9 @@ def _answer_all(todo: list[Question], memory, budget: int, ready: HaystackStore,
             future.result()  # re-raises a ConfigError (bad key, unknown model) from any question
 
 
-def answer_question(question: Question, memory, budget: int, ready: HaystackStore, grader: Grader | None,
-                    query_lock=None) -> dict[str, Any]:
+def answer_question(
+    question: Question, memory, budget: int, ready: HaystackStore, grader: Grader | None, query_lock=None
+) -> dict[str, Any]:
     """Query, score and (with a grader) answer one question: its per_question.jsonl record."""
     record = question_fields(question)
     started = time.perf_counter()
@@ -172,9 +189,16 @@ def answer_question(question: Question, memory, budget: int, ready: HaystackStor
     except (ConfigError, SandboxError):
         raise  # a missing key, model, engine or image: every question would fail the same way
     except Exception as exc:  # one failed query is a failed question, not a failed run
-        record.update(memory_query_duration_seconds=time.perf_counter() - started, memory_context=[],
-                      error=f"{type(exc).__name__}: {exc}", score=0.0 if grader else None, score_bool=False,
-                      is_unknown=False, memory_context_token_count=0, memory_context_original_token_count=0)
+        record.update(
+            memory_query_duration_seconds=time.perf_counter() - started,
+            memory_context=[],
+            error=f"{type(exc).__name__}: {exc}",
+            score=0.0 if grader else None,
+            score_bool=False,
+            is_unknown=False,
+            memory_context_token_count=0,
+            memory_context_original_token_count=0,
+        )
         return record
     record.update(context_fields(context, latency))
     scores = score_context(question, context)
@@ -182,32 +206,62 @@ def answer_question(question: Question, memory, budget: int, ready: HaystackStor
     if grade:
         record.update(grade.to_json())
     missing = ready.missing_states(question.evidence)
-    record.update(reader_free=scores.to_json(), missing_evidence_states=len(missing),
-                  diagnosis=diagnose(scores, missing_states=len(missing),
-                                     reader_score=grade.score if grade else None).to_json())
+    record.update(
+        reader_free=scores.to_json(),
+        missing_evidence_states=len(missing),
+        diagnosis=diagnose(scores, missing_states=len(missing), reader_score=grade.score if grade else None).to_json(),
+    )
     return record
 
 
 def question_fields(question: Question) -> dict[str, Any]:
-    return {"question_id": question.id, "question_type": question.question_type, "category": question.category,
-            "is_abstention_problem": question.is_abstention, "eval_function": question.eval_function,
-            "question_text": question.question, "question_image": question.image, "answer_gold": question.answer,
-            "set": question.set_name, "haystack": question.haystack.name, "score": None,
-            "timestamp_utc": datetime.now(timezone.utc).isoformat()}
+    return {
+        "question_id": question.id,
+        "question_type": question.question_type,
+        "category": question.category,
+        "is_abstention_problem": question.is_abstention,
+        "eval_function": question.eval_function,
+        "question_text": question.question,
+        "question_image": question.image,
+        "answer_gold": question.answer,
+        "set": question.set_name,
+        "haystack": question.haystack.name,
+        "score": None,
+        "timestamp_utc": datetime.now(UTC).isoformat(),
+    }
 
 
 def context_fields(context: Context, latency: float) -> dict[str, Any]:
     """The context as the harness records it, plus what it cites and what the query cost."""
     meta = context.meta or {}
-    return {"memory_query_duration_seconds": latency, "memory_context": context.to_lme_items(),
-            "memory_context_token_count": context.tokens, "memory_context_original_token_count": context.tokens,
-            "memory_context_was_truncated": False, "budget": context.budget, "analysis": context.analysis,
-            "citations": [{"trajectory_id": i.trajectory_id, "state_index": i.state_index,
-                           "end_state_index": i.end_state_index, "kind": i.kind, "label": i.label,
-                           "tokens": i.tokens} for i in context.items],
-            "memory": {"tool_calls": _tool_calls(meta.get("transcript")), "steps": meta.get("steps"),
-                       "model_tokens": meta.get("tokens_used"), "cost": meta.get("cost"), "stop": meta.get("stop"),
-                       "method_latency_s": round(context.latency_s, 4)}}
+    return {
+        "memory_query_duration_seconds": latency,
+        "memory_context": context.to_lme_items(),
+        "memory_context_token_count": context.tokens,
+        "memory_context_original_token_count": context.tokens,
+        "memory_context_was_truncated": False,
+        "budget": context.budget,
+        "analysis": context.analysis,
+        "citations": [
+            {
+                "trajectory_id": i.trajectory_id,
+                "state_index": i.state_index,
+                "end_state_index": i.end_state_index,
+                "kind": i.kind,
+                "label": i.label,
+                "tokens": i.tokens,
+            }
+            for i in context.items
+        ],
+        "memory": {
+            "tool_calls": _tool_calls(meta.get("transcript")),
+            "steps": meta.get("steps"),
+            "model_tokens": meta.get("tokens_used"),
+            "cost": meta.get("cost"),
+            "stop": meta.get("stop"),
+            "method_latency_s": round(context.latency_s, 4),
+        },
+    }
 
 
 def _tool_calls(transcript: str | None) -> int | None:

@@ -10,12 +10,14 @@ The rules follow the benchmark's `evaluation/qa_eval_metrics.py` (read, not copi
 - the prediction is the last `\\boxed{...}` of the reader's reply; UNKNOWN scores 0 whatever the function says.
 The LLM-judged functions (`llm_abstention_checker`, `llm_gotchas_checker`) live in runbook.models.judge.
 """
+
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ..errors import ConfigError
 from ..models.reader import UNKNOWN, extract_boxed
@@ -49,8 +51,14 @@ def _find(phrase: str, text: str, start: int = 0) -> re.Match | None:
     return re.compile(rf"\b{re.escape(phrase)}\b").search(text, start)
 
 
-def norm_phrase_set_match(prediction: Any, answer: Any, *, separators: Iterable[str] = DEFAULT_SEPARATORS,
-                          require_non_empty: bool = True, **_: Any) -> bool:
+def norm_phrase_set_match(
+    prediction: Any,
+    answer: Any,
+    *,
+    separators: Iterable[str] = DEFAULT_SEPARATORS,
+    require_non_empty: bool = True,
+    **_: Any,
+) -> bool:
     """Every gold phrase occurs, word-bounded, in the normalised prediction (any order)."""
     text, phrases = normalize(prediction), split_phrases(answer, separators)
     if require_non_empty and (not text or not phrases):
@@ -58,9 +66,14 @@ def norm_phrase_set_match(prediction: Any, answer: Any, *, separators: Iterable[
     return all(_find(p, text) for p in set(phrases))
 
 
-def norm_phrase_set_match_ordered(prediction: Any, answer: Any, *,
-                                  separators: Iterable[str] = DEFAULT_SEPARATORS,
-                                  require_non_empty: bool = True, **_: Any) -> bool:
+def norm_phrase_set_match_ordered(
+    prediction: Any,
+    answer: Any,
+    *,
+    separators: Iterable[str] = DEFAULT_SEPARATORS,
+    require_non_empty: bool = True,
+    **_: Any,
+) -> bool:
     """As norm_phrase_set_match, and each phrase is found after the previous one."""
     text, phrases = normalize(prediction), split_phrases(answer, separators)
     if require_non_empty and (not text or not phrases):
@@ -74,8 +87,9 @@ def norm_phrase_set_match_ordered(prediction: Any, answer: Any, *,
     return True
 
 
-def mc_choice_match(prediction: Any, answer: Any, *, strip_chars: str = ".", require_non_empty: bool = True,
-                    **_: Any) -> bool:
+def mc_choice_match(
+    prediction: Any, answer: Any, *, strip_chars: str = ".", require_non_empty: bool = True, **_: Any
+) -> bool:
     """One multiple-choice letter: the prediction's (first) boxed content, minus 'choice'/'option', equals it."""
     if prediction is None or answer is None:
         return False

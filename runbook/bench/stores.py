@@ -6,6 +6,7 @@ temporary folder (inserted in haystack order, with method R's pools) and renamed
 killed build is never reused. `bench.json` in the store records what the build inserted: the write-failure count
 the report shows comes from there and from checking each question's evidence states in the store.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -15,9 +16,9 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 import orjson
 
@@ -69,8 +70,9 @@ def _records(source: Path) -> Iterator[tuple[str, bytes, dict]]:
 
 def _screenshots(obj: dict) -> list[str]:
     states = obj.get("states") or obj.get("content") or []
-    shots = [s.get("screenshot") or (s.get("observation") or {}).get("screenshot") for s in states
-             if isinstance(s, dict)]
+    shots = [
+        s.get("screenshot") or (s.get("observation") or {}).get("screenshot") for s in states if isinstance(s, dict)
+    ]
     return [s for s in shots if isinstance(s, str) and s]
 
 
@@ -82,8 +84,10 @@ def haystack_trajectories(haystack: Haystack) -> list[tuple[str, bytes, dict]]:
     by_id = {r[0]: r for r in records}
     missing = [t for t in haystack.trajectory_ids if t not in by_id]
     if missing:
-        raise StoreError(f"haystack {haystack.name}: {len(missing)} trajectory id(s) are not in "
-                         f"{haystack.source}, e.g. {missing[:3]}")
+        raise StoreError(
+            f"haystack {haystack.name}: {len(missing)} trajectory id(s) are not in "
+            f"{haystack.source}, e.g. {missing[:3]}"
+        )
     return [by_id[t] for t in haystack.trajectory_ids]
 
 
@@ -101,8 +105,14 @@ def haystack_key(records: list[tuple[str, bytes, dict]], base_dir: Path) -> str:
 ProgressFn = Callable[[int, int], None]
 
 
-def prepare_store(haystack: Haystack, stores_dir: Path, *, progress: ProgressFn | None = None,
-                  rebuild: bool = False, workers: int | None = None) -> HaystackStore:
+def prepare_store(
+    haystack: Haystack,
+    stores_dir: Path,
+    *,
+    progress: ProgressFn | None = None,
+    rebuild: bool = False,
+    workers: int | None = None,
+) -> HaystackStore:
     """The store of `haystack` under `stores_dir`, built now if no finished one has its key."""
     records = haystack_trajectories(haystack)
     key = haystack_key(records, haystack.base_dir)
@@ -134,16 +144,27 @@ def _build(folder: Path, haystack: Haystack, records, progress: ProgressFn | Non
     if haystack.trajectory_ids is not None:
         source = _write_subset(folder.parent / f"{folder.name}.jsonl", records, haystack.base_dir)
     try:
-        report = insert_paths(store, [source], skip_invalid=True, progress=progress, workers=workers,
-                              listeners=[insert_listener(store)])
+        report = insert_paths(
+            store, [source], skip_invalid=True, progress=progress, workers=workers, listeners=[insert_listener(store)]
+        )
     finally:
         if source != haystack.source:
             source.unlink(missing_ok=True)
-    return {"haystack": haystack.name, "source": str(haystack.source), "expected": len(records),
-            "stored": len(store), "inserted": report.inserted, "unchanged": report.unchanged,
-            "refused": report.refused, "invalid": [str(e) for e in report.invalid],
-            "states": report.states, "tokens": report.tokens, "seconds": round(time.perf_counter() - start, 2),
-            "runbook": __version__, "built": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    return {
+        "haystack": haystack.name,
+        "source": str(haystack.source),
+        "expected": len(records),
+        "stored": len(store),
+        "inserted": report.inserted,
+        "unchanged": report.unchanged,
+        "refused": report.refused,
+        "invalid": [str(e) for e in report.invalid],
+        "states": report.states,
+        "tokens": report.tokens,
+        "seconds": round(time.perf_counter() - start, 2),
+        "runbook": __version__,
+        "built": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
 
 
 def _write_subset(path: Path, records, base_dir: Path) -> Path:

@@ -1,5 +1,6 @@
 """`check`: which backend would run, whether the engine and image are there, every limit the backend claims with
 its probe's verdict, every limit it cannot enforce here and why, and every agent tool run once."""
+
 from __future__ import annotations
 
 import tempfile
@@ -53,17 +54,25 @@ class CheckReport:
             return f"error: {self.error}"
         enforced = sum(limit.status == ENFORCED for limit in self.limits)
         missing = sorted({limit.key for limit in self.not_enforced})
-        head = (f"FAILED: {len(self.failed)} claimed limit(s) do not hold" if self.failed
-                else f"every claimed limit holds ({enforced} checks)")
+        head = (
+            f"FAILED: {len(self.failed)} claimed limit(s) do not hold"
+            if self.failed
+            else f"every claimed limit holds ({enforced} checks)"
+        )
         return head + (f"; NOT ENFORCED here: {', '.join(missing)}" if missing else "; nothing left unenforced")
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "passed": self.passed, "not_enforced": [limit.name for limit in self.not_enforced],
-                "verdict": self.verdict()}
+        return {
+            **asdict(self),
+            "passed": self.passed,
+            "not_enforced": [limit.name for limit in self.not_enforced],
+            "verdict": self.verdict(),
+        }
 
 
-def check_sandbox(name: str, store_path: str | Path, *, probes: list[Probe] | None = None,
-                  tools: bool = True) -> CheckReport:
+def check_sandbox(
+    name: str, store_path: str | Path, *, probes: list[Probe] | None = None, tools: bool = True
+) -> CheckReport:
     """Describe the host's sandbox set-up, then probe a sandbox of `name` (or the one auto picks) and run every
     agent tool once. `probes` replaces the full list (tests)."""
     from ..sandbox import get_sandbox
@@ -112,17 +121,38 @@ def sample_store(folder: Path) -> Path:
     """A store of one small trajectory, inserted as `runbook insert` does (with method R's pools), readable by the
     sandbox user."""
     import json
+
     from ..ingest import insert_paths
     from ..pools import insert_listener
     from ..store import Store
     from ..trajectory import State, Trajectory
-    states = [State(index=i, url=f"http://shop.example/page/{i}", title=f"Page {i}",
-                    text=f"RootWebArea 'Page {i}'\n\t[1{i}] link 'Item {i}'", action=f"click('1{i}')",
-                    timestamp=f"2025-01-01T00:0{i}:00.000Z") for i in range(3)]
+
+    states = [
+        State(
+            index=i,
+            url=f"http://shop.example/page/{i}",
+            title=f"Page {i}",
+            text=f"RootWebArea 'Page {i}'\n\t[1{i}] link 'Item {i}'",
+            action=f"click('1{i}')",
+            timestamp=f"2025-01-01T00:0{i}:00.000Z",
+        )
+        for i in range(3)
+    ]
     source = folder / "sample.jsonl"
     folder.mkdir(parents=True, exist_ok=True)
-    source.write_text(json.dumps(Trajectory(id=SAMPLE_ID, states=states, goal="Find the item", site="shop",
-                                            start_url=states[0].url, outcome="success").to_dict()) + "\n")
+    source.write_text(
+        json.dumps(
+            Trajectory(
+                id=SAMPLE_ID,
+                states=states,
+                goal="Find the item",
+                site="shop",
+                start_url=states[0].url,
+                outcome="success",
+            ).to_dict()
+        )
+        + "\n"
+    )
     store = Store(folder / "store", create=True)
     insert_paths(store, [source], workers=1, listeners=[insert_listener(store)])
     for path in [folder, *folder.rglob("*")]:
@@ -145,6 +175,7 @@ def arguments_for(spec) -> dict:
 def tools_with_commands() -> list:
     """The agent's tools that run a command in the sandbox (finish runs none), with the arguments to try."""
     from ..agent.tools import TOOL_SPECS, ToolError, command_for
+
     tools = []
     for spec in TOOL_SPECS:
         args = arguments_for(spec)
@@ -158,9 +189,10 @@ def tools_with_commands() -> list:
 
 def agent_tool_results(name: str, options: dict, folder: Path) -> list[LimitResult]:
     """Run every agent tool that runs a sandbox command once, through the ToolBox, as a query would."""
-    from ..sandbox import get_sandbox
     from ..agent.tools import ToolBox
     from ..models.messages import ToolCall
+    from ..sandbox import get_sandbox
+
     results = []
     store = sample_store(folder / "tools")
     with get_sandbox(name, store, **options) as box:
@@ -169,6 +201,12 @@ def agent_tool_results(name: str, options: dict, folder: Path) -> list[LimitResu
             result = toolbox.run(ToolCall(f"check-{tool}", tool, args))
             held = result.error is None and result.exit_code == 0
             seen = " ".join(result.output.split())[:200]
-            results.append(LimitResult("tools", f"agent tool {tool} runs", ENFORCED if held else FAILED,
-                                       f"{tool}({', '.join(args)}): exit {result.exit_code}: {seen}"))
+            results.append(
+                LimitResult(
+                    "tools",
+                    f"agent tool {tool} runs",
+                    ENFORCED if held else FAILED,
+                    f"{tool}({', '.join(args)}): exit {result.exit_code}: {seen}",
+                )
+            )
     return results

@@ -1,4 +1,5 @@
 """The `runbook` command: a thin click shell over the library. Each subcommand lives in its own module."""
+
 from __future__ import annotations
 
 import importlib
@@ -37,8 +38,15 @@ class RunbookGroup(click.Group):
 
 
 @click.group(cls=RunbookGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--store", "store_path", envvar="RUNBOOK_STORE", default=".runbook", show_default=True,
-              type=click.Path(file_okay=False), help="The store folder (env RUNBOOK_STORE).")
+@click.option(
+    "--store",
+    "store_path",
+    envvar="RUNBOOK_STORE",
+    default=".runbook",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="The store folder (env RUNBOOK_STORE).",
+)
 @click.version_option(package_name="runbook")
 @click.pass_context
 def main(ctx: click.Context, store_path: str) -> None:

@@ -1,4 +1,5 @@
 """`runbook answer`."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,8 @@ import click
 
 from ..budget import parse_budget
 from ..config import load_settings
-from ..models.reader import Reader
 from ..memory import get_memory
+from ..models.reader import Reader
 from ..query_input import check_query
 from ..store import Store
 from .options import evidence_options, memory_options
@@ -35,16 +36,28 @@ def answer(ctx, question, budget, method, policy, model, sandbox, image, as_json
     question, image = check_query(question, image)  # a bad question is reported before a missing reader
     reader = Reader.from_settings(load_settings())  # before the query: no reader, no point gathering evidence
     context = get_memory(method, Store(ctx.obj["store_path"]), **memory_options(policy, model, sandbox)).query(
-        question, budget=parse_budget(budget), image=image)
+        question, budget=parse_budget(budget), image=image
+    )
     result = reader.answer(context, image=image)
     if as_json:
-        click.echo(json.dumps({"question": question, "answer": result.answer, "response": result.response,
-                               "context": context.to_json()}, ensure_ascii=False))
+        click.echo(
+            json.dumps(
+                {
+                    "question": question,
+                    "answer": result.answer,
+                    "response": result.response,
+                    "context": context.to_json(),
+                },
+                ensure_ascii=False,
+            )
+        )
         return
     click.echo(f"answer: {result.answer}")
     click.echo(f"\nreader: {result.response.strip()}")
-    click.echo(f"\nevidence ({len(context.items)} items, {context.tokens:,} of {context.budget:,} tokens, "
-               f"{context.latency_s:.1f} s):")
+    click.echo(
+        f"\nevidence ({len(context.items)} items, {context.tokens:,} of {context.budget:,} tokens, "
+        f"{context.latency_s:.1f} s):"
+    )
     if context.analysis:
         click.echo(f"  analysis: {context.analysis}")
     for n, item in enumerate(context.items, 1):

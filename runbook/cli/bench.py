@@ -1,4 +1,5 @@
 """`runbook bench run` and `runbook bench report`: thin shells over runbook.bench."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,20 +23,38 @@ def bench() -> None:
 
 @bench.command("run")
 @click.argument("config", type=click.Path(exists=True, dir_okay=False))
-@click.option("--jobs", type=click.IntRange(1), default=None,
-              help="Questions at once (default: the config's jobs). Queries of a method that cannot run them at "
-                   "once still run one at a time.")
+@click.option(
+    "--jobs",
+    type=click.IntRange(1),
+    default=None,
+    help="Questions at once (default: the config's jobs). Queries of a method that cannot run them at "
+    "once still run one at a time.",
+)
 @click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N questions of each set.")
 @click.option("--only", multiple=True, help="Only this method (its label or registry name); repeatable.")
-@click.option("--questions", "question_files", multiple=True, type=click.Path(exists=True),
-              help="A question file (or LongMemEval-V2 data root) that replaces the config's; repeatable.")
+@click.option(
+    "--questions",
+    "question_files",
+    multiple=True,
+    type=click.Path(exists=True),
+    help="A question file (or LongMemEval-V2 data root) that replaces the config's; repeatable.",
+)
 @click.option("--fresh", is_flag=True, help="Start the selected runs over instead of resuming them.")
 @click.option("--no-reader", is_flag=True, help="Skip the config's reader: reader-free scores only.")
-@click.option("--memory-context-max-tokens", "max_context", type=click.IntRange(1), default=None,
-              help="Cut each context to this many tokens before the reader, as the harness does (whole items).")
+@click.option(
+    "--memory-context-max-tokens",
+    "max_context",
+    type=click.IntRange(1),
+    default=None,
+    help="Cut each context to this many tokens before the reader, as the harness does (whole items).",
+)
 @click.option("--rebuild-stores", is_flag=True, help="Build the haystack stores again even when one exists.")
-@click.option("--workers", type=click.IntRange(1), default=None,
-              help="Processes that stage trajectories when a store is built (default: 2, as for insert).")
+@click.option(
+    "--workers",
+    type=click.IntRange(1),
+    default=None,
+    help="Processes that stage trajectories when a store is built (default: 2, as for insert).",
+)
 def run(config, jobs, limit, only, question_files, fresh, no_reader, max_context, rebuild_stores, workers):
     """Run the bench CONFIG (TOML): every method at every budget over the question sets.
 
@@ -62,8 +81,16 @@ def run(config, jobs, limit, only, question_files, fresh, no_reader, max_context
     cfg = load_config(config)
     if max_context and cfg.reader:
         cfg.reader.memory_context_max_tokens = max_context
-    options = RunOptions(jobs=jobs, limit=limit, only=list(only), questions=[Path(q) for q in question_files],
-                         fresh=fresh, reader=not no_reader, rebuild_stores=rebuild_stores, insert_workers=workers)
+    options = RunOptions(
+        jobs=jobs,
+        limit=limit,
+        only=list(only),
+        questions=[Path(q) for q in question_files],
+        fresh=fresh,
+        reader=not no_reader,
+        rebuild_stores=rebuild_stores,
+        insert_workers=workers,
+    )
     console = Console(stderr=True)
     with _RichProgress(console) as progress:
         results = run_bench(cfg, options, progress)
@@ -75,12 +102,26 @@ def run(config, jobs, limit, only, question_files, fresh, no_reader, max_context
 
 @bench.command("report")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
-@click.option("--out", type=click.Path(file_okay=False), default=None,
-              help="Folder for pareto.png and pareto.csv (default: the first RUN folder).")
-@click.option("--score", type=click.Choice(["auto", "accuracy", "phrases", "evidence"]), default="auto",
-              show_default=True, help="auto: reader accuracy when every run has it, else answer phrases in context.")
-@click.option("--tier", type=click.Choice(["small", "medium"]), default="small", show_default=True,
-              help="Which published LongMemEval-V2 points to show and compute the LAFS gain against.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Folder for pareto.png and pareto.csv (default: the first RUN folder).",
+)
+@click.option(
+    "--score",
+    type=click.Choice(["auto", "accuracy", "phrases", "evidence"]),
+    default="auto",
+    show_default=True,
+    help="auto: reader accuracy when every run has it, else answer phrases in context.",
+)
+@click.option(
+    "--tier",
+    type=click.Choice(["small", "medium"]),
+    default="small",
+    show_default=True,
+    help="Which published LongMemEval-V2 points to show and compute the LAFS gain against.",
+)
 @click.option("--no-chart", is_flag=True, help="Table and CSV only (no matplotlib needed).")
 def report(runs, out, score, tier, no_chart):
     """Compare RUNS (run folders, or folders holding them): a table, a Pareto chart (PNG + CSV) and LAFS.
@@ -99,9 +140,11 @@ def report(runs, out, score, tier, no_chart):
 
     result = build_report(list(runs), score)
     _console().print(table(result))
-    click.echo(f"LAFS ({result.score_name}, 1-200 s): {result.lafs:.2f}; gain over the published LongMemEval-V2 "
-               f"{tier} frontier: {result.lafs_gain:+.2f}"
-               + ("" if result.score == "accuracy" else " (a reader-free score: not the leaderboard's number)"))
+    click.echo(
+        f"LAFS ({result.score_name}, 1-200 s): {result.lafs:.2f}; gain over the published LongMemEval-V2 "
+        f"{tier} frontier: {result.lafs_gain:+.2f}"
+        + ("" if result.score == "accuracy" else " (a reader-free score: not the leaderboard's number)")
+    )
     files = write_outputs(result, Path(out or runs[0]), chart=not no_chart, tier=tier)
     for kind, path in files.items():
         click.echo(f"{kind}: {path}")
@@ -123,8 +166,14 @@ class _RichProgress:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.console = console
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            console=console, disable=not console.is_terminal)
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=not console.is_terminal,
+        )
         self.tasks: dict[str, int] = {}
 
     def __enter__(self):

@@ -1,4 +1,5 @@
 """`runbook config`."""
+
 from __future__ import annotations
 
 import json
@@ -34,9 +35,15 @@ def show(as_json):
     """
     rows = load_settings().masked()
     if as_json:
-        click.echo(json.dumps({"config_file": str(config_path()),
-                               "settings": {name: {"value": value, "source": source}
-                                            for name, value, source in rows}}, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "config_file": str(config_path()),
+                    "settings": {name: {"value": value, "source": source} for name, value, source in rows},
+                },
+                indent=2,
+            )
+        )
         return
     path = config_path()
     click.echo(f"config file: {path}{'' if path.is_file() else ' (none)'}")

@@ -1,4 +1,5 @@
 """`runbook generate`: write a synthetic Acme Admin dataset (a thin wrapper over runbook.simulate)."""
+
 from __future__ import annotations
 
 import time
@@ -9,10 +10,20 @@ import click
 @click.command("generate")
 @click.argument("out_dir", type=click.Path(file_okay=False))
 @click.option("--seed", type=int, default=7, show_default=True, help="Seed of the world and the agents.")
-@click.option("--trajectories", "n", type=click.IntRange(1), default=200, show_default=True,
-              help="How many trajectories to record.")
-@click.option("--screenshots/--no-screenshots", default=True, show_default=True,
-              help="Render an 800x500 PNG per state (the slow part).")
+@click.option(
+    "--trajectories",
+    "n",
+    type=click.IntRange(1),
+    default=200,
+    show_default=True,
+    help="How many trajectories to record.",
+)
+@click.option(
+    "--screenshots/--no-screenshots",
+    default=True,
+    show_default=True,
+    help="Render an 800x500 PNG per state (the slow part).",
+)
 def generate(out_dir: str, seed: int, n: int, screenshots: bool) -> None:
     """Generate synthetic web-agent trajectories and questions with gold answers.
 
@@ -32,5 +43,7 @@ def generate(out_dir: str, seed: int, n: int, screenshots: bool) -> None:
     t = time.time()
     c = write_dataset(out_dir, seed=seed, n=n, screenshots=screenshots)
     kinds = ", ".join(f"{k} {v}" for k, v in c["by_type"].items())
-    click.echo(f"{c['trajectories']} trajectories, {c['states']} states, {c['screenshots']} screenshots, "
-               f"{c['questions']} questions ({kinds}) -> {out_dir} in {time.time() - t:.1f}s")
+    click.echo(
+        f"{c['trajectories']} trajectories, {c['states']} states, {c['screenshots']} screenshots, "
+        f"{c['questions']} questions ({kinds}) -> {out_dir} in {time.time() - t:.1f}s"
+    )

@@ -1,4 +1,5 @@
 """`runbook insert`."""
+
 from __future__ import annotations
 
 import sys
@@ -15,14 +16,27 @@ from ..store import Store
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--replace", is_flag=True, help="Overwrite a stored trajectory whose id now holds different content.")
-@click.option("--skip-invalid", is_flag=True,
-              help="Insert the valid trajectories and report each invalid one (the exit code is still non-zero).")
+@click.option(
+    "--skip-invalid",
+    is_flag=True,
+    help="Insert the valid trajectories and report each invalid one (the exit code is still non-zero).",
+)
 @click.option("--workers", type=int, default=None, help="Processes that render and count tokens (default: 2).")
-@click.option("--screenshot-root", type=click.Path(file_okay=False), default=None,
-              help="Screenshots must lie inside this folder instead of inside the folder of the file naming them.")
+@click.option(
+    "--screenshot-root",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Screenshots must lie inside this folder instead of inside the folder of the file naming them.",
+)
 @click.pass_context
-def insert(ctx: click.Context, paths: tuple[str, ...], replace: bool, skip_invalid: bool, workers: int | None,
-           screenshot_root: str | None) -> None:
+def insert(
+    ctx: click.Context,
+    paths: tuple[str, ...],
+    replace: bool,
+    skip_invalid: bool,
+    workers: int | None,
+    screenshot_root: str | None,
+) -> None:
     """Insert trajectory files or folders into the store.
 
     Formats are detected per file or folder: this project's JSONL(.gz), LongMemEval-V2 JSON/JSONL, BrowserGym /
@@ -37,20 +51,37 @@ def insert(ctx: click.Context, paths: tuple[str, ...], replace: bool, skip_inval
     """
     err = Console(stderr=True)
     store = Store(ctx.obj["store_path"], create=True)
-    with Progress(TextColumn("[bold]insert"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TimeRemainingColumn(), console=err, transient=True, disable=not err.is_terminal) as bar:
+    with Progress(
+        TextColumn("[bold]insert"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as bar:
         task = bar.add_task("insert", total=None)
-        report = insert_paths(store, paths, replace=replace, skip_invalid=skip_invalid, workers=workers,
-                              screenshot_root=screenshot_root,
-                              progress=lambda done, total: bar.update(task, completed=done, total=total),
-                              listeners=[insert_listener(store)])
+        report = insert_paths(
+            store,
+            paths,
+            replace=replace,
+            skip_invalid=skip_invalid,
+            workers=workers,
+            screenshot_root=screenshot_root,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+            listeners=[insert_listener(store)],
+        )
     for error in report.invalid:
         click.echo(f"invalid: {error}", err=True)
     for refusal in report.refusals:
         click.echo(f"refused: {refusal.message}", err=True)
     if report.invalid and not skip_invalid:
-        click.echo(f"error: {len(report.invalid)} invalid trajectory source(s); nothing was inserted "
-                   "(fix them, or pass --skip-invalid to insert the valid ones)", err=True)
+        click.echo(
+            f"error: {len(report.invalid)} invalid trajectory source(s); nothing was inserted "
+            "(fix them, or pass --skip-invalid to insert the valid ones)",
+            err=True,
+        )
         sys.exit(1)
     click.echo(report.summary())
     if not report.ok:

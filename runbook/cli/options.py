@@ -1,4 +1,5 @@
 """Options shared by the commands that gather evidence (`query`, `answer`), defined once."""
+
 from __future__ import annotations
 
 import click
@@ -9,18 +10,29 @@ from ..memory import METHODS
 def evidence_options(command):
     """--budget, --method, --policy, --model, --sandbox and --image, as `runbook query` takes them."""
     decorators = [
-        click.option("--budget", default="8k", show_default=True,
-                     help="Token budget of the context: 8000, 8k, 1.5k, 32K."),
-        click.option("--method", type=click.Choice(sorted(METHODS)), default="c", show_default=True,
-                     help="c: coding agent in a sandbox; r: knowledge pools; auto: r, escalating to c when r's "
-                          "evidence is weak; baselines: bm25 (plain BM25 over states), full (whole trajectories, "
-                          "newest first), none (an empty context)."),
-        click.option("--policy", default=None,
-                     help="Method c's policy: offline (default without a model), anthropic, openai."),
+        click.option(
+            "--budget", default="8k", show_default=True, help="Token budget of the context: 8000, 8k, 1.5k, 32K."
+        ),
+        click.option(
+            "--method",
+            type=click.Choice(sorted(METHODS)),
+            default="c",
+            show_default=True,
+            help="c: coding agent in a sandbox; r: knowledge pools; auto: r, escalating to c when r's "
+            "evidence is weak; baselines: bm25 (plain BM25 over states), full (whole trajectories, "
+            "newest first), none (an empty context).",
+        ),
+        click.option(
+            "--policy", default=None, help="Method c's policy: offline (default without a model), anthropic, openai."
+        ),
         click.option("--model", default=None, help="Model name for the anthropic/openai policy."),
         click.option("--sandbox", default=None, help="Method c's sandbox: auto (default), docker, bwrap, local."),
-        click.option("--image", type=click.Path(), default=None,
-                     help="An image that belongs to the question (a screenshot: PNG, JPEG, ...)."),
+        click.option(
+            "--image",
+            type=click.Path(),
+            default=None,
+            help="An image that belongs to the question (a screenshot: PNG, JPEG, ...).",
+        ),
     ]
     for decorator in reversed(decorators):
         command = decorator(command)

@@ -1,4 +1,5 @@
 """`runbook query`."""
+
 from __future__ import annotations
 
 import click

@@ -1,4 +1,5 @@
 """`runbook reindex`."""
+
 from __future__ import annotations
 
 import click

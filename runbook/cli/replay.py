@@ -1,4 +1,5 @@
 """`runbook replay`."""
+
 from __future__ import annotations
 
 import json

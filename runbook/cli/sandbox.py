@@ -1,4 +1,5 @@
 """`runbook sandbox build|check|exec`: the query sandbox, from the command line."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,14 @@ import click
 
 from ..sandbox import NAMES, get_sandbox
 
-SANDBOX_OPTION = click.option("--sandbox", "name", type=click.Choice(NAMES), default="auto", show_default=True,
-                              help="Backend: docker, bwrap, local (no isolation), or auto.")
+SANDBOX_OPTION = click.option(
+    "--sandbox",
+    "name",
+    type=click.Choice(NAMES),
+    default="auto",
+    show_default=True,
+    help="Backend: docker, bwrap, local (no isolation), or auto.",
+)
 
 
 def _store_path(ctx: click.Context) -> str:
@@ -31,8 +38,13 @@ def sandbox() -> None:
 
 
 @sandbox.command()
-@click.option("--method", type=click.Choice(["auto", "dockerfile", "offline"]), default="auto", show_default=True,
-              help="dockerfile pulls python:3.11-slim-bookworm; offline builds from Debian packages (debootstrap).")
+@click.option(
+    "--method",
+    type=click.Choice(["auto", "dockerfile", "offline"]),
+    default="auto",
+    show_default=True,
+    help="dockerfile pulls python:3.11-slim-bookworm; offline builds from Debian packages (debootstrap).",
+)
 @click.option("--force", is_flag=True, help="Rebuild even if the image for the current programs exists.")
 def build(method: str, force: bool) -> None:
     """Build the sandbox image for the current sandbox programs and Dockerfile (skipped when up to date).
@@ -47,9 +59,13 @@ def build(method: str, force: bool) -> None:
     """
     from ..sandbox.engine import connect
     from ..sandbox.image import build_image
+
     report = build_image(connect(), method=method, force=force)
-    how = {"existing": "up to date", "dockerfile": "built from the Dockerfile",
-           "offline": "built offline from Debian packages"}[report.method]
+    how = {
+        "existing": "up to date",
+        "dockerfile": "built from the Dockerfile",
+        "offline": "built offline from Debian packages",
+    }[report.method]
     click.echo(f"{report.tag}: {how} ({report.detail}) in {report.seconds:.1f} s")
 
 
@@ -70,6 +86,7 @@ def check(ctx: click.Context, name: str, as_json: bool, strict: bool) -> None:
         runbook sandbox check --sandbox bwrap --json
     """
     from ..checks.sandbox import check_sandbox
+
     report = check_sandbox(name, _store_path(ctx))
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))

@@ -1,4 +1,5 @@
 """`runbook serve http` and `runbook serve mcp`."""
+
 from __future__ import annotations
 
 import click
@@ -21,15 +22,26 @@ def serve() -> None:
 @serve.command("http")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
 @click.option("--port", default=8765, show_default=True, type=int)
-@click.option("--api-key", envvar="RUNBOOK_API_KEY", default=None,
-              help="Require this key on every request (env RUNBOOK_API_KEY).")
-@click.option("--screenshot-root", type=click.Path(file_okay=False), default=None,
-              help="Posted screenshot paths must lie inside this folder (default: screenshots are refused).")
-@click.option("--max-sandboxes", default=2, show_default=True, type=int,
-              help="Method C queries at once; more wait, then fail with 503.")
+@click.option(
+    "--api-key", envvar="RUNBOOK_API_KEY", default=None, help="Require this key on every request (env RUNBOOK_API_KEY)."
+)
+@click.option(
+    "--screenshot-root",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Posted screenshot paths must lie inside this folder (default: screenshots are refused).",
+)
+@click.option(
+    "--max-sandboxes",
+    default=2,
+    show_default=True,
+    type=int,
+    help="Method C queries at once; more wait, then fail with 503.",
+)
 @click.pass_context
-def http(ctx: click.Context, host: str, port: int, api_key: str | None, screenshot_root: str | None,
-         max_sandboxes: int) -> None:
+def http(
+    ctx: click.Context, host: str, port: int, api_key: str | None, screenshot_root: str | None, max_sandboxes: int
+) -> None:
     """The HTTP API: POST /query, POST /trajectories (whole or streamed), POST /trajectories/ID/states,
     POST /trajectories/ID/close, GET /trajectories/ID, GET /stats.
 
@@ -47,8 +59,9 @@ def http(ctx: click.Context, host: str, port: int, api_key: str | None, screensh
     from ..serve import MemoryService, create_app
 
     if host not in ("127.0.0.1", "localhost", "::1") and not api_key:
-        click.echo(f"warning: serving {host} without --api-key: anyone who reaches it can read and write the store",
-                   err=True)
+        click.echo(
+            f"warning: serving {host} without --api-key: anyone who reaches it can read and write the store", err=True
+        )
     service = MemoryService(ctx.obj["store_path"], screenshot_root=screenshot_root, max_sandboxes=max_sandboxes)
     try:
         uvicorn.run(create_app(service, api_key=api_key), host=host, port=port, log_level="warning")
@@ -57,17 +70,28 @@ def http(ctx: click.Context, host: str, port: int, api_key: str | None, screensh
 
 
 @serve.command("mcp")
-@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
-              help="stdio: the client starts runbook itself; http: streamable HTTP at http://HOST:PORT/mcp.")
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio: the client starts runbook itself; http: streamable HTTP at http://HOST:PORT/mcp.",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind with --transport http.")
 @click.option("--port", default=8766, show_default=True, type=int)
-@click.option("--screenshot-root", type=click.Path(file_okay=False), default=None,
-              help="Posted screenshot paths must lie inside this folder (default: screenshots are refused).")
-@click.option("--max-sandboxes", default=2, show_default=True, type=int,
-              help="Method C queries at once; more wait, then fail.")
+@click.option(
+    "--screenshot-root",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Posted screenshot paths must lie inside this folder (default: screenshots are refused).",
+)
+@click.option(
+    "--max-sandboxes", default=2, show_default=True, type=int, help="Method C queries at once; more wait, then fail."
+)
 @click.pass_context
-def mcp(ctx: click.Context, transport: str, host: str, port: int, screenshot_root: str | None,
-        max_sandboxes: int) -> None:
+def mcp(
+    ctx: click.Context, transport: str, host: str, port: int, screenshot_root: str | None, max_sandboxes: int
+) -> None:
     """The MCP server: tools query, insert, open_trajectory, append_state, close_trajectory, stats, show;
     resources runbook://trajectories/ID and runbook://trajectories/ID/states/N.
 

@@ -1,4 +1,5 @@
 """`runbook stats`."""
+
 from __future__ import annotations
 
 import json
@@ -30,5 +31,7 @@ def stats(ctx: click.Context, as_json: bool) -> None:
     click.echo(f"{'per outcome':<15}" + ", ".join(f"{k} {v:,}" for k, v in sorted(figures["per_outcome"].items())))
     click.echo("per site:")
     for site, row in figures["per_site"].items():
-        click.echo(f"  {site or '(none)':<28}{row['trajectories']:>6,} trajectories {row['states']:>7,} states "
-                   f"{row['tokens']:>12,} tokens {row['successes']:>6,} successes")
+        click.echo(
+            f"  {site or '(none)':<28}{row['trajectories']:>6,} trajectories {row['states']:>7,} states "
+            f"{row['tokens']:>12,} tokens {row['successes']:>6,} successes"
+        )

@@ -5,6 +5,7 @@ the `recall` program in the query sandbox both score with it.
 The host builds the cache when it commits an insert (the sandbox sees the store read-only); a reader that finds no
 current cache builds the index in memory.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,7 +16,7 @@ import numpy as np
 
 from .pools import PoolError, PoolSnapshot
 from .text import stem
-from .weights import B, K1, idf, term_weight  # noqa: F401  (the formula, importable without numpy)
+from .weights import K1, B, idf, term_weight  # noqa: F401  (the formula, importable without numpy)
 
 INDEX_VERSION = 4
 """Bump when tokenising, stemming or weighting changes: cached indexes of another version are rebuilt."""
@@ -63,15 +64,15 @@ class BM25Index:
         return [(int(d), float(scores[d])) for d in best]
 
 
-def build_index(snapshot: PoolSnapshot, pool: str, fields: dict[str, float], *, k1: float = K1, b: float = B
-                ) -> BM25Index:
+def build_index(
+    snapshot: PoolSnapshot, pool: str, fields: dict[str, float], *, k1: float = K1, b: float = B
+) -> BM25Index:
     """BM25 weights of `pool` over the given fields (field -> tf multiplier), dead generations left out."""
     live = snapshot.live(pool)
     n_docs = len(live)
     terms = snapshot.terms()
     stems: dict[str, int] = {}
-    term_stem = np.fromiter((stems.setdefault(stem(t), len(stems)) for t in terms), dtype=np.int64,
-                            count=len(terms))
+    term_stem = np.fromiter((stems.setdefault(stem(t), len(stems)) for t in terms), dtype=np.int64, count=len(terms))
     docs, cols, tfs = [], [], []
     for field, weight in fields.items():
         post = snapshot.postings(pool, field)
@@ -102,8 +103,9 @@ def cache_path(snapshot: PoolSnapshot, pool: str, fields: dict[str, float]) -> P
     return snapshot.cache_dir / f"{key}.npz"
 
 
-def load_index(snapshot: PoolSnapshot, pool: str, fields: dict[str, float] | None = None, *,
-               write: bool = True) -> BM25Index:
+def load_index(
+    snapshot: PoolSnapshot, pool: str, fields: dict[str, float] | None = None, *, write: bool = True
+) -> BM25Index:
     """The pool's index for this manifest stamp: from the cache when it is current, else built (and cached when
     `write` and the store is writable)."""
     fields = fields or DEFAULT_FIELDS[pool]
@@ -123,8 +125,9 @@ def _read_cache(snapshot: PoolSnapshot, path: Path) -> BM25Index | None:
             if int(data["stamp"]) != snapshot.stamp:
                 return None
             terms = bytes(data["terms"]).decode("utf-8").split("\n") if data["terms"].size else []
-            return BM25Index(data["indptr"], data["docs"], data["weights"], {t: i for i, t in enumerate(terms)},
-                             data["live"])
+            return BM25Index(
+                data["indptr"], data["docs"], data["weights"], {t: i for i, t in enumerate(terms)}, data["live"]
+            )
     except (OSError, KeyError, ValueError, PoolError):  # a missing, stale or planted cache is rebuilt
         return None
 
@@ -135,8 +138,15 @@ def write_cache(path: Path, stamp: int, index: BM25Index) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.stem}.tmp{os.getpid()}.npz")
-        np.savez(tmp, stamp=np.int64(stamp), indptr=index.indptr, docs=index.docs, weights=index.weights,
-                 live=index.live, terms=np.frombuffer("\n".join(terms).encode("utf-8"), dtype=np.uint8))
+        np.savez(
+            tmp,
+            stamp=np.int64(stamp),
+            indptr=index.indptr,
+            docs=index.docs,
+            weights=index.weights,
+            live=index.live,
+            terms=np.frombuffer("\n".join(terms).encode("utf-8"), dtype=np.uint8),
+        )
         os.replace(tmp, path)
     except OSError:
         pass

@@ -1,5 +1,6 @@
 """Which states show a given content line: lines on most pages of a site (menus, footers) are boilerplate, and the
 states that show the line that answers a question corroborate each other (rbcore.recall's sightings)."""
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,14 @@ class LineCounts:
     """Per-site distinct-line counts over all states, built from the pools' line hashes, cached per stamp; and, for
     pools that record each state's number of lines, which slice documents show a line."""
 
-    def __init__(self, hashes: np.ndarray, counts: np.ndarray, site_states: dict[str, int],
-                 by_hash: np.ndarray | None = None, by_hash_docs: np.ndarray | None = None):
+    def __init__(
+        self,
+        hashes: np.ndarray,
+        counts: np.ndarray,
+        site_states: dict[str, int],
+        by_hash: np.ndarray | None = None,
+        by_hash_docs: np.ndarray | None = None,
+    ):
         self.hashes, self.counts, self.site_states = hashes, counts, site_states
         self.by_hash, self.by_hash_docs = by_hash, by_hash_docs
 
@@ -50,8 +57,13 @@ def load_line_counts(snapshot: PoolSnapshot, *, write: bool = True) -> LineCount
         with snapshot.open(path) as fh, np.load(fh) as data:
             if int(data["stamp"]) == snapshot.stamp:
                 sites = bytes(data["sites"]).decode("utf-8").split("\n") if data["sites"].size else []
-                return LineCounts(data["hashes"], data["counts"], dict(zip(sites, data["site_states"].tolist())),
-                                  data["by_hash"], data["by_hash_docs"])
+                return LineCounts(
+                    data["hashes"],
+                    data["counts"],
+                    dict(zip(sites, data["site_states"].tolist())),
+                    data["by_hash"],
+                    data["by_hash_docs"],
+                )
     except (OSError, KeyError, ValueError, PoolError):  # a missing, stale or planted cache is rebuilt
         pass
     docs = snapshot.docs("slices")
@@ -66,10 +78,16 @@ def load_line_counts(snapshot: PoolSnapshot, *, write: bool = True) -> LineCount
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f"lines.tmp{os.getpid()}.npz")
-            np.savez(tmp, stamp=np.int64(snapshot.stamp), hashes=hashes, counts=counts.astype(np.int32),
-                     sites=np.frombuffer("\n".join(site_states).encode("utf-8"), dtype=np.uint8),
-                     site_states=np.asarray(list(site_states.values()), dtype=np.int64),
-                     by_hash=by_hash, by_hash_docs=by_hash_docs)
+            np.savez(
+                tmp,
+                stamp=np.int64(snapshot.stamp),
+                hashes=hashes,
+                counts=counts.astype(np.int32),
+                sites=np.frombuffer("\n".join(site_states).encode("utf-8"), dtype=np.uint8),
+                site_states=np.asarray(list(site_states.values()), dtype=np.int64),
+                by_hash=by_hash,
+                by_hash_docs=by_hash_docs,
+            )
             os.replace(tmp, path)
         except OSError:
             pass

@@ -1,5 +1,6 @@
 """Reading the store's catalog (catalog.sqlite) read-only, as the sandbox's read-only mount allows, and the
 compact form the offline planner's programs rank from."""
+
 from __future__ import annotations
 
 import os
@@ -33,14 +34,24 @@ def load_catalog(root):
     try:
         rows, by_id = {}, {}
         for tid, d, site, goal, outcome, success, n, first in conn.execute(
-                "SELECT id, dir, site, goal, outcome, success, n_states, first_ts FROM trajectories"):
-            rows[d] = {"id": tid, "dir": d, "site": site or "", "goal": goal or "", "outcome": outcome or "",
-                       "success": success, "n": n, "first": first or ""}
+            "SELECT id, dir, site, goal, outcome, success, n_states, first_ts FROM trajectories"
+        ):
+            rows[d] = {
+                "id": tid,
+                "dir": d,
+                "site": site or "",
+                "goal": goal or "",
+                "outcome": outcome or "",
+                "success": success,
+                "n": n,
+                "first": first or "",
+            }
             by_id[tid] = d
         meta = {}
         for tid, i, url, title, ts, action, error, tokens, shot in conn.execute(
-                "SELECT trajectory_id, state_index, url, title, timestamp, action, action_error, tokens, screenshot "
-                "FROM states"):
+            "SELECT trajectory_id, state_index, url, title, timestamp, action, action_error, tokens, screenshot "
+            "FROM states"
+        ):
             d = by_id.get(tid)
             if d is not None:
                 meta[(d, i)] = (ts or "", url or "", title or "", action or "", error or "", tokens or 1, shot or "")

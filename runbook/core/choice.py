@@ -14,6 +14,7 @@ Choices per question kind (a question image's look-alike screenshots always come
                with its errors and the states after them, then the best other states (the scan ranks trouble
                higher for these)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -91,8 +92,11 @@ def pick_images(scan: Scan, choice: Choice) -> None:
     if not scan.images:
         return
     best = scan.images[0]
-    alike = [h for h in scan.images if (h.d or 0) <= (best.d or 0) + IMAGE_BITS
-             and (h.px or 0.0) <= (best.px or 0.0) + IMAGE_GREY][:IMAGE_STATES]
+    alike = [
+        h
+        for h in scan.images
+        if (h.d or 0) <= (best.d or 0) + IMAGE_BITS and (h.px or 0.0) <= (best.px or 0.0) + IMAGE_GREY
+    ][:IMAGE_STATES]
     text = {h.key: h.s for h in scan.states}
     alike.sort(key=lambda h: -text.get(h.key, 0.0))
     for hit in alike:
@@ -202,9 +206,12 @@ def run_window(scan: Scan, run: Run, limit: int) -> list[int]:
 
 def choice_record(choice: Choice) -> dict:
     """The choice as the line `rbplan` prints: the states in order, the note on each, the runs walked through."""
-    return {"type": "choice", "keys": [list(key) for key in choice.keys],
-            "notes": [[t, i, note] for (t, i), note in choice.notes.items()],
-            "runs": [run.t for run in choice.runs]}
+    return {
+        "type": "choice",
+        "keys": [list(key) for key in choice.keys],
+        "notes": [[t, i, note] for (t, i), note in choice.notes.items()],
+        "runs": [run.t for run in choice.runs],
+    }
 
 
 def read_choice(output: str, scan: Scan) -> Choice | None:
@@ -213,6 +220,8 @@ def read_choice(output: str, scan: Scan) -> Choice | None:
     if record is None:
         return None
     runs = {run.t: run for run in scan.runs}
-    return Choice(keys=[(t, int(i)) for t, i in record.get("keys", [])],
-                  notes={(t, int(i)): note for t, i, note in record.get("notes", [])},
-                  runs=[runs[t] for t in record.get("runs", []) if t in runs])
+    return Choice(
+        keys=[(t, int(i)) for t, i in record.get("keys", [])],
+        notes={(t, int(i)): note for t, i, note in record.get("notes", [])},
+        runs=[runs[t] for t in record.get("runs", []) if t in runs],
+    )

@@ -1,17 +1,18 @@
 """The offline planner's second program in the sandbox: `detail` reads the states it chose and prints, per state,
 the action with the element it clicked, the error, and the page lines worth quoting (JSON lines within a character
 budget; see rbscan for the first program, `scan`)."""
+
 import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .reader import default_store_dir
-from .layout import state_relpath
-from .statefile import parse_state
 from .catalog import load_catalog
+from .layout import state_relpath
 from .patterns import pattern_regex, python_regex
+from .reader import default_store_dir
 from .scan import Printer
+from .statefile import parse_state
 
 LINE_WIDTH = 200
 QUOTE_WIDTH = 480
@@ -146,7 +147,7 @@ def cut_line(line, compiled):
         return line
     first = min((m.start() for rx in compiled for m in [rx.search(line)] if m), default=0)
     start = max(0, min(first - LINE_WIDTH // 3, len(line) - LINE_WIDTH))
-    return ("…" if start else "") + line[start:start + LINE_WIDTH] + ("…" if start + LINE_WIDTH < len(line) else "")
+    return ("…" if start else "") + line[start : start + LINE_WIDTH] + ("…" if start + LINE_WIDTH < len(line) else "")
 
 
 def target_label(lines, element):
@@ -156,19 +157,19 @@ def target_label(lines, element):
         at = line.find(mark)
         if at < 0:
             continue
-        rest = line[at + len(mark):].strip()
+        rest = line[at + len(mark) :].strip()
         if "'" in rest or '"' in rest:
             return rest[:80]
         depth = len(line) - len(line.lstrip("\t "))
         texts = []
-        for nxt in lines[n + 1:n + 6]:
+        for nxt in lines[n + 1 : n + 6]:
             if len(nxt) - len(nxt.lstrip("\t ")) <= depth and nxt.strip():
                 break
             word = nxt.strip()
             if word and not word.startswith(("*[", "[", "<", "|")):
                 texts.append(word)
         tag = re.sub(r"\s.*", "", rest).strip("<>/ ") or "element"
-        return (f"{tag} '{' '.join(texts)[:60]}'" if texts else rest[:80])
+        return f"{tag} '{' '.join(texts)[:60]}'" if texts else rest[:80]
     return ""
 
 
@@ -215,11 +216,13 @@ def detail_output(params: DetailParams, catalog=None):
     compiled = [python_regex(pattern_regex(it)) for it in params.patterns]
     weights = [float(it.get("weight", 1.0)) for it in params.patterns]
     out = Printer(params.max_chars)
-    read = {(tid, index): read_state(root, by_id.get(tid), index) for tid, index, _ in params.states
-            if (by_id.get(tid), index) in meta}
+    read = {
+        (tid, index): read_state(root, by_id.get(tid), index)
+        for tid, index, _ in params.states
+        if (by_id.get(tid), index) in meta
+    }
     pages = {key: lines for key, (_, lines) in read.items()}
-    names = [rx for rx, it in zip(compiled, params.patterns)
-             if it.get("kind") == "phrase" and not it.get("derived")]
+    names = [rx for rx, it in zip(compiled, params.patterns) if it.get("kind") == "phrase" and not it.get("derived")]
     common = furniture({meta[(by_id[t], i)][1].split("?")[0]: lines for (t, i), lines in pages.items()}.values())
     common = {line for line in common if not any(rx.search(line) for rx in names)}  # the thing asked about stays
     for tid, index, want_lines in params.states:
@@ -228,16 +231,27 @@ def detail_output(params: DetailParams, catalog=None):
         if m is None:
             continue
         lines = pages[(tid, index)]
-        rec = {"type": "step", "t": tid, "i": index, "time": m[0], "url": m[1][:100], "title": m[2][:80],
-               "act": described_action(m[3], lines), "err": compact_error(m[4])}
+        rec = {
+            "type": "step",
+            "t": tid,
+            "i": index,
+            "time": m[0],
+            "url": m[1][:100],
+            "title": m[2][:80],
+            "act": described_action(m[3], lines),
+            "err": compact_error(m[4]),
+        }
         if want_lines:
             kept = [line if _IDS.sub("", line).strip() not in common else "" for line in lines]
             rec["lines"] = best_lines(kept, compiled, weights, want_lines, params.after)
             # the agent's own words at this state, when they say more about the question than any page line
             # ('the map is centered on Singapore, but that does not matter'): the page shows, the thought explains
             sentence, weight = best_sentence(read[(tid, index)][0], compiled, weights)
-            if sentence and weight >= THOUGHT_SHARE * sum(weights) and weight > max(
-                    (line_weight(line, compiled, weights) for line in lines), default=0.0):
+            if (
+                sentence
+                and weight >= THOUGHT_SHARE * sum(weights)
+                and weight > max((line_weight(line, compiled, weights) for line in lines), default=0.0)
+            ):
                 rec["thought"] = sentence[:QUOTE_WIDTH]
         out.add(rec)
     return out

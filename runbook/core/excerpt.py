@@ -3,6 +3,7 @@
 Works on the raw page: the query's terms and phrases are found with one regex scan each, and only the lines that
 end up shown (and their neighbours) are cleaned and checked against the boilerplate counts.
 """
+
 from __future__ import annotations
 
 import functools
@@ -48,8 +49,7 @@ def phrase_pattern(phrase: str) -> re.Pattern:
 class Excerpter:
     """Cuts excerpts for one query; remembers boilerplate verdicts across the pages it reads."""
 
-    def __init__(self, query: dict[str, float], phrases: list[str], idf: dict[str, float],
-                 lines_df: LineCounts | None):
+    def __init__(self, query: dict[str, float], phrases: list[str], idf: dict[str, float], lines_df: LineCounts | None):
         # terms on most pages (idf under MIN_IDF) would mark half the page as matching: they only count in BM25
         self.weights = {t: w * idf.get(t, 1.0) for t, w in query.items() if idf.get(t, 1.0) >= MIN_IDF}
         self.phrases = [p for p in phrases if len(p) >= 2]
@@ -64,8 +64,10 @@ class Excerpter:
         key = (self.site, body)
         found = self._boiler.get(key)
         if found is None:
-            found = bool(self.lines_df is not None and self.lines_df.is_boilerplate(
-                np.asarray([line_hash(body, self.site)], dtype="<u8"), self.site)[0])
+            found = bool(
+                self.lines_df is not None
+                and self.lines_df.is_boilerplate(np.asarray([line_hash(body, self.site)], dtype="<u8"), self.site)[0]
+            )
             self._boiler[key] = found
         return found
 
@@ -88,8 +90,9 @@ class Excerpter:
         scores = self._line_scores(text, lines)
         chosen = self._choose(lines, scores, max_tokens)
         best = sorted(scores, key=lambda n: -scores[n])
-        self.best_lines = [clean_line(lines[n]).strip() for n in best[:TOP_LINES]
-                           if scores[n] >= TOP_SHARE * scores[best[0]]]
+        self.best_lines = [
+            clean_line(lines[n]).strip() for n in best[:TOP_LINES] if scores[n] >= TOP_SHARE * scores[best[0]]
+        ]
         top = [scores[n] for n in best[:5]]
         return _render(lines, chosen), float(sum(top))
 
@@ -131,8 +134,9 @@ class Excerpter:
         head_limit = int(max_tokens * HEAD_SHARE)
         for i in range(min(len(lines), HEAD_SCAN)):  # the page's own opening lines, past the site's menus
             if i % HEAD_BATCH == 0:  # verdicts for the next lines in one lookup
-                self.prefetch(s.strip() for s in map(shown, range(i, min(len(lines), HEAD_SCAN, i + HEAD_BATCH)))
-                              if s is not None)
+                self.prefetch(
+                    s.strip() for s in map(shown, range(i, min(len(lines), HEAD_SCAN, i + HEAD_BATCH))) if s is not None
+                )
             line = shown(i)
             if line is None or self.is_boilerplate(line.strip()):
                 continue
@@ -223,7 +227,14 @@ def _render(lines: list[str], chosen: dict[int, str]) -> str:
     return "\n".join(out)
 
 
-def page_excerpt(text: str, query: dict[str, float], phrases: list[str], idf: dict[str, float],
-                 lines_df: LineCounts | None, max_tokens: int, site: str = "") -> tuple[str, float]:
+def page_excerpt(
+    text: str,
+    query: dict[str, float],
+    phrases: list[str],
+    idf: dict[str, float],
+    lines_df: LineCounts | None,
+    max_tokens: int,
+    site: str = "",
+) -> tuple[str, float]:
     """(excerpt, match score) of `text` for one query (see Excerpter)."""
     return Excerpter(query, phrases, idf, lines_df).excerpt(text, max_tokens, site)

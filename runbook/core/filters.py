@@ -1,5 +1,6 @@
 """The filters a store reader's calls take: sets given as lists or comma-separated text, a run's outcome, the
 state-file fields to search."""
+
 from __future__ import annotations
 
 from .records import RbkError, Record

@@ -1,16 +1,18 @@
 """Combining rankings, ordering hits in time, and collapsing duplicates."""
+
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 
 from .hits import Hit
 
 RRF_K = 60
 
 
-def rrf(rankings: Iterable[Sequence[Hashable]], weights: Sequence[float] | None = None, k: int = RRF_K
-        ) -> list[tuple[Hashable, float]]:
+def rrf(
+    rankings: Iterable[Sequence[Hashable]], weights: Sequence[float] | None = None, k: int = RRF_K
+) -> list[tuple[Hashable, float]]:
     """Reciprocal rank fusion: sum of weight/(k + rank) over the rankings that hold a key; best first."""
     scores: dict[Hashable, float] = defaultdict(float)
     for n, ranking in enumerate(rankings):
@@ -20,8 +22,9 @@ def rrf(rankings: Iterable[Sequence[Hashable]], weights: Sequence[float] | None 
     return sorted(scores.items(), key=lambda kv: -kv[1])
 
 
-def latest_first(hits: list[Hit], key_of: Callable[[Hit], Hashable], *, reorder: bool = True, keep: int = 3
-                 ) -> list[Hit]:
+def latest_first(
+    hits: list[Hit], key_of: Callable[[Hit], Hashable], *, reorder: bool = True, keep: int = 3
+) -> list[Hit]:
     """Hits that show the same page (same `key_of(hit)`) at different times: the newest is labelled 'latest of N
     views' and the others 'older view'. With `reorder` (questions about the current value) a group is put
     newest first where its best hit ranked; otherwise relevance order stays and only the first `keep` hits of a
@@ -40,8 +43,10 @@ def latest_first(hits: list[Hit], key_of: Callable[[Hit], Hashable], *, reorder:
             newest = by_time[0]
             newest.label = f"latest of {len(group)} views of this page"
             for hit in by_time[1:]:
-                hit.label = (f"older view ({(hit.timestamp or '?')[:10]}); newer: {newest.trajectory_id} state "
-                             f"{newest.state_index} ({(newest.timestamp or '?')[:10]})")
+                hit.label = (
+                    f"older view ({(hit.timestamp or '?')[:10]}); newer: {newest.trajectory_id} state "
+                    f"{newest.state_index} ({(newest.timestamp or '?')[:10]})"
+                )
         if reorder:
             group[:] = by_time
     if reorder:

@@ -1,6 +1,7 @@
 """A ranked pool document: what method R's ranking hands to the host's items, to the offline planner and to the
 sandbox's `recall` program. The pools store documents with short keys (one JSON line each, millions of them);
 they become a Hit at the boundary, once, so that nothing above reads `doc["t"]`."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -56,11 +57,23 @@ class Hit:
     @classmethod
     def from_doc(cls, doc: dict[str, Any], hit_id: str, pool: str, **extra: Any) -> Hit:
         """The Hit of a stored pool document (short keys, see runbook/pools/documents.py)."""
-        return cls(id=hit_id, pool=pool, trajectory_id=doc["t"], folder=doc.get("d") or doc["t"],
-                   state_index=doc["i"], end_state_index=doc.get("j"), site=doc.get("s") or "",
-                   n_states=doc.get("n") or 0, url=doc.get("u") or "", title=doc.get("ti") or "",
-                   timestamp=doc.get("ts"), text=doc.get("text") or "", kind=doc.get("kind") or "",
-                   succeeded=doc.get("ok"), **extra)
+        return cls(
+            id=hit_id,
+            pool=pool,
+            trajectory_id=doc["t"],
+            folder=doc.get("d") or doc["t"],
+            state_index=doc["i"],
+            end_state_index=doc.get("j"),
+            site=doc.get("s") or "",
+            n_states=doc.get("n") or 0,
+            url=doc.get("u") or "",
+            title=doc.get("ti") or "",
+            timestamp=doc.get("ts"),
+            text=doc.get("text") or "",
+            kind=doc.get("kind") or "",
+            succeeded=doc.get("ok"),
+            **extra,
+        )
 
     @property
     def key(self) -> tuple[str, int]:
@@ -69,8 +82,11 @@ class Hit:
     def states(self) -> str:
         """'state 3' or 'states 3-5'."""
         end = self.end_state_index
-        return f"states {self.state_index}-{end}" if end is not None and end != self.state_index \
+        return (
+            f"states {self.state_index}-{end}"
+            if end is not None and end != self.state_index
             else f"state {self.state_index}"
+        )
 
     def labels(self) -> list[str]:
         """What the hit is, in words: a note's kind, its run's outcome, the ranking's label."""
@@ -82,8 +98,9 @@ class Hit:
     def heading(self) -> str:
         """The hit's one-line heading, as `recall` prints it and a model policy's first message shows it."""
         labels = self.labels()
-        return (f"[{self.id}] {self.trajectory_id} {self.states()} @ {self.timestamp or '?'} {self.url}"
-                + (f" [{'; '.join(labels)}]" if labels else ""))
+        return f"[{self.id}] {self.trajectory_id} {self.states()} @ {self.timestamp or '?'} {self.url}" + (
+            f" [{'; '.join(labels)}]" if labels else ""
+        )
 
     def body_lines(self, limit: int) -> list[str]:
         """Up to `limit` lines of the hit's text (a slice: its title, action, error and excerpt), cut to WIDTH."""
@@ -102,7 +119,7 @@ class Hit:
         body = head + lines[:limit]
         if len(lines) > limit:
             body.append(f"(+{len(lines) - limit} more lines)")
-        return [line if len(line) <= WIDTH else line[:WIDTH - 1] + "…" for line in body]
+        return [line if len(line) <= WIDTH else line[: WIDTH - 1] + "…" for line in body]
 
     def gist(self, width: int = 140) -> str:
         """The first line that says something."""
@@ -111,10 +128,20 @@ class Hit:
 
     def to_json(self, body_lines: int | None = None) -> dict[str, Any]:
         """The hit as `recall --json` prints it: the names above, empty fields left out."""
-        out = {"id": self.id, "pool": self.pool, "trajectory_id": self.trajectory_id, "state_index": self.state_index,
-               "end_state_index": self.end_state_index, "url": self.url or None, "timestamp": self.timestamp,
-               "score": self.score, "label": self.label or None, "kind": self.kind or None,
-               "succeeded": self.succeeded, "same_as": self.same_as}
+        out = {
+            "id": self.id,
+            "pool": self.pool,
+            "trajectory_id": self.trajectory_id,
+            "state_index": self.state_index,
+            "end_state_index": self.end_state_index,
+            "url": self.url or None,
+            "timestamp": self.timestamp,
+            "score": self.score,
+            "label": self.label or None,
+            "kind": self.kind or None,
+            "succeeded": self.succeeded,
+            "same_as": self.same_as,
+        }
         out = {key: value for key, value in out.items() if value is not None}
         if body_lines is not None:
             out["text"] = "\n".join(self.body_lines(body_lines))

@@ -1,6 +1,7 @@
 """Screenshots compared without a model: a dHash of each (its bits: brighter than the right neighbour) and grey
 thumbnails for near ties. The host hashes the question's image with the same functions the sandbox uses on the
 stored screenshots. Pillow is optional (None without it)."""
+
 from __future__ import annotations
 
 import os
@@ -64,9 +65,11 @@ def nearest_screenshots(root, rows, meta, question, top):
         return []
     near = [f for f in found if f[0] <= found[0][0] + TIE_BITS][:TIE_POOL]
     wanted = bytes.fromhex(question.get("thumb") or "")
-    ranked = sorted((pixel_distance(wanted, f[4]), f) for f in near) + [(None, f) for f in found[len(near):]]
-    return [{"type": "image", "t": rows[d]["id"], "i": index, "d": dist, "px": px, "time": time}
-            for px, (dist, time, d, index, _path) in ranked[:top]]
+    ranked = sorted((pixel_distance(wanted, f[4]), f) for f in near) + [(None, f) for f in found[len(near) :]]
+    return [
+        {"type": "image", "t": rows[d]["id"], "i": index, "d": dist, "px": px, "time": time}
+        for px, (dist, time, d, index, _path) in ranked[:top]
+    ]
 
 
 def pixel_distance(wanted, path):

@@ -1,5 +1,6 @@
 """Where things live in a store, for every reader and writer on both sides of the sandbox: the names of its files
 and folders and the one way to build a path in it. runbook.store.layout adds the host's safe reads on top."""
+
 from __future__ import annotations
 
 import hashlib
@@ -50,4 +51,3 @@ def trajectory_relpath(dirname: str) -> str:
 def state_relpath(dirname: str, index: int) -> str:
     """A state file's path inside the store."""
     return f"{TRAJECTORIES_DIR}/{dirname}/{STATES_DIR}/{state_filename(index)}"
-

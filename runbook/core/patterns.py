@@ -2,11 +2,39 @@
 
 A pattern is {"text", "kind": "phrase"|"term", "stem": bool|"prefix", "label", "weight", "derived"}; its words
 match in order across spaces, '_' and '-', and a stem takes the suffixes of its word's other forms."""
+
 import re
 
 SUFFIX = r"(?:[a-z]?(?:ed|ing|ings|er|ers)|e|es|s|d|ion|ions|ation|ations|ly|ment|ments|y|ies)?"
 """What a stem may take to be another form of the word: cancel-led, add-ing, categor-ies (not add-ress)."""
 _WORD = re.compile(r"[A-Za-z0-9]+")
+SUFFIXES = ("ations", "ation", "ings", "ing", "ions", "ion", "ies", "ied", "ed", "es", "s", "ly")
+"""Trimmed from a word so that its pattern matches the word's other forms (canceled -> cancel -> cancels)."""
+MIN_STEM = 3
+LONG_WORD, PREFIX_LETTERS = 9, 7
+"""Words this long are cut to their first letters: truncation is the stemmer that needs no word list."""
+
+
+def pattern_stem(word: str) -> str:
+    """The stem a term's search pattern starts from (its regex then takes SUFFIX, or any letters for a long
+    word): a long word's first letters, else one common suffix off and a doubled consonant undone. Not the index's
+    term normalisation (runbook.core.text.stem), which folds plurals only.
+
+    'subscription' -> 'subscri' (matches subscribe, subscriber), 'cancelled' -> 'cancel', 'added' -> 'add'.
+    """
+    w = word.lower()
+    if len(w) >= LONG_WORD:
+        w = w[:PREFIX_LETTERS]
+        return w[:-1] if w[-1] == w[-2] else w
+    for suffix in SUFFIXES:
+        if w.endswith(suffix) and len(w) - len(suffix) >= MIN_STEM:
+            w = w[: -len(suffix)]
+            break
+    else:
+        return w  # no suffix came off: 'shell' stays 'shell'
+    if len(w) > 4 and w[-1] == w[-2] and w[-1] not in "aeious":
+        w = w[:-1]
+    return w
 
 
 def pattern_regex(item):

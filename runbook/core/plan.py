@@ -8,6 +8,7 @@ prints one JSON line per record: the choice first (the states a question of its 
 runbook.core.choice on the very scan lines printed after it; the planner reads it and never recomputes it), then the
 scan's lines, then detail's `step` lines for the chosen states.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,9 +43,13 @@ class PlanRequest:
 
     @classmethod
     def from_json(cls, obj: dict) -> PlanRequest:
-        return cls(scan=ScanParams.from_dict(obj.get("scan") or {}), kind=str(obj.get("kind") or "static"),
-                   wants_latest=bool(obj.get("wants_latest")), quote_lines=int(obj.get("quote_lines", 2)),
-                   detail=DetailParams.from_dict(obj.get("detail") or {}))
+        return cls(
+            scan=ScanParams.from_dict(obj.get("scan") or {}),
+            kind=str(obj.get("kind") or "static"),
+            wants_latest=bool(obj.get("wants_latest")),
+            quote_lines=int(obj.get("quote_lines", 2)),
+            detail=DetailParams.from_dict(obj.get("detail") or {}),
+        )
 
 
 def plan(request: PlanRequest) -> None:
@@ -65,8 +70,12 @@ def detail_request(choice, scan, request: PlanRequest) -> DetailParams:
     through their best lines, quoted with weights by rarity."""
     walked = {run.t for run in choice.runs}
     states = [[t, i, request.quote_lines if t not in walked else 0] for t, i in choice.keys]
-    return DetailParams(states=states, patterns=weighted(request.scan.patterns, scan),
-                        max_chars=request.detail.max_chars, after=request.detail.after)
+    return DetailParams(
+        states=states,
+        patterns=weighted(request.scan.patterns, scan),
+        max_chars=request.detail.max_chars,
+        after=request.detail.after,
+    )
 
 
 def weighted(patterns, scan):
@@ -80,11 +89,16 @@ def weighted(patterns, scan):
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`rbplan --request JSON` (or the JSON on standard input)."""
+def request_parser() -> argparse.ArgumentParser:
+    """`rbplan`'s arguments (the agent's `plan` tool gives --request)."""
     parser = argparse.ArgumentParser(prog="rbplan", description=__doc__.split("\n\n")[0])
     parser.add_argument("--request", help="the PlanRequest as one JSON object (default: read standard input)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`rbplan --request JSON` (or the JSON on standard input)."""
+    args = request_parser().parse_args(argv)
     try:
         obj = json.loads(args.request if args.request is not None else sys.stdin.read())
     except json.JSONDecodeError as exc:

@@ -10,12 +10,14 @@
 The host writes the pools (runbook.pools.storage); this module reads them, on the host and inside the query
 sandbox alike. Documents are parsed on demand, so a query that looks at a few hundred of them pays for those only.
 """
+
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import BinaryIO
 
 import numpy as np
 
@@ -38,9 +40,17 @@ class PoolError(Exception):
 
 
 def empty_manifest() -> dict:
-    return {"format": FORMAT, "stamp": 0, "terms": 0, "terms_bytes": 0, "lines": 0, "trajectories": {},
-            "pools": {name: {"docs": 0, "docs_bytes": 0, "fields": {f: 0 for f in fields}}
-                      for name, fields in POOL_FIELDS.items()}}
+    return {
+        "format": FORMAT,
+        "stamp": 0,
+        "terms": 0,
+        "terms_bytes": 0,
+        "lines": 0,
+        "trajectories": {},
+        "pools": {
+            name: {"docs": 0, "docs_bytes": 0, "fields": {f: 0 for f in fields}} for name, fields in POOL_FIELDS.items()
+        },
+    }
 
 
 Opener = Callable[[Path], BinaryIO]
@@ -61,8 +71,10 @@ def read_manifest(root: str | os.PathLike, opener: Opener = _open) -> dict:
     except FileNotFoundError:
         return empty_manifest()
     if manifest.get("format") != FORMAT:
-        raise PoolError(f"{path}: pool format {manifest.get('format')} is not this runbook's ({FORMAT}); "
-                        "run `runbook reindex` to rebuild the pools")
+        raise PoolError(
+            f"{path}: pool format {manifest.get('format')} is not this runbook's ({FORMAT}); "
+            "run `runbook reindex` to rebuild the pools"
+        )
     return manifest
 
 
@@ -84,7 +96,7 @@ class Docs:
         if doc is None:
             if n < 0:
                 n += len(self)
-            doc = self._parsed[n] = _loads(self._raw[int(self._starts[n]):int(self._ends[n])])
+            doc = self._parsed[n] = _loads(self._raw[int(self._starts[n]) : int(self._ends[n])])
         return doc
 
     def __iter__(self):
@@ -150,4 +162,3 @@ class PoolSnapshot:
     @property
     def cache_dir(self) -> Path:
         return self.root / CACHE
-

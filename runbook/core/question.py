@@ -7,6 +7,7 @@ the same way:
     >>> a.kind, a.wants_latest, a.phrases
     ('dynamic', True, ('WS05-XS-Black', 'SKU WS05-XS-Black'))
 """
+
 from __future__ import annotations
 
 import re
@@ -14,7 +15,8 @@ from dataclasses import dataclass, field
 
 KINDS = ("static", "dynamic", "procedure", "gotcha")
 
-STOP_WORDS = frozenset("""
+STOP_WORDS = frozenset(
+    """
 a about above after again against all am an and any are aren't as at be because been before being below between both
 but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each few for from further
 had hadn't has hasn't have haven't having he her here hers herself him himself his how i if in into is isn't it it's
@@ -25,44 +27,71 @@ which while who whom why will with won't would wouldn't you your yours yourself 
 one ones also via per does shown show shows showing list lists listed displayed display displays use used uses using
 get got make made currently current now latest still anymore recently most last time times agent agent's page app
 here there thing things way
-""".split())
+""".split()
+)
 """Function words, question words, and words every question about a memory of web pages carries."""
 
-_LATEST = re.compile(r"\b(current(ly)?|now|latest|most recent(ly)?|newest|last (set|saved|changed|updated|value)|"
-                     r"still|any ?more|at present|as of (now|today)|these days|final(ly)? (value|state))\b", re.I)
-_PROCEDURE = re.compile(r"\b(how (do|does|did|can|could|should|would|is|are|was|were|to)\b(?! (many|much|long|often|"
-                        r"old|far|big|large))|what (are the )?steps|which steps|step[- ]by[- ]step|walk me through|"
-                        r"in what order|what is the (procedure|process|workflow)|where do (you|i) (go|click|find))",
-                        re.I)
-_GOTCHA = re.compile(r"\b(went wrong|go wrong|goes wrong|why\b|fail(ed|s|ure)?|error|errors|time[sd]? ?out|"
-                     r"pitfall|gotcha|mistake|careful|watch out|avoid|check first|problem|trap|workaround|fix\b|"
-                     r"did not work|didn't work|doesn't work|broken|stuck|retry|retries|in the way|obstacle|blocked|"
-                     r"prerequisite|(?:have|need|must) to do (?:first|before)|must be (?:set|done|checked|chosen) "
-                     r"(?:first|before))", re.I)
+_LATEST = re.compile(
+    r"\b(current(ly)?|now|latest|most recent(ly)?|newest|last (set|saved|changed|updated|value)|"
+    r"still|any ?more|at present|as of (now|today)|these days|final(ly)? (value|state))\b",
+    re.I,
+)
+_PROCEDURE = re.compile(
+    r"\b(how (do|does|did|can|could|should|would|is|are|was|were|to)\b(?! (many|much|long|often|"
+    r"old|far|big|large))|what (are the )?steps|which steps|step[- ]by[- ]step|walk me through|"
+    r"in what order|what is the (procedure|process|workflow)|where do (you|i) (go|click|find))",
+    re.I,
+)
+_GOTCHA = re.compile(
+    r"\b(went wrong|go wrong|goes wrong|why\b|fail(ed|s|ure)?|error|errors|time[sd]? ?out|"
+    r"pitfall|gotcha|mistake|careful|watch out|avoid|check first|problem|trap|workaround|fix\b|"
+    r"did not work|didn't work|doesn't work|broken|stuck|retry|retries|in the way|obstacle|blocked|"
+    r"prerequisite|(?:have|need|must) to do (?:first|before)|must be (?:set|done|checked|chosen) "
+    r"(?:first|before))",
+    re.I,
+)
 _DYNAMIC = re.compile(r"\b(changed?|updated?|set to|now|after the agent|most recently|anymore|still)\b", re.I)
 
 _QUOTED = re.compile(r"'([^']{2,80})'(?!\w)|\"([^\"]{2,80})\"|‘([^’]{2,80})’|“([^”]{2,80})”")
 _URL = re.compile(r"\bhttps?://[^\s'\"<>)]+|(?<![\w/])/[A-Za-z0-9_.~-]+(?:/[A-Za-z0-9_.~#=-]*)*")
 _ID = re.compile(r"#?\b(?=[A-Za-z0-9._/:-]*\d)[A-Za-z0-9][A-Za-z0-9._/:-]*[A-Za-z0-9%]\b%?|\$\d[\d,]*(?:\.\d+)?")
-_MENU = re.compile(r"([A-Z][\w&'.-]*(?: [A-Za-z&][\w&'.-]*){0,3}(?:\s*(?:>|->|→|»)\s*[A-Z][\w&'.-]*"
-                   r"(?: [A-Za-z&][\w&'.-]*){0,3})+)")
+_MENU = re.compile(
+    r"([A-Z][\w&'.-]*(?: [A-Za-z&][\w&'.-]*){0,3}(?:\s*(?:>|->|→|»)\s*[A-Z][\w&'.-]*"
+    r"(?: [A-Za-z&][\w&'.-]*){0,3})+)"
+)
 _CAPWORD = r"[A-Z](?:[\w&.-]|'(?!s\b))*(?!'s\b)"
 _NAME = re.compile(rf"{_CAPWORD}(?:(?: (?:of|the|and|for|de|&))? {_CAPWORD})+")
 _WORD = re.compile(r"[a-z0-9][a-z0-9'._-]*[a-z0-9%]|[a-z0-9]")
 
-_LEADING_CAPS = frozenset("""What Which Who Whom Whose When Where Why How Is Are Was Were Do Does Did Can Could
+_LEADING_CAPS = frozenset(
+    """What Which Who Whom Whose When Where Why How Is Are Was Were Do Does Did Can Could
 Should Would Will In On At For From To After Before During Since Until The A An If Once Find Show List Tell Give
-Name""".split())
+Name""".split()
+)
 
 _PREMISE_CUES = (
-    (re.compile(r"\bthe (\w+(?: \w+){0,3}) (?:that|which) the agent (created|added|made|wrote|posted|opened|set up)\b",
-                re.I), "assumes the agent {2} '{1}' and that it still exists"),
-    (re.compile(r"\b(send|sent|reply|replied|respond|responded|answer|answered) back\b|\bwhat (\w+ )?did (the )?"
-                r"(store owner|owner|admin|support|seller|user|customer)s? (send|reply|say|answer)", re.I),
-     "assumes a reply was received; check that one was ever observed"),
-    (re.compile(r"\bhow (do|can|does|did) (you|i|one|the agent) "
-                r"(add|switch|enable|turn on|attach|insert|merge|combine)\b", re.I),
-     "assumes the interface offers this option; check that the control exists"),
+    (
+        re.compile(
+            r"\bthe (\w+(?: \w+){0,3}) (?:that|which) the agent (created|added|made|wrote|posted|opened|set up)\b", re.I
+        ),
+        "assumes the agent {2} '{1}' and that it still exists",
+    ),
+    (
+        re.compile(
+            r"\b(send|sent|reply|replied|respond|responded|answer|answered) back\b|\bwhat (\w+ )?did (the )?"
+            r"(store owner|owner|admin|support|seller|user|customer)s? (send|reply|say|answer)",
+            re.I,
+        ),
+        "assumes a reply was received; check that one was ever observed",
+    ),
+    (
+        re.compile(
+            r"\bhow (do|can|does|did) (you|i|one|the agent) "
+            r"(add|switch|enable|turn on|attach|insert|merge|combine)\b",
+            re.I,
+        ),
+        "assumes the interface offers this option; check that the control exists",
+    ),
 )
 
 
@@ -213,8 +242,12 @@ def _phrases(text: str, menus: list[tuple[str, ...]]) -> list[str]:
     inside = {w.lower() for p in found for w in re.findall(r"\w+", p)}
     for match in re.finditer(r"(?<![\w'.-])([A-Z]\w*)(?:'s)?(?![\w'-])", unquoted):
         word = match.group(1)
-        if (match.start() > 0 and word not in _LEADING_CAPS and word.lower() not in inside
-                and (len(word) > 2 or word.isupper())):
+        if (
+            match.start() > 0
+            and word not in _LEADING_CAPS
+            and word.lower() not in inside
+            and (len(word) > 2 or word.isupper())
+        ):
             add(word)  # a Capitalised word mid-sentence names something: Karaoke, GitLab, OSM, Super_Awesome_Robot
     return [p for p in found if p not in _LEADING_CAPS]
 

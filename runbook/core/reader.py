@@ -1,5 +1,6 @@
 """A runbook store read from Python, read-only: catalog rows, state files, and ripgrep over them in time order.
 `rbk` (the module the agent imports in the sandbox) is this reader's default instance as module functions."""
+
 from __future__ import annotations
 
 import fnmatch
@@ -9,9 +10,9 @@ import subprocess
 
 from .catalog import connect_readonly
 from .filters import as_set, field_list, outcome_matches
+from .layout import CATALOG_FILE, STATE_GLOB, SUMMARIES_DIR, TRAJECTORIES_DIR, state_relpath
 from .records import Hits, RbkError, Record
 from .ripgrep import _anchored, _field_of, _parse_rg_json, _pattern_body, _python_regex, ripgrep_binary
-from .layout import CATALOG_FILE, STATE_GLOB, SUMMARIES_DIR, TRAJECTORIES_DIR, state_relpath
 from .statefile import FIELDS, HEADER_FIELDS, parse_state, read_header
 from .values import _hit_value, _only_changes, _value_near
 
@@ -23,15 +24,17 @@ def default_store_dir() -> str:
     return os.environ.get("RUNBOOK_STORE_DIR") or "/store"
 
 
-class Store:
+class StoreReader:
     """One store on disk, read-only: catalog rows, state files, and ripgrep over them."""
 
     def __init__(self, root: str | None = None):
         self.root = os.path.abspath(root or default_store_dir())
         self.catalog_path = os.path.join(self.root, CATALOG_FILE)
         if not os.path.isfile(self.catalog_path):
-            raise RbkError(f"no runbook store at {self.root} (no catalog.sqlite): pass --store DIR or set "
-                           "RUNBOOK_STORE_DIR to the store folder")
+            raise RbkError(
+                f"no runbook store at {self.root} (no catalog.sqlite): pass --store DIR or set "
+                "RUNBOOK_STORE_DIR to the store folder"
+            )
         self._rows: list | None = None
         self._by_id: dict = {}
         self._by_dir: dict = {}
@@ -45,15 +48,29 @@ class Store:
         try:
             rows = conn.execute(
                 "SELECT seq, id, dir, site, domain, goal, start_url, outcome, success, n_states, n_errors, "
-                "first_ts, last_ts FROM trajectories ORDER BY seq").fetchall()
+                "first_ts, last_ts FROM trajectories ORDER BY seq"
+            ).fetchall()
         finally:
             conn.close()
         records = []
         for seq, tid, dirname, site, domain, goal, start_url, outcome, success, n_states, n_errors, first, last in rows:
-            records.append(Record(id=tid, seq=seq, site=site or "", domain=domain or "", goal=goal or "",
-                                  start_url=start_url or "", outcome=outcome,
-                                  success=None if success is None else bool(success), n_states=n_states,
-                                  n_errors=n_errors, first_time=first, last_time=last, dir=dirname))
+            records.append(
+                Record(
+                    id=tid,
+                    seq=seq,
+                    site=site or "",
+                    domain=domain or "",
+                    goal=goal or "",
+                    start_url=start_url or "",
+                    outcome=outcome,
+                    success=None if success is None else bool(success),
+                    n_states=n_states,
+                    n_errors=n_errors,
+                    first_time=first,
+                    last_time=last,
+                    dir=dirname,
+                )
+            )
         records.sort(key=lambda r: (r.first_time or "", r.seq))
         self._rows = records
         self._by_id = {r.id: r for r in records}
@@ -81,9 +98,13 @@ class Store:
         self._load()
         sites = as_set(site)
         goal_rx = re.compile(goal, re.I) if goal else None
-        return [r for r in self._rows
-                if (not sites or r.site in sites) and outcome_matches(r, outcome)
-                and (goal_rx is None or goal_rx.search(r.goal))]
+        return [
+            r
+            for r in self._rows
+            if (not sites or r.site in sites)
+            and outcome_matches(r, outcome)
+            and (goal_rx is None or goal_rx.search(r.goal))
+        ]
 
     def trajectory(self, trajectory_id: str) -> Record:
         """One catalog row by id (a unique prefix also works)."""
@@ -115,11 +136,21 @@ class Store:
         path = self.state_path(rec.id, index)
         with open(path, encoding="utf-8", errors="replace") as fh:
             fields, text, n_header = parse_state(fh.read())
-        return Record(trajectory=rec.id, index=index, n_states=rec.n_states, time=fields.get("time") or None,
-                      url=fields.get("url", ""), title=fields.get("title", ""), action=fields.get("action", ""),
-                      error=fields.get("error", ""), thought=fields.get("thought", ""),
-                      screenshot=fields.get("screenshot", ""), text=text, header_lines=n_header,
-                      path=os.path.relpath(path, self.root))
+        return Record(
+            trajectory=rec.id,
+            index=index,
+            n_states=rec.n_states,
+            time=fields.get("time") or None,
+            url=fields.get("url", ""),
+            title=fields.get("title", ""),
+            action=fields.get("action", ""),
+            error=fields.get("error", ""),
+            thought=fields.get("thought", ""),
+            screenshot=fields.get("screenshot", ""),
+            text=text,
+            header_lines=n_header,
+            path=os.path.relpath(path, self.root),
+        )
 
     def states(self, trajectory_id: str) -> list:
         """Every state of one trajectory, in order (see state())."""
@@ -129,11 +160,11 @@ class Store:
     def errors(self, site=None, trajectory=None, outcome=None) -> list:
         """States whose action raised an error, oldest first: {trajectory, state, time, url, action, error}."""
         out = []
-        for h in self.grep(r"\S", field="error", site=site, trajectory=trajectory, outcome=outcome,
-                           limit=None):
+        for h in self.grep(r"\S", field="error", site=site, trajectory=trajectory, outcome=outcome, limit=None):
             st = self.state(h.trajectory, h.state)
-            out.append(Record(trajectory=h.trajectory, state=h.state, time=h.time, url=h.url, action=st.action,
-                              error=st.error))
+            out.append(
+                Record(trajectory=h.trajectory, state=h.state, time=h.time, url=h.url, action=st.action, error=st.error)
+            )
         return out
 
     # -- search --------------------------------------------------------------------------------------------------
@@ -209,7 +240,7 @@ class Store:
                 continue
             key = (parts[1], int(parts[3][:-3]))
             time, url = meta.get(key, ("", ""))
-            if (since and time < since) or (until and time[:len(until)] > until):
+            if (since and time < since) or (until and time[: len(until)] > until):
                 continue
             rec = self._by_dir.get(key[0])
             items.append((path, key[0], key[1], time, url, n, rec.seq if rec else 0))
@@ -220,9 +251,25 @@ class Store:
             items.sort(key=lambda it: -it[5])
         return [it[:6] for it in items]
 
-    def search(self, pattern: str, *, ignore_case=False, fixed=False, word=False, field=None, trajectory=None,
-               site=None, outcome=None, since=None, until=None, per_state=None, limit=200, sort="time",
-               before=0, after=0) -> Record:
+    def search(
+        self,
+        pattern: str,
+        *,
+        ignore_case=False,
+        fixed=False,
+        word=False,
+        field=None,
+        trajectory=None,
+        site=None,
+        outcome=None,
+        since=None,
+        until=None,
+        per_state=None,
+        limit=200,
+        sort="time",
+        before=0,
+        after=0,
+    ) -> Record:
         """The engine behind grep/search: {hits, total_lines, total_states, total_trajectories, truncated}."""
         if sort not in SORTS:
             raise RbkError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
@@ -240,9 +287,14 @@ class Store:
             chosen.append((item, take))
         hits = self._read_hits(pattern, ignore_case, fixed, word, field, chosen, before, after)
         total = sum(it[5] for it in ordered)
-        return Record(hits=hits, total_lines=total, total_states=len(ordered),
-                      total_trajectories=len({it[1] for it in ordered}), shown=len(hits),
-                      truncated=len(hits) < total)
+        return Record(
+            hits=hits,
+            total_lines=total,
+            total_states=len(ordered),
+            total_trajectories=len({it[1] for it in ordered}),
+            shown=len(hits),
+            truncated=len(hits) < total,
+        )
 
     def _read_hits(self, pattern, ignore_case, fixed, word, field, chosen, before, after) -> list:
         if not chosen:
@@ -260,8 +312,9 @@ class Store:
         lines_by_path = _parse_rg_json(self._run_rg(args, [item[0] for item, _ in chosen]))
         hits = []
         for (path, dirname, index, time, url, n), take in chosen:
-            for hit in self._hits_of_file(path, dirname, index, time, url, lines_by_path.get(path, {}), fields,
-                                          take, before, after):
+            for hit in self._hits_of_file(
+                path, dirname, index, time, url, lines_by_path.get(path, {}), fields, take, before, after
+            ):
                 hit["state_lines"] = n
                 hits.append(hit)
         return hits
@@ -278,9 +331,18 @@ class Store:
             if field not in fields:
                 continue
             lead = len(text) - len(text.lstrip())
-            hit = Record(trajectory=rec.id if rec else dirname, state=index, time=time or None, url=url,
-                         site=rec.site if rec else "", field=field, line_number=ln, line=text.strip(),
-                         spans=[(a - lead, b - lead) for a, b in spans], path=path)
+            hit = Record(
+                trajectory=rec.id if rec else dirname,
+                state=index,
+                time=time or None,
+                url=url,
+                site=rec.site if rec else "",
+                field=field,
+                line_number=ln,
+                line=text.strip(),
+                spans=[(a - lead, b - lead) for a, b in spans],
+                path=path,
+            )
             if before:
                 hit["before"] = [lines[i][0].strip() for i in range(ln - before, ln) if i in lines]
             if after:
@@ -298,9 +360,14 @@ class Store:
             return Record(hits=[], total_lines=0, truncated=False)
         regex = _pattern_body(pattern, fixed, word)
         flags = ["-i"] if ignore_case else []
-        counts = {p: int(n) for p, _, n in (line.partition("\0") for line in
-                                            self._run_rg(["--count", "--null", "-e", regex] + flags, files, None)
-                                            .splitlines()) if n}
+        counts = {
+            p: int(n)
+            for p, _, n in (
+                line.partition("\0")
+                for line in self._run_rg(["--count", "--null", "-e", regex] + flags, files, None).splitlines()
+            )
+            if n
+        }
         lines = _parse_rg_json(self._run_rg(["--json", "-m", str(limit), "-e", regex] + flags, files, None))
         hits = []
         for path in files:
@@ -310,9 +377,20 @@ class Store:
                     break
                 owner = _owner_at(owners, ln) if owners else _tsv_id(text)
                 lead = len(text) - len(text.lstrip())
-                hits.append(Record(trajectory=owner, state=None, time=None, url="", site="", field="summary",
-                                   line_number=ln, line=text.strip(), spans=[(a - lead, b - lead) for a, b in spans],
-                                   path=path))
+                hits.append(
+                    Record(
+                        trajectory=owner,
+                        state=None,
+                        time=None,
+                        url="",
+                        site="",
+                        field="summary",
+                        line_number=ln,
+                        line=text.strip(),
+                        spans=[(a - lead, b - lead) for a, b in spans],
+                        path=path,
+                    )
+                )
         total = sum(counts.values())
         return Record(hits=hits, total_lines=total, truncated=len(hits) < total)
 
@@ -322,19 +400,41 @@ class Store:
         except OSError:
             return len(HEADER_FIELDS) + 1
 
-    def grep(self, pattern: str, *, limit: int | None = 2000, per_state: int | None = None, sort: str = "time",
-             after: int = 0, **filters) -> Hits:
+    def grep(
+        self,
+        pattern: str,
+        *,
+        limit: int | None = 2000,
+        per_state: int | None = None,
+        sort: str = "time",
+        after: int = 0,
+        **filters,
+    ) -> Hits:
         """Matching lines oldest first (sort="newest": newest first, "count": busiest states first), at most limit."""
         found = self.search(pattern, limit=limit, per_state=per_state, sort=sort, after=after, **filters)
         for h in found.hits:
             h.pop("spans", None)
         return Hits(found.hits, found.total_lines, found.total_states, found.truncated)
 
-    def count(self, pattern: str, *, by: str = "state", ignore_case=False, fixed=False, word=False, field=None,
-              trajectory=None, site=None, outcome=None, since=None, until=None) -> dict:
+    def count(
+        self,
+        pattern: str,
+        *,
+        by: str = "state",
+        ignore_case=False,
+        fixed=False,
+        word=False,
+        field=None,
+        trajectory=None,
+        site=None,
+        outcome=None,
+        since=None,
+        until=None,
+    ) -> dict:
         """Matching lines per state {(trajectory, state): n} (by="trajectory": {trajectory: n}), oldest first."""
-        counts = self._state_counts(pattern, ignore_case, fixed, word, field,
-                                    self._scope_paths(trajectory, site, outcome))
+        counts = self._state_counts(
+            pattern, ignore_case, fixed, word, field, self._scope_paths(trajectory, site, outcome)
+        )
         out: dict = {}
         for _path, dirname, index, _time, _url, n in self._ordered(counts, "time", since, until):
             tid = self._by_dir[dirname].id if dirname in self._by_dir else dirname
@@ -342,8 +442,16 @@ class Store:
             out[key] = out.get(key, 0) + n
         return out
 
-    def timeline(self, pattern: str, *, value: str | None = None, changes: bool = False, limit: int | None = 2000,
-                 per_state: int | None = 1, **filters) -> Hits:
+    def timeline(
+        self,
+        pattern: str,
+        *,
+        value: str | None = None,
+        changes: bool = False,
+        limit: int | None = 2000,
+        per_state: int | None = 1,
+        **filters,
+    ) -> Hits:
         """Matching lines oldest first, each with .value: the pattern's first group, `value`'s, or the field value."""
         hits = self.grep(pattern, limit=limit, per_state=per_state, after=6, **filters)
         value_rx = re.compile(value) if value else None

@@ -9,12 +9,13 @@ Each pool is ranked with BM25; states are fused from their own BM25 rank, the ev
 the same page seen at different times is labelled latest or older. Cutting to a token budget is the host's job.
 Every hit carries an `id` (n12, e34, s56: pool and document number) that stays valid for the pools' stamp.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -77,8 +78,15 @@ def parse_id(text: str) -> tuple[str, int] | None:
 class Recall:
     """The pools of one store, loaded once per manifest stamp."""
 
-    def __init__(self, store_root: str | os.PathLike, read_state: ReadState, settings: RecallSettings | None = None,
-                 *, write_cache: bool = True, opener: Opener | None = None):
+    def __init__(
+        self,
+        store_root: str | os.PathLike,
+        read_state: ReadState,
+        settings: RecallSettings | None = None,
+        *,
+        write_cache: bool = True,
+        opener: Opener | None = None,
+    ):
         self.root = Path(store_root)
         self.read_state = read_state
         """Raises OSError for a state that cannot be read (safely): that hit is left out."""
@@ -94,8 +102,10 @@ class Recall:
         if self._stamp == snapshot.stamp and self.snapshot is not None:
             return
         if snapshot.empty and _has_trajectories(self.root):
-            raise PoolError(f"the store at {self.root} has no retrieval pools: run `runbook reindex` "
-                            "(inserts made with `runbook insert` keep them up to date afterwards)")
+            raise PoolError(
+                f"the store at {self.root} has no retrieval pools: run `runbook reindex` "
+                "(inserts made with `runbook insert` keep them up to date afterwards)"
+            )
         fields = dict(DEFAULT_FIELDS)
         fields["slices"] = {"page": 1.0, "context": self.settings.context_weight}
         write = self.write_cache
@@ -175,8 +185,10 @@ class Recall:
 
     def event_hits(self, analysis: QuestionAnalysis, query: dict[str, float]) -> list[Hit]:
         docs = self.snapshot.docs("events")
-        hits = [Hit.from_doc(docs[d], f"e{d}", "events", score=round(score, 3))
-                for d, score in self.indexes["events"].top(query, self.settings.events)]
+        hits = [
+            Hit.from_doc(docs[d], f"e{d}", "events", score=round(score, 3))
+            for d, score in self.indexes["events"].top(query, self.settings.events)
+        ]
         return latest_first(hits, hit_page, reorder=wants_time(analysis))
 
     def slice_hits(self, analysis: QuestionAnalysis, query: dict[str, float], slice_chars: int) -> list[Hit]:
@@ -226,14 +238,25 @@ class Recall:
                 key = line_hash(line, hit.site)
                 if self.lines.is_boilerplate(np.asarray([key], dtype="<u8"), hit.site)[0]:
                     continue  # the site's furniture, not a fact
-                found = sorted((int(d) for d in self.lines.docs_with(key) if live[d] and int(d) not in placed),
-                               key=lambda d: docs[d].get("ts") or "", reverse=newest_first)
+                found = sorted(
+                    (int(d) for d in self.lines.docs_with(key) if live[d] and int(d) not in placed),
+                    key=lambda d: docs[d].get("ts") or "",
+                    reverse=newest_first,
+                )
                 found = runs_first(found, lambda d: doc_view(docs[d]), [hit_view(h) for h in out])
-                for d in found[:MAX_SIGHTINGS - added]:
+                for d in found[: MAX_SIGHTINGS - added]:
                     placed.add(d)
-                    out.append(by_doc.get(d) or Hit.from_doc(
-                        docs[d], f"s{d}", "slices", excerpt=line, sighting_of=hit.id,
-                        label=f"shows the same line as {hit.trajectory_id} state {hit.state_index}"))
+                    out.append(
+                        by_doc.get(d)
+                        or Hit.from_doc(
+                            docs[d],
+                            f"s{d}",
+                            "slices",
+                            excerpt=line,
+                            sighting_of=hit.id,
+                            label=f"shows the same line as {hit.trajectory_id} state {hit.state_index}",
+                        )
+                    )
                     added += 1
         return out
 
@@ -245,9 +268,16 @@ class Recall:
         if not query or self.snapshot.empty:
             return []
         docs = self.snapshot.docs("slices")
-        return [{"trajectory_id": docs[d]["t"], "state_index": docs[d]["i"], "url": docs[d].get("u"),
-                 "timestamp": docs[d].get("ts"), "score": round(s, 5)}
-                for d, s in self.rank_states(analysis, query)[:k]]
+        return [
+            {
+                "trajectory_id": docs[d]["t"],
+                "state_index": docs[d]["i"],
+                "url": docs[d].get("u"),
+                "timestamp": docs[d].get("ts"),
+                "score": round(s, 5),
+            }
+            for d, s in self.rank_states(analysis, query)[:k]
+        ]
 
     def doc(self, hit_id: str) -> Hit | None:
         """The pool document a hit id names (n12, e34, s56), as a Hit, or None."""

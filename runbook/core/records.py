@@ -1,5 +1,6 @@
 """What the store readers return: records whose keys are also attributes, lists of hits that know how many
 matched in all, and the one error a reader raises."""
+
 from __future__ import annotations
 
 

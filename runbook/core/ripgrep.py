@@ -1,5 +1,6 @@
 """Running ripgrep over a store's state files: the binary, literal patterns, header-field anchoring and its JSON
 output read back into lines and match spans."""
+
 from __future__ import annotations
 
 import base64
@@ -11,6 +12,7 @@ import sys
 
 from .records import RbkError
 from .statefile import FIELDS  # noqa: F401  (the fields a pattern can be anchored to)
+
 _RG_META = set("\\.+*?()|[]{}^$")
 
 
@@ -24,8 +26,10 @@ def ripgrep_binary() -> str:
             return sibling  # avoids version-manager shims, which cost ~100 ms per call
     found = shutil.which("rg")
     if not found:
-        raise RbkError("ripgrep (rg) is not on PATH: install it (apt-get install ripgrep / pip install ripgrep) "
-                       "or set RUNBOOK_RG to its path")
+        raise RbkError(
+            "ripgrep (rg) is not on PATH: install it (apt-get install ripgrep / pip install ripgrep) "
+            "or set RUNBOOK_RG to its path"
+        )
     return found
 
 
@@ -73,8 +77,8 @@ def _parse_rg_json(output: str) -> dict:
         if msg["type"] == "match":
             encoded = text.encode("utf-8")
             for sub in data.get("submatches", []):
-                start = len(encoded[:sub["start"]].decode("utf-8", "replace"))
-                end = len(encoded[:sub["end"]].decode("utf-8", "replace"))
+                start = len(encoded[: sub["start"]].decode("utf-8", "replace"))
+                end = len(encoded[: sub["end"]].decode("utf-8", "replace"))
                 spans.append((start, end))
         by_path.setdefault(path, {})[data["line_number"]] = (text, msg["type"] == "match", spans)
     return by_path

@@ -14,11 +14,13 @@ lines, most important first and within a character budget, so the output parses 
      "ne": states with errors, "goal": ...}
 
 Scoring: BM25 (rbcore.bm25's formula) over single states (one ripgrep pass with every pattern, its `-o` output
-tallied per state), plus the trajectory's goal, the state's url and title, a bonus for exact phrases and for states showing all the names
+tallied per state), plus the trajectory's goal, the state's url and title, a bonus for exact phrases and for states
+showing all the names
 the question gives, and a boost for the site the question names. A question's own words are weighed by rarity.
 With `scope_sites` only those sites' trajectories are scanned (reading every state file is most of a scan's time);
 a pattern found nowhere there is looked for in the rest before it is called missing.
 """
+
 import json
 import re
 import subprocess
@@ -32,7 +34,8 @@ from .patterns import label, pattern_regex, python_regex
 from .question import normalize_term
 from .reader import default_store_dir
 from .ripgrep import ripgrep_binary
-from .weights import idf as bm25_idf, term_weight
+from .weights import idf as bm25_idf
+from .weights import term_weight
 
 GOAL_WEIGHT = 0.8
 """A question term in the trajectory's goal counts this much of a saturated page term: the goal says what the run
@@ -60,15 +63,24 @@ def run_rg(root, regexes, dirs=None):
     """{(dir, index): Counter(matched text, lower-cased)} for every state file matching any regex, tried in order:
     at one position the first pattern that matches wins, so longer phrases must come first. `dirs`: only these
     trajectories' folders (None: all)."""
-    args = [ripgrep_binary(), "--no-config", "--no-ignore", "-o", "-i", "--null", "--no-line-number",
-            "--no-heading", "-g", STATE_GLOB]
+    args = [
+        ripgrep_binary(),
+        "--no-config",
+        "--no-ignore",
+        "-o",
+        "-i",
+        "--null",
+        "--no-line-number",
+        "--no-heading",
+        "-g",
+        STATE_GLOB,
+    ]
     for rx in regexes:
         args += ["-e", rx]
     paths = [TRAJECTORIES_DIR] if dirs is None else [trajectory_relpath(d) for d in sorted(dirs)]
     if not paths:
         return defaultdict(Counter)
-    out = subprocess.run(args + ["--", *paths], cwd=root, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL).stdout
+    out = subprocess.run(args + ["--", *paths], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
     found = defaultdict(Counter)
     for line, n in Counter(out.split(b"\n")).items():
         path, sep, match = line.partition(b"\0")
@@ -124,8 +136,12 @@ def site_matches(rows, compiled, site_terms):
 
 def weights_of(items, df, n_states):
     """Each pattern's weight: its BM25 idf among all states, times its own weight (phrases count more)."""
-    return [float(bm25_idf(n_states, df[k])) * float(items[k].get("weight", 1.0))
-            * (1 + PHRASE_BONUS * (items[k].get("kind") == "phrase")) for k in range(len(items))]
+    return [
+        float(bm25_idf(n_states, df[k]))
+        * float(items[k].get("weight", 1.0))
+        * (1 + PHRASE_BONUS * (items[k].get("kind") == "phrase"))
+        for k in range(len(items))
+    ]
 
 
 def title_words(title):
@@ -135,8 +151,11 @@ def title_words(title):
 
 def page_words(pages):
     """Each menu path of `pages` as the word sets of its steps (fillers aside: 'All Customers' is 'customer')."""
-    return [[title_words(" ".join(w for w in step.split() if w.lower() not in FILLERS)) for step in path]
-            for path in pages if path]
+    return [
+        [title_words(" ".join(w for w in step.split() if w.lower() not in FILLERS)) for step in path]
+        for path in pages
+        if path
+    ]
 
 
 def names_page(title, paths):
@@ -178,14 +197,20 @@ def score_states(tfs, meta, rows, compiled, idf, sites, items, answers=False, an
         if anchors and all(k in tf for k in anchors):
             s *= 1 + ANCHOR_BOOST
         covered = set(tf) | set(goal)
-        scores[key] = (s, sum(idf[k] for k in covered) / total_weight, sorted(tf),
-                       sum(idf[k] for k in tf if k in own) / own_weight)
+        scores[key] = (
+            s,
+            sum(idf[k] for k in covered) / total_weight,
+            sorted(tf),
+            sum(idf[k] for k in tf if k in own) / own_weight,
+        )
     return scores
 
 
-TROUBLE = (r"(?-u)\b(?:errors?|fail(?:s|ed|ure)?|time[sd]? ?out|timeout|not found|no (?:records|results|matches)|"
-           r"could ?n[o']t|cannot|can't|unable|instead|retry|again|did ?n[o']t|wrong|incorrect|intercepts?|"
-           r"blocked|unexpected|mismatch)\b")
+TROUBLE = (
+    r"(?-u)\b(?:errors?|fail(?:s|ed|ure)?|time[sd]? ?out|timeout|not found|no (?:records|results|matches)|"
+    r"could ?n[o']t|cannot|can't|unable|instead|retry|again|did ?n[o']t|wrong|incorrect|intercepts?|"
+    r"blocked|unexpected|mismatch)\b"
+)
 """Words with which pages, errors and the agent's thoughts say that something went wrong."""
 
 
@@ -266,8 +291,10 @@ def scan_output(params: ScanParams, catalog=None):
     rows, by_id, meta = catalog or load_catalog(root)
     scope = in_scope(rows, params.scope_sites)
     longest_first = [regexes[k] for k in sorted(range(len(items)), key=lambda k: -len(items[k]["text"]))]
-    tfs = assign(run_rg(root, longest_first + ([TROUBLE] if trouble is not None else []), scope),
-                 compiled + ([python_regex(TROUBLE)] if trouble is not None else []))
+    tfs = assign(
+        run_rg(root, longest_first + ([TROUBLE] if trouble is not None else []), scope),
+        compiled + ([python_regex(TROUBLE)] if trouble is not None else []),
+    )
     troubles = {key: tf.pop(trouble, 0) for key, tf in tfs.items()} if trouble is not None else {}
     tfs = {key: tf for key, tf in tfs.items() if tf}
     n_states = max(1, sum(1 for key in meta if scope is None or key[0] in scope))
@@ -276,8 +303,7 @@ def scan_output(params: ScanParams, catalog=None):
     if scope is not None:
         unseen = [k for k in range(len(items)) if not df[k]]
         elsewhere = run_rg(root, [regexes[k] for k in unseen], set(rows) - scope) if unseen else {}
-        outside = {k for k in unseen if any(compiled[k].search(text) for found in elsewhere.values()
-                                            for text in found)}
+        outside = {k for k in unseen if any(compiled[k].search(text) for found in elsewhere.values() for text in found)}
     per_trajectory = defaultdict(set)
     for (d, _), tf in tfs.items():
         per_trajectory[d].update(tf)
@@ -285,10 +311,17 @@ def scan_output(params: ScanParams, catalog=None):
     idf = weights_of(items, df, n_states)
     sites = site_matches(rows, compiled, [k for k, it in enumerate(items) if it.get("kind") == "term"])
     out = Printer(params.max_chars)
-    out.add({"type": "terms", "n_states": n_states, "n_trajectories": len(rows), "sites": sorted(sites),
-             "df": {label(items[k]): [df[k], tdf[k]] for k in range(len(items))},
-             "missing": [label(items[k]) for k in range(len(items)) if not df[k] and k not in outside],
-             **({"scope": sorted(params.scope_sites)} if scope is not None else {})})
+    out.add(
+        {
+            "type": "terms",
+            "n_states": n_states,
+            "n_trajectories": len(rows),
+            "sites": sorted(sites),
+            "df": {label(items[k]): [df[k], tdf[k]] for k in range(len(items))},
+            "missing": [label(items[k]) for k in range(len(items)) if not df[k] and k not in outside],
+            **({"scope": sorted(params.scope_sites)} if scope is not None else {}),
+        }
+    )
 
     if params.image:
         looks = nearest_screenshots(root, rows, meta, params.image, params.image_top)
@@ -297,8 +330,9 @@ def scan_output(params: ScanParams, catalog=None):
         if looks and looks[0].get("t") and not sites:  # the pictured app is the one asked about
             sites = {rows[by_id[looks[0]["t"]]]["site"]: 1.0}
     anchors = anchor_patterns(items, compiled, df, rows)
-    scores = score_states(tfs, meta, rows, compiled, idf, sites, items, params.answers, anchors,
-                          page_words(params.pages))
+    scores = score_states(
+        tfs, meta, rows, compiled, idf, sites, items, params.answers, anchors, page_words(params.pages)
+    )
     if trouble is not None:
         prefer_trouble(scores, meta, rows, troubles)
     # ripgrep's file order varies from run to run: the state itself breaks ties, so the plan is deterministic
@@ -307,7 +341,7 @@ def scan_output(params: ScanParams, catalog=None):
         newest = newest_with(anchors, tfs, rows, meta, sites) if anchors else []
         if not newest and params.latest:
             newest = newest_strong(ranked, scores, meta, params)
-        for key in newest[:params.latest_top if params.latest else 2]:
+        for key in newest[: params.latest_top if params.latest else 2]:
             rec = state_record(key, scores[key], meta, rows, items, False)
             rec["type"] = "latest"
             out.add(rec)
@@ -316,8 +350,15 @@ def scan_output(params: ScanParams, catalog=None):
         rec["type"] = "extra"
         out.add(rec)
     # runs of the scanned sites only: a goal elsewhere that shares a word ('task') is not a run of the question's
-    runs = run_records(ranked, scores, rows if scope is None else {d: rows[d] for d in scope}, meta, compiled, items,
-                       params.trajectories)
+    runs = run_records(
+        ranked,
+        scores,
+        rows if scope is None else {d: rows[d] for d in scope},
+        meta,
+        compiled,
+        items,
+        params.trajectories,
+    )
     top = params.top
     runs_after = min(top, len(ranked), params.states_before_trajectories)
     for n, key in enumerate(ranked[:top]):
@@ -347,8 +388,9 @@ def complements(ranked, scores, idf, limit, top=3, pool=300):
     covered = set().union(*(scores[key][2] for key in ranked[:top])) if ranked else set()
     out = []
     for _ in range(limit):
-        gain = {key: sum(idf[k] for k in scores[key][2] if k not in covered) for key in ranked[top:pool]
-                if key not in out}
+        gain = {
+            key: sum(idf[k] for k in scores[key][2] if k not in covered) for key in ranked[top:pool] if key not in out
+        }
         best = max(gain, key=lambda key: (gain[key], scores[key][0]), default=None)
         if best is None or gain[best] <= 0.2 * sum(idf):
             break
@@ -361,25 +403,30 @@ def anchor_patterns(items, compiled, df, rows):
     """The question's own names that occur in the store (quoted labels, Capitalised names, ids), site names aside:
     a state showing all of them shows the thing asked about."""
     site_names = {re.sub(r"[-_]+", " ", r["site"]) for r in rows.values()}
-    return [k for k, it in enumerate(items)
-            if it.get("kind") == "phrase" and not it.get("derived") and df[k]
-            and not any(compiled[k].search(name) for name in site_names)]
+    return [
+        k
+        for k, it in enumerate(items)
+        if it.get("kind") == "phrase"
+        and not it.get("derived")
+        and df[k]
+        and not any(compiled[k].search(name) for name in site_names)
+    ]
 
 
 def newest_with(anchors, tfs, rows, meta, sites):
     """States that show every anchor (on the site the question names, if any), newest first."""
-    keys = [key for key, tf in tfs.items() if all(k in tf for k in anchors)
-            and (not sites or rows[key[0]]["site"] in sites)]
+    keys = [
+        key for key, tf in tfs.items() if all(k in tf for k in anchors) and (not sites or rows[key[0]]["site"] in sites)
+    ]
     return sorted(keys, key=lambda key: (meta[key][0], key), reverse=True)
 
 
 def newest_strong(ranked, scores, meta, params):
     """States whose page covers nearly as much of the question as the best pages do, newest first."""
-    pool = ranked[:params.latest_pool]
+    pool = ranked[: params.latest_pool]
     best_page = max(scores[key][3] for key in pool)
     floor = params.near_best * scores[ranked[0]][0]
-    near = [key for key in pool if scores[key][3] >= params.near_cov * best_page
-            and scores[key][0] >= floor]
+    near = [key for key in pool if scores[key][3] >= params.near_cov * best_page and scores[key][0] >= floor]
     return sorted(near, key=lambda key: meta[key][0], reverse=True)
 
 
@@ -387,8 +434,16 @@ def state_record(key, score, meta, rows, items, full):
     """One state, compact (the planner reads about 2,000 tokens): the first few also say what matched and where."""
     s, cov, matched, page_cov = score
     m, r = meta[key], rows[key[0]]
-    rec = {"type": "state", "t": r["id"], "i": key[1], "s": round(s, 1), "time": m[0][:19], "ok": r["success"],
-           "n": r["n"], "err": int(bool(m[4].strip()))}
+    rec = {
+        "type": "state",
+        "t": r["id"],
+        "i": key[1],
+        "s": round(s, 1),
+        "time": m[0][:19],
+        "ok": r["success"],
+        "n": r["n"],
+        "err": int(bool(m[4].strip())),
+    }
     if full:
         rec.update(cov=round(cov, 2), m=[label(items[k]) for k in matched], url=m[1][:80])
     return rec
@@ -415,16 +470,27 @@ def run_records(ranked, scores, rows, meta, compiled, items, limit):
         heads[d] = sum(1 for w in words if any(compiled[k].fullmatch(w) for k in terms))
         goal_score[d] = sum(gidf[k] for k in goals[d])
     by_states = sorted(totals, key=lambda d: -totals[d])[:limit]
-    by_goal = sorted((d for d in rows if goal_score[d] > 0),
-                     key=lambda d: (-(goal_score[d] * (1 + 0.5 * heads[d])), -totals.get(d, 0)))[:limit]
+    by_goal = sorted(
+        (d for d in rows if goal_score[d] > 0),
+        key=lambda d: (-(goal_score[d] * (1 + 0.5 * heads[d])), -totals.get(d, 0)),
+    )[:limit]
     errors = Counter(d for (d, _), m in meta.items() if m[4].strip())
     out = []
     interleaved = [d for pair in zip(by_goal, by_states) for d in pair]
-    interleaved += by_goal[len(by_states):] + by_states[len(by_goal):]
+    interleaved += by_goal[len(by_states) :] + by_states[len(by_goal) :]
     for d in dict.fromkeys(interleaved):  # both orders near the top, in case the output is cut short
         r = rows[d]
-        out.append({"type": "traj", "t": r["id"], "s": round(totals.get(d, 0), 1), "gs": round(goal_score[d], 1),
-                    "head": heads[d], "ok": r["success"], "n": r["n"], "ne": errors[d], "goal": r["goal"][:60]})
+        out.append(
+            {
+                "type": "traj",
+                "t": r["id"],
+                "s": round(totals.get(d, 0), 1),
+                "gs": round(goal_score[d], 1),
+                "head": heads[d],
+                "ok": r["success"],
+                "n": r["n"],
+                "ne": errors[d],
+                "goal": r["goal"][:60],
+            }
+        )
     return out
-
-

@@ -1,6 +1,7 @@
 """Reading what the offline planner's sandbox programs print (rbscan, rbdetail): JSON lines into Scan, ScoredState, Run
 and Step records. Nothing here reads the store. Both sides read with it: rbplan, to choose the states it details in
 the same call, and the planner on the host, from the call's output."""
+
 from __future__ import annotations
 
 import json
@@ -128,15 +129,18 @@ def read_scan(output: str) -> Scan:
             scan.df, scan.missing, scan.sites = rec.get("df", {}), rec.get("missing", []), rec.get("sites", [])
             scan.n_states = int(rec.get("n_states") or 0)
         elif kind in ("state", "latest", "extra"):
-            {"state": scan.states, "latest": scan.latest, "extra": scan.extras}[kind].append(ScoredState(**_fields(ScoredState, rec)))
+            {"state": scan.states, "latest": scan.latest, "extra": scan.extras}[kind].append(
+                ScoredState(**_fields(ScoredState, rec))
+            )
         elif kind == "traj":
             scan.runs.append(Run(**_fields(Run, rec)))
         elif kind == "image":
             if rec.get("error"):
                 scan.image_error = rec["error"]
             else:
-                scan.images.append(ScoredState(t=rec["t"], i=rec["i"], time=rec.get("time", ""), d=rec.get("d"),
-                                       px=rec.get("px")))
+                scan.images.append(
+                    ScoredState(t=rec["t"], i=rec["i"], time=rec.get("time", ""), d=rec.get("d"), px=rec.get("px"))
+                )
     return scan
 
 

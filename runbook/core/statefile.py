@@ -9,10 +9,10 @@ writes and reads it) and the sandbox programs (which read it); stdlib only.
     ---
     RootWebArea 'Products / Inventory / Catalog / Magento Admin', focused
 """
+
 from __future__ import annotations
 
 import os
-
 
 HEADER_END = "---"
 NEWLINE_MARK = " ⏎ "
@@ -62,4 +62,3 @@ def read_header(path: str | os.PathLike) -> tuple[dict[str, str], int]:
             key, _, value = line.partition(": ")
             fields[key.strip()] = value.replace(NEWLINE_MARK, "\n")
     return fields, 0
-

@@ -1,4 +1,5 @@
 """Page text helpers shared by the pools: line cleaning, tokenising for BM25, stable line hashes."""
+
 from __future__ import annotations
 
 import functools
@@ -13,8 +14,10 @@ _IDS = re.compile(r"\[\d+\] ?")
 _GLYPHS = re.compile(r"[\ue000-\uf8ff] ?|\\u[ef][0-9a-f]{3} ?")
 """Element ids, the `StaticText` role and icon-font glyphs (private-use characters, raw or as \\uXXXX): no words."""
 _HAS_WORD = re.compile(r"[^\W\d_]{2,}|\d")
-_BARE = re.compile(r"^\s*(?:generic|group|LineBreak|none|list|listitem|paragraph|Section|LayoutTable|"
-                   r"LayoutTableRow|LayoutTableCell|<div\s*/>|<span\s*/>)\s*(?:''|\"\")?\s*$")
+_BARE = re.compile(
+    r"^\s*(?:generic|group|LineBreak|none|list|listitem|paragraph|Section|LayoutTable|"
+    r"LayoutTableRow|LayoutTableCell|<div\s*/>|<span\s*/>)\s*(?:''|\"\")?\s*$"
+)
 
 
 def clean_line(line: str) -> str:

@@ -1,11 +1,11 @@
 """Values shown on a page next to a label: an input's value= attribute, the text after a label, a badge under a
 link; and how a value changed over time."""
+
 from __future__ import annotations
 
 import re
 
 from .records import Hits, Record
-
 
 _VALUE_QUOTED = re.compile(r"""\b(?:value|checked|aria-checked)=(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")""")
 _VALUE_DOM = re.compile(r"\b(?:value|checked|aria-checked)=(?!['\"])(.*?)(?=\s+[\w-]+=|\s*/?>|$)")
@@ -63,7 +63,7 @@ def _value_and_source(line: str, after: list[str], label: re.Pattern | None) -> 
         if m:
             if _cuts_word(name, m.start(), m.end()):
                 return None, 0  # 'Full name' inside 'Display full names' is not that field
-            rest = name[m.end():].lstrip(" :=\t-–")
+            rest = name[m.end() :].lstrip(" :=\t-–")
             if rest:
                 return rest, 0
     elif name:
@@ -86,7 +86,7 @@ def values(text: str, label: str, *, ignore_case: bool = True, lookahead: int = 
     for i, line in enumerate(lines):
         if i in used or not rx.search(line):
             continue
-        value, k = _value_and_source(line, lines[i + 1:i + 1 + lookahead], rx)
+        value, k = _value_and_source(line, lines[i + 1 : i + 1 + lookahead], rx)
         if value is not None:
             found.append(value)
             used.add(i + k)  # a label line and the input below it that repeats the label show one value

@@ -1,5 +1,6 @@
 """BM25's formula, the one method R, `recall` and the planner's scan all weigh terms with. Kept apart from the
 index (rbcore.bm25) so that a program that scores a few numbers does not pay numpy's import (~0.25 s a call)."""
+
 from __future__ import annotations
 
 import math
@@ -14,6 +15,7 @@ def idf(n_docs, df):
     if isinstance(ratio, (int, float)):
         return math.log1p(ratio)
     import numpy as np  # an array: numpy is loaded already
+
     return np.log1p(ratio)
 
 

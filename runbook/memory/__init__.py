@@ -9,9 +9,11 @@ runbook.memory.retrieval), `auto` (R, escalating to C when R's evidence is weak,
 runbook.memory.baselines: `bm25` (plain BM25 over single states), `full` (the whole trajectories, newest first, cut
 to the budget) and `none` (an empty context).
 """
+
 from __future__ import annotations
 
 import importlib
+
 from ..errors import ConfigError
 from ..protocols import Memory
 

@@ -11,6 +11,7 @@ R's evidence is weak when (measured on the dev and generated sets, see `weakness
 - R's best page excerpts cover few of the question's key terms;
 - the question is about errors and pitfalls (gotchas): R's pages rarely show what went wrong and what worked after.
 """
+
 from __future__ import annotations
 
 import re
@@ -53,8 +54,14 @@ class Weakness:
         return out
 
     def to_json(self) -> dict:
-        return {"weak": self.weak, "missing_phrases": self.missing_phrases, "missing_top": self.missing_top,
-                "term_coverage": round(self.term_coverage, 3), "kind": self.kind, "reasons": self.reasons()}
+        return {
+            "weak": self.weak,
+            "missing_phrases": self.missing_phrases,
+            "missing_top": self.missing_top,
+            "term_coverage": round(self.term_coverage, 3),
+            "kind": self.kind,
+            "reasons": self.reasons(),
+        }
 
 
 def _normal(text: str) -> str:

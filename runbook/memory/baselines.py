@@ -1,5 +1,6 @@
 """Reference baselines: no memory at all; the full trajectories, newest first, cut to the budget; and plain BM25
 over single states' text, the top states packed into the budget."""
+
 from __future__ import annotations
 
 import logging
@@ -64,10 +65,18 @@ class FullTrajectoriesMemory:
         from ..store.layout import STATES_DIR, TRAJECTORIES_DIR
 
         states = [self.store.layout.state_file(row.dir, i).read_text(encoding="utf-8") for i in range(row.n_states)]
-        return EvidenceItem(trajectory_id=row.id, state_index=0, end_state_index=row.n_states - 1,
-                            url=row.start_url, timestamp=row.first_ts, kind="span", goal=row.goal,
-                            label=row.outcome or "", path=f"{TRAJECTORIES_DIR}/{row.dir}/{STATES_DIR}",
-                            text="\n\n".join(states))
+        return EvidenceItem(
+            trajectory_id=row.id,
+            state_index=0,
+            end_state_index=row.n_states - 1,
+            url=row.start_url,
+            timestamp=row.first_ts,
+            kind="span",
+            goal=row.goal,
+            label=row.outcome or "",
+            path=f"{TRAJECTORIES_DIR}/{row.dir}/{STATES_DIR}",
+            text="\n\n".join(states),
+        )
 
 
 class BM25StateMemory:
@@ -84,8 +93,8 @@ class BM25StateMemory:
         self._stamp = None
 
     def _load(self):
-        from ..pools.storage import open_snapshot
         from ..core.bm25 import load_index
+        from ..pools.storage import open_snapshot
 
         snapshot = open_snapshot(self.store.layout)
         if snapshot.stamp != self._stamp:
@@ -123,11 +132,20 @@ class BM25StateMemory:
             elided = 0
             if self.states_per_budget > 1:
                 text, elided = truncate_to_tokens(text, share)
-            items.append(EvidenceItem(trajectory_id=hit.trajectory_id, state_index=hit.state_index, url=hit.url,
-                                      timestamp=hit.timestamp, kind="state", path=state_relpath(hit.folder, hit.state_index), score=round(score, 4),
-                                      text=text, elided_tokens=elided))
+            items.append(
+                EvidenceItem(
+                    trajectory_id=hit.trajectory_id,
+                    state_index=hit.state_index,
+                    url=hit.url,
+                    timestamp=hit.timestamp,
+                    kind="state",
+                    path=state_relpath(hit.folder, hit.state_index),
+                    score=round(score, 4),
+                    text=text,
+                    elided_tokens=elided,
+                )
+            )
             spent += share if self.states_per_budget > 1 else budget
         context = pack(question, budget, items, method=self.name, store_root=str(self.store.root))
         context.latency_s = time.perf_counter() - start
         return context
-

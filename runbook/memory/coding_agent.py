@@ -12,6 +12,7 @@ thought, page text, screenshot; pages cut to what the hits leave), and then R's 
 left, labelled as not checked by the agent. A loop that stops without `finish` still returns what the agent looked
 at, marked as such.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,21 +22,20 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..agent.loop import AgentLoop, AgentRun
-from ..config import Limits
 from ..agent.prompts import system_prompt, user_prompt
 from ..agent.specs import MAX_SPAN_STATES, TOOL_SPECS
 from ..agent.tools import ToolBox, ToolError
 from ..agent.transcript import TranscriptWriter, transcript_path
-from ..models.messages import Message
-from ..protocols import Policy
 from ..agent.types import Span, Task
 from ..budget import count_tokens
+from ..config import Limits, Settings, load_settings
 from ..context import Context, EvidenceItem, pack
 from ..core.hits import Hit
 from ..core.question import QuestionAnalysis, analyze
 from ..errors import StoreError
-from ..config import Settings, load_settings
+from ..models.messages import Message
 from ..policies import get_policy
+from ..protocols import Policy
 from ..query_input import check_query
 from ..store import Store
 from ..store.catalog import TrajectoryRow
@@ -60,24 +60,47 @@ class CodingAgentMemory:
     concurrent_queries = True
     """Queries may run at once: each has its own sandbox, policy and transcript."""
 
-    def __init__(self, store: Store | str | os.PathLike, *, policy: str | Policy | None = None,
-                 model: str | None = None, sandbox: str | None = None, max_steps: int | None = None,
-                 max_seconds: float | None = None, max_tokens: int | None = None, max_cost: float | None = None,
-                 output_tokens: int | None = None, transcripts: str | os.PathLike | None = None,
-                 settings: Settings | None = None, sandbox_options: dict[str, Any] | None = None,
-                 retriever=None, warm: bool = False):
+    def __init__(
+        self,
+        store: Store | str | os.PathLike,
+        *,
+        policy: str | Policy | None = None,
+        model: str | None = None,
+        sandbox: str | None = None,
+        max_steps: int | None = None,
+        max_seconds: float | None = None,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
+        output_tokens: int | None = None,
+        transcripts: str | os.PathLike | None = None,
+        settings: Settings | None = None,
+        sandbox_options: dict[str, Any] | None = None,
+        retriever=None,
+        warm: bool = False,
+    ):
         self.store = store if isinstance(store, Store) else Store(store)
         self._policy_object = None if policy is None or isinstance(policy, str) else policy
-        overrides = {"policy": policy if isinstance(policy, str) else None, "model": model, "sandbox": sandbox,
-                     "max_steps": max_steps, "max_seconds": max_seconds, "max_tokens": max_tokens,
-                     "max_cost": max_cost, "output_tokens": output_tokens,
-                     "transcripts": str(transcripts) if transcripts else None}
+        overrides = {
+            "policy": policy if isinstance(policy, str) else None,
+            "model": model,
+            "sandbox": sandbox,
+            "max_steps": max_steps,
+            "max_seconds": max_seconds,
+            "max_tokens": max_tokens,
+            "max_cost": max_cost,
+            "output_tokens": output_tokens,
+            "transcripts": str(transcripts) if transcripts else None,
+        }
         self.settings = (settings or load_settings()).with_overrides(**overrides)
         self.sandbox_options = dict(sandbox_options or {})
         self._row_cache: dict[str, TrajectoryRow] | None = None
-        self.limits = Limits(max_steps=int(self.settings.max_steps), max_seconds=float(self.settings.max_seconds),
-                             max_tokens=int(self.settings.max_tokens), max_cost=self.settings.max_cost,
-                             output_tokens=int(self.settings.output_tokens))
+        self.limits = Limits(
+            max_steps=int(self.settings.max_steps),
+            max_seconds=float(self.settings.max_seconds),
+            max_tokens=int(self.settings.max_tokens),
+            max_cost=self.settings.max_cost,
+            output_tokens=int(self.settings.output_tokens),
+        )
         if retriever is None:
             from ..pools import Retriever
 
@@ -110,8 +133,9 @@ class CodingAgentMemory:
         model = self.settings.model if name != "offline" else None
         return get_policy(name, self.settings, model=model)
 
-    def query(self, question: str, *, budget: int, image: str | None = None,
-              analysis: QuestionAnalysis | None = None) -> Context:
+    def query(
+        self, question: str, *, budget: int, image: str | None = None, analysis: QuestionAnalysis | None = None
+    ) -> Context:
         """Recall, then run the agent on `question` in a fresh sandbox, and pack what it found into `budget`.
         `analysis`: the question's, when the caller has analysed it already (it is analysed once per query)."""
         started = time.perf_counter()
@@ -128,24 +152,38 @@ class CodingAgentMemory:
             with self.sandboxes.sandbox() as box:
                 recall, shares = recalling.result()
                 task = Task(question, image, [hit for hit, _ in recall], term_shares=shares, analysis=analysis)
-                user = Message("user", user_prompt(question, overview=self.overview(), has_image=bool(image),
-                                                   recall=task.recall),
-                               parts=[{"type": "image", "value": str(image)}] if image else [])
-                toolbox = ToolBox(box, call_seconds=self.limits.call_seconds, check_spans=self.check_spans,
-                                  specs=[*TOOL_SPECS, *getattr(policy, "extra_tools", ())])
-                loop = AgentLoop(policy, toolbox, self.limits, transcript=transcript,
-                                 price=self.settings.price(model), model=model)
+                user = Message(
+                    "user",
+                    user_prompt(question, overview=self.overview(), has_image=bool(image), recall=task.recall),
+                    parts=[{"type": "image", "value": str(image)}] if image else [],
+                )
+                toolbox = ToolBox(
+                    box,
+                    call_seconds=self.limits.call_seconds,
+                    check_spans=self.check_spans,
+                    specs=[*TOOL_SPECS, *getattr(policy, "extra_tools", ())],
+                )
+                loop = AgentLoop(
+                    policy, toolbox, self.limits, transcript=transcript, price=self.settings.price(model), model=model
+                )
                 run = loop.run(system_prompt(), user, task)
             context = self.context_of(question, budget, run, recall, analysis)
             context.latency_s = time.perf_counter() - started
             context.meta.update(policy=policy.name, model=model, sandbox=box.name, transcript=str(path))
-            transcript.record("result", items=len(context.items), tokens=context.tokens, budget=budget,
-                              latency_s=round(context.latency_s, 3), analysis=context.analysis,
-                              citations=[item.citation() for item in context.items])
+            transcript.record(
+                "result",
+                items=len(context.items),
+                tokens=context.tokens,
+                budget=budget,
+                latency_s=round(context.latency_s, 3),
+                analysis=context.analysis,
+                citations=[item.citation() for item in context.items],
+            )
         return context
 
-    def recall_and_shares(self, question: str, analysis: QuestionAnalysis, budget: int
-                          ) -> tuple[list[tuple[Hit, EvidenceItem]], dict]:
+    def recall_and_shares(
+        self, question: str, analysis: QuestionAnalysis, budget: int
+    ) -> tuple[list[tuple[Hit, EvidenceItem]], dict]:
         """recall(), and how common each word of the question is among the stored states."""
         hits = self.recall(question, analysis, budget)
         try:
@@ -169,8 +207,9 @@ class CodingAgentMemory:
             hit.packed = True
             packed.append((hit, item))
         chosen = {hit.id for hit, _ in whole}
-        rest = [(hit, self.retriever.item(hit)) for hit in found.notes + found.events + found.slices
-                if hit.id not in chosen]
+        rest = [
+            (hit, self.retriever.item(hit)) for hit in found.notes + found.events + found.slices if hit.id not in chosen
+        ]
         return whole + rest
 
     # -- the store's view ----------------------------------------------------------------------------------------
@@ -181,9 +220,11 @@ class CodingAgentMemory:
             return ["the store is empty"]
         sites = Counter(row.site or "(none)" for row in rows)
         times = sorted(t for row in rows for t in (row.first_ts, row.last_ts) if t)
-        facts = [f"{len(rows):,} trajectories, {sum(r.n_states for r in rows):,} states"
-                 + (f", recorded {times[0][:10]} .. {times[-1][:10]}" if times else ""),
-                 "sites: " + ", ".join(f"{site} ({n})" for site, n in sites.most_common(12))]
+        facts = [
+            f"{len(rows):,} trajectories, {sum(r.n_states for r in rows):,} states"
+            + (f", recorded {times[0][:10]} .. {times[-1][:10]}" if times else ""),
+            "sites: " + ", ".join(f"{site} ({n})" for site, n in sites.most_common(12)),
+        ]
         return facts
 
     def _rows(self) -> dict[str, TrajectoryRow]:
@@ -202,23 +243,35 @@ class CodingAgentMemory:
         for span in spans:
             row = rows.get(span.trajectory_id)
             if row is None:
-                raise ToolError(f"no trajectory {span.trajectory_id!r} in the store; use the ids printed by search "
-                                f"or summaries/trajectories.tsv, e.g. {next(iter(rows), 'wa-shopping-21')!r}")
+                raise ToolError(
+                    f"no trajectory {span.trajectory_id!r} in the store; use the ids printed by search "
+                    f"or summaries/trajectories.tsv, e.g. {next(iter(rows), 'wa-shopping-21')!r}"
+                )
             if span.end_state_index >= row.n_states:
-                raise ToolError(f"trajectory {row.id} has states 0-{row.n_states - 1}; the span "
-                                f"{span.start_state_index}-{span.end_state_index} goes past its end")
+                raise ToolError(
+                    f"trajectory {row.id} has states 0-{row.n_states - 1}; the span "
+                    f"{span.start_state_index}-{span.end_state_index} goes past its end"
+                )
 
     # -- from a run to a context ---------------------------------------------------------------------------------
-    def context_of(self, question: str, budget: int, run: AgentRun, recall: list[tuple[Hit, EvidenceItem]] = (),
-                   question_analysis: QuestionAnalysis | None = None) -> Context:
+    def context_of(
+        self,
+        question: str,
+        budget: int,
+        run: AgentRun,
+        recall: list[tuple[Hit, EvidenceItem]] = (),
+        question_analysis: QuestionAnalysis | None = None,
+    ) -> Context:
         """The packed Context of a run: its spans and kept recall hits, or what the agent saw when it did not
         finish; then R's other evidence in what is left."""
         if run.finished:
             spans, analysis, label = run.spans, run.analysis, ""
         else:
             spans = self.seen_spans(run.seen)
-            analysis = (f"The agent stopped before choosing its evidence ({run.stop.reason}). The states below are "
-                        f"the ones it looked at most; they were not checked as an answer.")
+            analysis = (
+                f"The agent stopped before choosing its evidence ({run.stop.reason}). The states below are "
+                f"the ones it looked at most; they were not checked as an answer."
+            )
             label = NOT_CHOSEN
         by_id = {hit.id: item for hit, item in recall}
         kept = [by_id[i] for i in run.recall if i in by_id]
@@ -227,15 +280,31 @@ class CodingAgentMemory:
             item.label = "; ".join(filter(None, [UNCHECKED, item.label]))
         items = SpanExpander(self.store, self._rows()).expand(spans, label=label)
         room = budget - count_tokens(analysis) - 8 - sum(item.measure() for item in kept)
-        fit_pages(items, max(room, int(budget * MIN_SPAN_SHARE)),
-                  focus_terms(question_analysis or analyze(question), analysis))
+        fit_pages(
+            items,
+            max(room, int(budget * MIN_SPAN_SHARE)),
+            focus_terms(question_analysis or analyze(question), analysis),
+        )
         # the recall hits the agent kept first (method R's evidence, checked or chosen), then what the agent added
-        context = pack(question, budget, kept + [item for item, _ in items] + rest, analysis=analysis,
-                       method="c", store_root=str(self.store.root))
-        context.meta.update(steps=run.steps, stop=run.stop.kind, stop_reason=run.stop.reason,
-                            finished=run.finished, tokens_used=run.tokens, cost=run.cost,
-                            agent_seconds=round(run.seconds, 3), spans=[s.to_json() for s in spans],
-                            recall=list(run.recall))
+        context = pack(
+            question,
+            budget,
+            kept + [item for item, _ in items] + rest,
+            analysis=analysis,
+            method="c",
+            store_root=str(self.store.root),
+        )
+        context.meta.update(
+            steps=run.steps,
+            stop=run.stop.kind,
+            stop_reason=run.stop.reason,
+            finished=run.finished,
+            tokens_used=run.tokens,
+            cost=run.cost,
+            agent_seconds=round(run.seconds, 3),
+            spans=[s.to_json() for s in spans],
+            recall=list(run.recall),
+        )
         return context
 
     def seen_spans(self, seen: list[tuple[str, int]]) -> list[Span]:

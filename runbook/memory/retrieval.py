@@ -1,4 +1,5 @@
 """Method R: knowledge pools (state slices, events, notes) built at insert time, searched at query time."""
+
 from __future__ import annotations
 
 import time
@@ -31,17 +32,26 @@ class RetrievalMemory:
 
         return insert_with_pools(self.store, trajectory)
 
-    def query(self, question: str, *, budget: int, image: str | None = None,
-              analysis: QuestionAnalysis | None = None) -> Context:
+    def query(
+        self, question: str, *, budget: int, image: str | None = None, analysis: QuestionAnalysis | None = None
+    ) -> Context:
         """R's evidence for `question`; `analysis`: the question's, when the caller has analysed it already."""
         start = time.perf_counter()
         question, image = check_query(question, image)
         items, analysis, left_out = self.retriever.search_counted(question, budget, analysis)
-        context = pack(question, budget, items, analysis=analysis.summary(), left_out=left_out, method=self.name,
-                       store_root=str(self.store.root))
+        context = pack(
+            question,
+            budget,
+            items,
+            analysis=analysis.summary(),
+            left_out=left_out,
+            method=self.name,
+            store_root=str(self.store.root),
+        )
         context.latency_s = time.perf_counter() - start
-        context.meta["counts"] = {kind: sum(1 for i in context.items if i.kind == kind)
-                                  for kind in ("note", "event", "state")}
+        context.meta["counts"] = {
+            kind: sum(1 for i in context.items if i.kind == kind) for kind in ("note", "event", "state")
+        }
         return context
 
     def shortlist(self, question: str, k: int = 20) -> list[dict]:

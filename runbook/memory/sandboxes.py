@@ -9,14 +9,15 @@ keeps none: the spare would only delay its exit. A used docker container is remo
         box.exec(["search", "Price"], timeout=30)
     supply.close()                          # stops the spare (the exit hook would too)
 """
+
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 from ..protocols import Sandbox
 

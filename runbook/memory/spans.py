@@ -1,5 +1,6 @@
 """Method C's spans turned into evidence: one item per run of consecutive states (header lines and page text of
 each), pages cut around the lines that matter when the chosen states must share a budget."""
+
 from __future__ import annotations
 
 import logging
@@ -8,8 +9,8 @@ import re
 from ..agent.types import Span
 from ..budget import count_tokens, count_tokens_batch, truncate_to_tokens
 from ..context import EvidenceItem
-from ..errors import UnsafeStoreFile
 from ..core.question import QuestionAnalysis, analyze
+from ..errors import UnsafeStoreFile
 from ..store import Store
 from ..store.catalog import TrajectoryRow
 
@@ -28,7 +29,7 @@ class SpanExpander:
         self.store = store
         self.rows = rows
 
-    def expand(self, spans: list[Span], *, label: str = "") -> list[tuple[EvidenceItem, list["PageSlot"]]]:
+    def expand(self, spans: list[Span], *, label: str = "") -> list[tuple[EvidenceItem, list[PageSlot]]]:
         """One EvidenceItem per span, with its pages; states an earlier span covered are left out (splitting the
         span where they sat)."""
         rows = self.rows
@@ -38,8 +39,11 @@ class SpanExpander:
             row = rows.get(span.trajectory_id)
             if row is None:
                 continue
-            indices = [i for i in range(span.start_state_index, min(span.end_state_index, row.n_states - 1) + 1)
-                       if (row.id, i) not in covered]
+            indices = [
+                i
+                for i in range(span.start_state_index, min(span.end_state_index, row.n_states - 1) + 1)
+                if (row.id, i) not in covered
+            ]
             covered.update((row.id, i) for i in indices)
             states = self.read_states(row, indices)
             out += [self.span_item(row, run, states, label=label) for run in consecutive_runs(list(states))]
@@ -56,8 +60,9 @@ class SpanExpander:
                 log.warning("left out of the evidence: %s", exc)
         return states
 
-    def span_item(self, row: TrajectoryRow, indices: list[int], states: dict[int, tuple[dict[str, str], str]], *,
-                  label: str = "") -> tuple[EvidenceItem, list["PageSlot"]]:
+    def span_item(
+        self, row: TrajectoryRow, indices: list[int], states: dict[int, tuple[dict[str, str], str]], *, label: str = ""
+    ) -> tuple[EvidenceItem, list[PageSlot]]:
         """The item for consecutive states of one trajectory: per state its header lines and page text."""
         folder = self.store.layout.trajectory_dir(row.dir)
         slots, screenshot, first = [], None, None
@@ -67,12 +72,19 @@ class SpanExpander:
             if screenshot is None and header.get("screenshot"):
                 screenshot = self.stored_screenshot(folder / header["screenshot"])
             slots.append(PageSlot(state_header(index, header), page))
-        item = EvidenceItem(trajectory_id=row.id, text="", state_index=indices[0],
-                            end_state_index=indices[-1] if len(indices) > 1 else None,
-                            url=(first or {}).get("url", ""), timestamp=(first or {}).get("time") or None,
-                            path=self.store.layout.relative(self.store.state_path(row.id, indices[0])),
-                            kind="span" if len(indices) > 1 else "state",
-                            label=label or outcome_label(row), goal=row.goal or "", screenshot=screenshot)
+        item = EvidenceItem(
+            trajectory_id=row.id,
+            text="",
+            state_index=indices[0],
+            end_state_index=indices[-1] if len(indices) > 1 else None,
+            url=(first or {}).get("url", ""),
+            timestamp=(first or {}).get("time") or None,
+            path=self.store.layout.relative(self.store.state_path(row.id, indices[0])),
+            kind="span" if len(indices) > 1 else "state",
+            label=label or outcome_label(row),
+            goal=row.goal or "",
+            screenshot=screenshot,
+        )
         item.text = render_pages(slots)
         return item, slots
 
@@ -87,7 +99,6 @@ class SpanExpander:
         except FileNotFoundError:
             pass
         return None
-
 
 
 def consecutive_runs(indices: list[int]) -> list[list[int]]:
@@ -184,8 +195,7 @@ def focus_page(page: str, focus: list[str], limit: int) -> str:
     patterns = [re.compile(re.escape(term), re.I) for term in focus[:40]]
     # one pass with all terms finds the few lines that mention any; only those are scored term by term
     anywhere = re.compile("|".join(p.pattern for p in patterns), re.I) if patterns else None
-    scores = [sum(1 for p in patterns if p.search(line)) if anywhere and anywhere.search(line) else 0
-              for line in lines]
+    scores = [sum(1 for p in patterns if p.search(line)) if anywhere and anywhere.search(line) else 0 for line in lines]
     keep: set[int] = set()
     spent = 0
     note_cost = 24

@@ -1,13 +1,14 @@
 """A client of an Anthropic model (tool_use / tool_result), with prompt caching and retries: the anthropic policy
 and an Anthropic reader or judge talk through it."""
+
 from __future__ import annotations
 
 from typing import Any
 
-from .messages import Message, ToolCall, ToolSpec
-from ..errors import ConfigError
 from ..config import DEFAULT_REPLY_TOKENS
+from ..errors import ConfigError
 from .client import ModelClient, WaitPolicy, image_base64
+from .messages import Message, ToolCall, ToolSpec
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 KEY_ENV = "ANTHROPIC_API_KEY"
@@ -23,25 +24,40 @@ class AnthropicModel(ModelClient):
 
     name = "anthropic"
 
-    def __init__(self, model: str | None = None, *, api_key: str | None = None, base_url: str | None = None,
-                 max_output_tokens: int = DEFAULT_REPLY_TOKENS, timeout: float = 120.0, attempts: int = 5,
-                 wait: WaitPolicy | None = None, client: Any = None):
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_output_tokens: int = DEFAULT_REPLY_TOKENS,
+        timeout: float = 120.0,
+        attempts: int = 5,
+        wait: WaitPolicy | None = None,
+        client: Any = None,
+    ):
         import anthropic
 
-        super().__init__(base_url=base_url, max_output_tokens=max_output_tokens, timeout=timeout, attempts=attempts,
-                         wait=wait)
+        super().__init__(
+            base_url=base_url, max_output_tokens=max_output_tokens, timeout=timeout, attempts=attempts, wait=wait
+        )
         self.model = model or DEFAULT_MODEL
         if client is None and not api_key:
-            raise ConfigError(f"the anthropic policy needs an API key: set {KEY_ENV} (or anthropic_api_key in the "
-                              f"config file), or choose --policy offline")
+            raise ConfigError(
+                f"the anthropic policy needs an API key: set {KEY_ENV} (or anthropic_api_key in the "
+                f"config file), or choose --policy offline"
+            )
         # retries are tenacity's job here (one place, honouring retry-after), so the SDK's own are off
-        self.client = client or anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout,
-                                                    max_retries=0)
+        self.client = client or anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
 
     @classmethod
-    def from_settings(cls, settings, *, model: str | None = None, **options: Any) -> "AnthropicModel":
-        return cls(model or settings.model, api_key=settings.anthropic_api_key,
-                   base_url=settings.anthropic_base_url, **cls.options_from(settings, options))
+    def from_settings(cls, settings, *, model: str | None = None, **options: Any) -> AnthropicModel:
+        return cls(
+            model or settings.model,
+            api_key=settings.anthropic_api_key,
+            base_url=settings.anthropic_base_url,
+            **cls.options_from(settings, options),
+        )
 
     def next(self, messages: list[Message], tools: list[ToolSpec]) -> Message:
         system, turns = to_anthropic(messages)
@@ -49,8 +65,9 @@ class AnthropicModel(ModelClient):
         if system:
             request["system"] = system
         if tools:
-            request["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
-                                for t in tools]
+            request["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
+            ]
         response = self.call_api(self.client.messages.create, request, provider="Anthropic", key_env=KEY_ENV)
         return from_anthropic(response)
 
@@ -78,8 +95,11 @@ def to_anthropic(messages: list[Message]) -> tuple[list[dict[str, Any]], list[di
 def _blocks(message: Message) -> list[dict[str, Any]]:
     if message.role == "tool" and message.tool_result is not None:
         result = message.tool_result
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.call_id,
-                                 "content": result.output or "(no output)"}
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": result.call_id,
+            "content": result.output or "(no output)",
+        }
         if result.error:
             block["is_error"] = True
         return [block]
@@ -110,6 +130,13 @@ def from_anthropic(response: Any) -> Message:
     usage = response.usage
     cached = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
     written = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
-    return Message("assistant", "\n".join(texts).strip(), calls,
-                   usage={"input_tokens": int(usage.input_tokens or 0) + cached + written,
-                          "output_tokens": int(usage.output_tokens or 0), "cached_tokens": cached})
+    return Message(
+        "assistant",
+        "\n".join(texts).strip(),
+        calls,
+        usage={
+            "input_tokens": int(usage.input_tokens or 0) + cached + written,
+            "output_tokens": int(usage.output_tokens or 0),
+            "cached_tokens": cached,
+        },
+    )

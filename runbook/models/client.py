@@ -1,17 +1,19 @@
-"""What the model clients (Anthropic, OpenAI-compatible) share: retries on transient failures, clear errors for bad keys and unknown models,
+"""What the model clients (Anthropic, OpenAI-compatible) share: retries on transient failures, clear errors for bad keys
+and unknown models,
 and images as base64."""
+
 from __future__ import annotations
 
 import base64
 import mimetypes
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import tenacity
 
-from ..config import DEFAULT_REPLY_TOKENS
 from ..errors import ConfigError
 
 T = TypeVar("T")
@@ -65,8 +67,9 @@ class ModelClient:
     SETTING_OPTIONS: dict[str, str] = {"max_output_tokens": "reply_tokens"}
     """Constructor option -> the setting it comes from when `from_settings` is not given it explicitly."""
 
-    def __init__(self, *, base_url: str | None, max_output_tokens: int, timeout: float, attempts: int,
-                 wait: WaitPolicy | None):
+    def __init__(
+        self, *, base_url: str | None, max_output_tokens: int, timeout: float, attempts: int, wait: WaitPolicy | None
+    ):
         self.base_url = base_url
         self.max_output_tokens = max_output_tokens
         self.attempts = attempts
@@ -78,15 +81,22 @@ class ModelClient:
     @classmethod
     def options_from(cls, settings, options: dict[str, Any]) -> dict[str, Any]:
         """`options` completed from the settings named in SETTING_OPTIONS (explicit options win)."""
-        taken = {option: settings.get(name) for option, name in cls.SETTING_OPTIONS.items()
-                 if option not in options and settings.get(name) is not None}
+        taken = {
+            option: settings.get(name)
+            for option, name in cls.SETTING_OPTIONS.items()
+            if option not in options and settings.get(name) is not None
+        }
         return {**taken, **options}
 
     def call_api(self, create: Callable[..., T], request: dict[str, Any], *, provider: str, key_env: str) -> T:
         """`create(**request)` with retries, bounded by the deadline; a bad key or model becomes a ConfigError."""
         try:
-            return call_with_retries(lambda: create(**request, timeout=request_timeout(self.timeout, self.deadline)),
-                                     attempts=self.attempts, wait=self.wait, deadline=self.deadline)
+            return call_with_retries(
+                lambda: create(**request, timeout=request_timeout(self.timeout, self.deadline)),
+                attempts=self.attempts,
+                wait=self.wait,
+                deadline=self.deadline,
+            )
         except Exception as exc:
             error = config_error(exc, provider=provider, model=self.model, base_url=self.base_url, key_env=key_env)
             if error is not None:
@@ -101,9 +111,14 @@ def request_timeout(default: float, deadline: float | None) -> float:
     return max(1.0, min(default, deadline - time.monotonic()))
 
 
-def call_with_retries(fn: Callable[[], T], *, attempts: int = 5, wait: WaitPolicy | None = None,
-                      on_retry: Callable[[BaseException, float], None] | None = None,
-                      deadline: float | None = None) -> T:
+def call_with_retries(
+    fn: Callable[[], T],
+    *,
+    attempts: int = 5,
+    wait: WaitPolicy | None = None,
+    on_retry: Callable[[BaseException, float], None] | None = None,
+    deadline: float | None = None,
+) -> T:
     """`fn()` retried on transient provider errors; other errors (and the last transient one) propagate.
 
     No retry starts after `deadline` (time.monotonic()): a query's wall-time limit bounds its model calls too."""
@@ -116,30 +131,38 @@ def call_with_retries(fn: Callable[[], T], *, attempts: int = 5, wait: WaitPolic
     stop = tenacity.stop_after_attempt(attempts)
     if deadline is not None:
         stop = stop | (lambda state: time.monotonic() >= deadline)
-    retrying = tenacity.Retrying(stop=stop, wait=waiter,
-                                 retry=tenacity.retry_if_exception(is_transient), reraise=True,
-                                 before_sleep=before_sleep)
+    retrying = tenacity.Retrying(
+        stop=stop, wait=waiter, retry=tenacity.retry_if_exception(is_transient), reraise=True, before_sleep=before_sleep
+    )
     return retrying(fn)
 
 
-def config_error(exc: BaseException, *, provider: str, model: str, base_url: str | None,
-                 key_env: str) -> ConfigError | None:
+def config_error(
+    exc: BaseException, *, provider: str, model: str, base_url: str | None, key_env: str
+) -> ConfigError | None:
     """A ConfigError that says what to fix when `exc` means a bad key, no access, or an unknown model."""
     status = getattr(exc, "status_code", None)
     detail = _detail(exc)
     where = f" at {base_url}" if base_url else ""
     if status == 401:
-        return ConfigError(f"{provider}{where} rejected the API key ({detail}): set a valid key in {key_env} "
-                           f"(`runbook config show` shows which one is used)")
+        return ConfigError(
+            f"{provider}{where} rejected the API key ({detail}): set a valid key in {key_env} "
+            f"(`runbook config show` shows which one is used)"
+        )
     if status == 403:
-        return ConfigError(f"{provider}{where} refused access to model {model!r} ({detail}): use a key with access "
-                           f"to it, or pick another model with RUNBOOK_MODEL")
+        return ConfigError(
+            f"{provider}{where} refused access to model {model!r} ({detail}): use a key with access "
+            f"to it, or pick another model with RUNBOOK_MODEL"
+        )
     if status == 404:
-        return ConfigError(f"{provider}{where} has no model {model!r} ({detail}): set RUNBOOK_MODEL (or "
-                           f"RUNBOOK_READER_MODEL for the reader) to a model it serves, and check the base URL")
+        return ConfigError(
+            f"{provider}{where} has no model {model!r} ({detail}): set RUNBOOK_MODEL (or "
+            f"RUNBOOK_READER_MODEL for the reader) to a model it serves, and check the base URL"
+        )
     if status == 400 and "model" in detail.lower() and ("not" in detail.lower() or "invalid" in detail.lower()):
-        return ConfigError(f"{provider}{where} does not accept model {model!r} ({detail}): set RUNBOOK_MODEL to a "
-                           f"model it serves")
+        return ConfigError(
+            f"{provider}{where} does not accept model {model!r} ({detail}): set RUNBOOK_MODEL to a model it serves"
+        )
     return None
 
 

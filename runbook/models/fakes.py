@@ -9,19 +9,21 @@ the real SDK clients and the real loop without a network or a key.
 POST /v1/messages. Each request takes the next scripted Reply; `fail(429)` scripts an HTTP error instead.
 Every request body is kept in `server.requests` for assertions. `respond=` (request body -> Reply) answers each
 request from what it asks instead of from a script: concurrent callers (a bench's reader and judge running several
-questions at once) get the reply that belongs to their request. runbook.policies.scripted.ScriptedPolicy replays the same script with no
+questions at once) get the reply that belongs to their request. runbook.policies.scripted.ScriptedPolicy replays the
+same script with no
 HTTP at all.
 """
+
 from __future__ import annotations
 
 import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable
-
+from typing import Any
 
 
 @dataclass
@@ -63,8 +65,11 @@ def text(content: str) -> Reply:
 
 def finish(analysis: str, spans: Iterable[tuple[str, int, int]]) -> Reply:
     """A turn calling finish with (trajectory_id, start, end) spans."""
-    return call("finish", analysis=analysis, spans=[
-        {"trajectory_id": t, "start_state_index": a, "end_state_index": b} for t, a, b in spans])
+    return call(
+        "finish",
+        analysis=analysis,
+        spans=[{"trajectory_id": t, "start_state_index": a, "end_state_index": b} for t, a, b in spans],
+    )
 
 
 def fail(status: int, message: str = "", *, retry_after: float | None = 0) -> Reply:
@@ -90,9 +95,15 @@ class FakeServer:
 
     path = "/"
 
-    def __init__(self, script: Iterable[Reply] = (), *, api_key: str | None = None,
-                 models: Iterable[str] | None = None, repeat_last: bool = False,
-                 respond: Callable[[dict[str, Any]], Reply] | None = None):
+    def __init__(
+        self,
+        script: Iterable[Reply] = (),
+        *,
+        api_key: str | None = None,
+        models: Iterable[str] | None = None,
+        repeat_last: bool = False,
+        respond: Callable[[dict[str, Any]], Reply] | None = None,
+    ):
         self.script = deque(script)
         self.respond = respond
         """When set, every request is answered by respond(request body); the script is not used."""
@@ -106,8 +117,9 @@ class FakeServer:
         self._last: Reply | None = None
         self._lock = threading.Lock()
         self._server = _QuietServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name=type(self).__name__, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name=type(self).__name__, daemon=True
+        )
 
     @property
     def port(self) -> int:
@@ -117,7 +129,7 @@ class FakeServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> "FakeServer":
+    def start(self) -> FakeServer:
         self._thread.start()
         return self
 
@@ -125,7 +137,7 @@ class FakeServer:
         self._server.shutdown()
         self._server.server_close()
 
-    def __enter__(self) -> "FakeServer":
+    def __enter__(self) -> FakeServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -219,7 +231,7 @@ def _estimate_usage(reply: Reply, request: dict[str, Any]) -> tuple[int, int]:
 
 def _bearer(headers: dict[str, str]) -> str | None:
     auth = headers.get("authorization", "")
-    return auth[len("Bearer "):] if auth.startswith("Bearer ") else None
+    return auth[len("Bearer ") :] if auth.startswith("Bearer ") else None
 
 
 def _arguments_text(arguments: dict[str, Any] | str) -> str:
@@ -238,8 +250,10 @@ class FakeOpenAIServer(FakeServer):
     def handle_get(self, path: str) -> tuple[int, dict[str, Any]]:
         if path.rstrip("/") == "/v1/models":
             names = sorted(self.models) if self.models is not None else ["fake-model"]
-            return 200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "runbook-fake"}
-                                                    for m in names]}
+            return 200, {
+                "object": "list",
+                "data": [{"id": m, "object": "model", "owned_by": "runbook-fake"} for m in names],
+            }
         return super().handle_get(path)
 
     def key_of(self, headers: dict[str, str]) -> str | None:
@@ -252,16 +266,30 @@ class FakeOpenAIServer(FakeServer):
     def reply_body(self, reply: Reply, request: dict[str, Any], n: int) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
         if reply.calls:
-            message["tool_calls"] = [{"id": f"call_{n}_{i}", "type": "function",
-                                      "function": {"name": name, "arguments": _arguments_text(args)}}
-                                     for i, (name, args) in enumerate(reply.calls)]
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{n}_{i}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": _arguments_text(args)},
+                }
+                for i, (name, args) in enumerate(reply.calls)
+            ]
         prompt, completion = _estimate_usage(reply, request)
-        return {"id": f"chatcmpl-fake-{n}", "object": "chat.completion", "created": int(time.time()),
-                "model": request.get("model", "fake-model"),
-                "choices": [{"index": 0, "message": message, "logprobs": None,
-                             "finish_reason": "tool_calls" if reply.calls else "stop"}],
-                "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                          "total_tokens": prompt + completion}}
+        return {
+            "id": f"chatcmpl-fake-{n}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model", "fake-model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": "tool_calls" if reply.calls else "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+        }
 
 
 class FakeAnthropicServer(FakeServer):
@@ -273,23 +301,38 @@ class FakeAnthropicServer(FakeServer):
         return headers.get("x-api-key") or _bearer(headers)
 
     def error_body(self, status: int, message: str) -> dict[str, Any]:
-        kind = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"}.get(status, "api_error")
+        kind = {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            403: "permission_error",
+            404: "not_found_error",
+            429: "rate_limit_error",
+            529: "overloaded_error",
+        }.get(status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": message}}
 
     def reply_body(self, reply: Reply, request: dict[str, Any], n: int) -> dict[str, Any]:
         content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
         for i, (name, args) in enumerate(reply.calls):
             # the real API always sends an object; a scripted string stands for a model that broke its JSON
-            content.append({"type": "tool_use", "id": f"toolu_{n}_{i}", "name": name,
-                            "input": args})
+            content.append({"type": "tool_use", "id": f"toolu_{n}_{i}", "name": name, "input": args})
         prompt, completion = _estimate_usage(reply, request)
         cached = self._cached_tokens(request)
-        return {"id": f"msg_fake_{n}", "type": "message", "role": "assistant",
-                "model": request.get("model", "fake-model"), "content": content,
-                "stop_reason": "tool_use" if reply.calls else "end_turn", "stop_sequence": None,
-                "usage": {"input_tokens": max(0, prompt - cached), "output_tokens": completion,
-                          "cache_read_input_tokens": cached, "cache_creation_input_tokens": 0}}
+        return {
+            "id": f"msg_fake_{n}",
+            "type": "message",
+            "role": "assistant",
+            "model": request.get("model", "fake-model"),
+            "content": content,
+            "stop_reason": "tool_use" if reply.calls else "end_turn",
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": max(0, prompt - cached),
+                "output_tokens": completion,
+                "cache_read_input_tokens": cached,
+                "cache_creation_input_tokens": 0,
+            },
+        }
 
     def _cached_tokens(self, request: dict[str, Any]) -> int:
         system = request.get("system")

@@ -1,5 +1,6 @@
 """The provider-neutral message and tool model: what the agent loop, the policies, the transcript, the reader and
 every provider client share (each provider only translates it)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -31,7 +32,8 @@ class ToolCall:
 
 @dataclass(slots=True)
 class ToolResult:
-    """What a tool call gave back. `output` is what the policy sees (trimmed); `full_output` is kept for the transcript."""
+    """What a tool call gave back. `output` is what the policy sees (trimmed); `full_output` is kept for the
+    transcript."""
 
     call_id: str
     name: str
@@ -56,4 +58,5 @@ class Message:
     usage: dict[str, int] = field(default_factory=dict)
     """Token usage reported by the provider for an assistant turn: input_tokens, output_tokens, cached_tokens."""
     parts: list[dict[str, str]] = field(default_factory=list)
-    """More content after `text`, in order: LongMemEval-V2 items {"type": "text"|"image", "value": text or image path}."""
+    """More content after `text`, in order: LongMemEval-V2 items {"type": "text"|"image", "value": text or image
+    path}."""

@@ -2,17 +2,19 @@
 
 `base_url` points it at any server that speaks the protocol: llama.cpp's server, vLLM, Ollama (`/v1`).
 """
+
 from __future__ import annotations
 
 import ast
 import json
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from .messages import Message, ToolCall, ToolSpec
-from ..errors import ConfigError
 from ..config import DEFAULT_REPLY_TOKENS
+from ..errors import ConfigError
 from .client import ModelClient, WaitPolicy, call_with_retries, image_base64
+from .messages import Message, ToolCall, ToolSpec
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 KEY_ENV = "OPENAI_API_KEY"
@@ -22,8 +24,11 @@ NO_ARGUMENTS = "the call has no arguments object"
 LOCAL_KEY = "not-needed"
 """Sent to a base_url server when no key is set: local servers ignore it, the SDK insists on one."""
 
-_FENCED = re.compile(r"```(?:json|tool_call)?\s*(\{.*?\})\s*```"
-                     r"|<tool_call>\s*(\{.*?\})\s*(?:</tool_call>|$)", re.S)
+_FENCED = re.compile(
+    r"```(?:json|tool_call)?\s*(\{.*?\})\s*```"
+    r"|<tool_call>\s*(\{.*?\})\s*(?:</tool_call>|$)",
+    re.S,
+)
 """A call in a ```json fence, or in <tool_call> tags (the Hermes / Qwen chat templates' form)."""
 
 
@@ -33,22 +38,36 @@ class OpenAIModel(ModelClient):
     name = "openai"
     SETTING_OPTIONS = {**ModelClient.SETTING_OPTIONS, "tool_results": "tool_results"}
 
-    def __init__(self, model: str | None = None, *, api_key: str | None = None, base_url: str | None = None,
-                 max_output_tokens: int = DEFAULT_REPLY_TOKENS, timeout: float = 120.0, attempts: int = 5,
-                 wait: WaitPolicy | None = None, client: Any = None, tool_results: str = "tool"):
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_output_tokens: int = DEFAULT_REPLY_TOKENS,
+        timeout: float = 120.0,
+        attempts: int = 5,
+        wait: WaitPolicy | None = None,
+        client: Any = None,
+        tool_results: str = "tool",
+    ):
         import openai
 
         if tool_results not in TOOL_RESULT_ROLES:
             raise ConfigError(f"tool_results must be one of {', '.join(TOOL_RESULT_ROLES)}, got {tool_results!r}")
-        super().__init__(base_url=base_url, max_output_tokens=max_output_tokens, timeout=timeout, attempts=attempts,
-                         wait=wait)
+        super().__init__(
+            base_url=base_url, max_output_tokens=max_output_tokens, timeout=timeout, attempts=attempts, wait=wait
+        )
         self.tool_results = tool_results
         if client is None and not api_key and not base_url:
-            raise ConfigError(f"the openai policy needs {KEY_ENV}, or OPENAI_BASE_URL for a compatible server "
-                              f"(llama.cpp, vLLM, Ollama); or choose --policy offline")
+            raise ConfigError(
+                f"the openai policy needs {KEY_ENV}, or OPENAI_BASE_URL for a compatible server "
+                f"(llama.cpp, vLLM, Ollama); or choose --policy offline"
+            )
         # retries are tenacity's job here (one place, honouring retry-after), so the SDK's own are off
-        self.client = client or openai.OpenAI(api_key=api_key or LOCAL_KEY, base_url=base_url, timeout=timeout,
-                                              max_retries=0)
+        self.client = client or openai.OpenAI(
+            api_key=api_key or LOCAL_KEY, base_url=base_url, timeout=timeout, max_retries=0
+        )
         self.model = model or (self.served_model() if base_url else DEFAULT_MODEL)
 
     def served_model(self) -> str:
@@ -56,16 +75,21 @@ class OpenAIModel(ModelClient):
         try:
             models = call_with_retries(lambda: list(self.client.models.list()), attempts=2, wait=self.wait)
         except Exception as exc:
-            raise ConfigError(f"no model name is set and {self.base_url}/models did not list one ({exc}); "
-                              f"set RUNBOOK_MODEL") from exc
+            raise ConfigError(
+                f"no model name is set and {self.base_url}/models did not list one ({exc}); set RUNBOOK_MODEL"
+            ) from exc
         if not models:
             raise ConfigError(f"no model name is set and {self.base_url}/models lists none; set RUNBOOK_MODEL")
         return models[0].id
 
     @classmethod
-    def from_settings(cls, settings, *, model: str | None = None, **options: Any) -> "OpenAIModel":
-        return cls(model or settings.model, api_key=settings.openai_api_key, base_url=settings.openai_base_url,
-                   **cls.options_from(settings, options))
+    def from_settings(cls, settings, *, model: str | None = None, **options: Any) -> OpenAIModel:
+        return cls(
+            model or settings.model,
+            api_key=settings.openai_api_key,
+            base_url=settings.openai_base_url,
+            **cls.options_from(settings, options),
+        )
 
     def next(self, messages: list[Message], tools: list[ToolSpec]) -> Message:
         messages_out = to_openai(messages, self.tool_results, null_content=not self.base_url)
@@ -73,8 +97,13 @@ class OpenAIModel(ModelClient):
         # OpenAI's newer models refuse `max_tokens`; compatible servers do not all know its successor
         request["max_tokens" if self.base_url else "max_completion_tokens"] = self.max_output_tokens
         if tools:
-            request["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
-                                                                   "parameters": t.parameters}} for t in tools]
+            request["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                }
+                for t in tools
+            ]
             # OpenAI's default, said explicitly: llama-cpp-python's chatml-function-calling format leaves the
             # tools out of the prompt when tool_choice is missing
             request["tool_choice"] = "auto"
@@ -83,21 +112,28 @@ class OpenAIModel(ModelClient):
         if named and reply.tool_calls[0].error == NO_ARGUMENTS:
             # the model named a tool and stopped (llama-cpp-python's "message" path does this): ask again with
             # that tool chosen, which makes such servers write its arguments
-            forced = self._complete({**request, "tool_choice": {"type": "function", "function": {"name": named}}},
-                                    tools)
-            forced.usage = {key: forced.usage.get(key, 0) + reply.usage.get(key, 0)
-                            for key in set(forced.usage) | set(reply.usage)}
+            forced = self._complete(
+                {**request, "tool_choice": {"type": "function", "function": {"name": named}}}, tools
+            )
+            forced.usage = {
+                key: forced.usage.get(key, 0) + reply.usage.get(key, 0) for key in set(forced.usage) | set(reply.usage)
+            }
             return forced
         return reply
 
     def _complete(self, request: dict[str, Any], tools: list[ToolSpec]) -> Message:
-        response = self.call_api(self.client.chat.completions.create, request, key_env=KEY_ENV,
-                                 provider="the OpenAI-compatible server" if self.base_url else "OpenAI")
+        response = self.call_api(
+            self.client.chat.completions.create,
+            request,
+            key_env=KEY_ENV,
+            provider="the OpenAI-compatible server" if self.base_url else "OpenAI",
+        )
         return from_openai(response, {t.name: t.parameters for t in tools})
 
 
-def to_openai(messages: list[Message], tool_results: str = "tool", *,
-              null_content: bool = True) -> list[dict[str, Any]]:
+def to_openai(
+    messages: list[Message], tool_results: str = "tool", *, null_content: bool = True
+) -> list[dict[str, Any]]:
     """Chat messages in OpenAI's shape: one `role: tool` message per tool result, or with `tool_results="user"`
     the results of one turn together in one user message. `null_content=False` sends "" where OpenAI allows null
     (beside tool calls): llama-cpp-python's server refuses null."""
@@ -106,8 +142,7 @@ def to_openai(messages: list[Message], tool_results: str = "tool", *,
         if message.role == "tool" and message.tool_result is not None:
             result = message.tool_result
             if tool_results == "tool":
-                out.append({"role": "tool", "tool_call_id": result.call_id,
-                            "content": result.output or "(no output)"})
+                out.append({"role": "tool", "tool_call_id": result.call_id, "content": result.output or "(no output)"})
                 continue
             shown = f"Output of {result.name} ({result.call_id}):\n{result.output or '(no output)'}"
             if out and out[-1]["role"] == "user" and out[-1].get("tool_results"):
@@ -119,9 +154,10 @@ def to_openai(messages: list[Message], tool_results: str = "tool", *,
             content = message.text or (None if message.tool_calls and null_content else "")
             turn: dict[str, Any] = {"role": "assistant", "content": content}
             if message.tool_calls:
-                turn["tool_calls"] = [{"id": c.id, "type": "function",
-                                       "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
-                                      for c in message.tool_calls]
+                turn["tool_calls"] = [
+                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                    for c in message.tool_calls
+                ]
             out.append(turn)
         else:
             out.append({"role": message.role, "content": _content(message)})
@@ -154,10 +190,16 @@ def from_openai(response: Any, tools: Mapping[str, dict[str, Any]] | Iterable[st
         calls = calls_from_text(text, tools)
     usage = response.usage
     details = getattr(usage, "prompt_tokens_details", None) if usage else None
-    return Message("assistant", text, calls,
-                   usage={"input_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-                          "output_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
-                          "cached_tokens": int(getattr(details, "cached_tokens", 0) or 0)})
+    return Message(
+        "assistant",
+        text,
+        calls,
+        usage={
+            "input_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+            "output_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+            "cached_tokens": int(getattr(details, "cached_tokens", 0) or 0),
+        },
+    )
 
 
 def _call(n: int, raw: Any) -> ToolCall:
@@ -169,8 +211,9 @@ def _call(n: int, raw: Any) -> ToolCall:
     try:
         parsed = json.loads(arguments or "{}")
     except json.JSONDecodeError as exc:
-        return ToolCall(call_id, function.name, {}, error=f"not valid JSON: {exc.msg} at {exc.pos} in "
-                                                          f"{(arguments or '')[:200]!r}")
+        return ToolCall(
+            call_id, function.name, {}, error=f"not valid JSON: {exc.msg} at {exc.pos} in {(arguments or '')[:200]!r}"
+        )
     if not isinstance(parsed, dict):
         return ToolCall(call_id, function.name, {}, error=f"a JSON {type(parsed).__name__}, not an object")
     return ToolCall(call_id, function.name, parsed)
@@ -186,8 +229,10 @@ def calls_from_text(text: str, tools: Mapping[str, dict[str, Any]] | Iterable[st
     schemas = dict(tools) if isinstance(tools, Mapping) else {name: {} for name in tools}
     tool_names = set(schemas)
     candidates = [m.group(1) or m.group(2) for m in _FENCED.finditer(text)]
-    candidates += ['{"name": %s, "arguments": %s}' % (json.dumps(m.group(1)), m.group(2) or "null")
-                   for m in _FUNCTIONS_FORM.finditer(text)]
+    candidates += [
+        '{"name": %s, "arguments": %s}' % (json.dumps(m.group(1)), m.group(2) or "null")
+        for m in _FUNCTIONS_FORM.finditer(text)
+    ]
     stripped = text.strip()
     if not candidates and stripped.startswith("{") and stripped.endswith("}"):
         candidates = [stripped]
@@ -240,8 +285,11 @@ _NAMED = re.compile(r"""["']name["']\s*:\s*["'](\w+)["']""")
 def _fitting_tool(arguments: dict[str, Any], schemas: dict[str, dict[str, Any]]) -> str | None:
     """The one tool whose schema these keys fit (all its required keys, no unknown ones), if exactly one does."""
     keys = set(arguments)
-    fitting = [name for name, schema in schemas.items()
-               if schema.get("required") and set(schema["required"]) <= keys <= set(schema.get("properties", {}))]
+    fitting = [
+        name
+        for name, schema in schemas.items()
+        if schema.get("required") and set(schema["required"]) <= keys <= set(schema.get("properties", {}))
+    ]
     return fitting[0] if len(fitting) == 1 else None
 
 

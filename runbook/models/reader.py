@@ -5,25 +5,30 @@ what the benchmark's reader would give: system prompt, then one user message `##
 (text and images, in order) + `### Question to answer:` + the question (+ its image). The answer is the last
 `\\boxed{...}`; `UNKNOWN` means the reader would not answer.
 """
+
 from __future__ import annotations
 
 import html
 from dataclasses import dataclass
 from typing import Any
 
-from .messages import Message
 from ..context import Context
 from ..errors import ConfigError
+from .messages import Message
 
-_RULES = ("Answer based on your memory of the environment. If you do not know the answer, output exactly "
-          "\\boxed{UNKNOWN}. Do not guess. Never attempt to guess an answer if you are not sure. If you believe the "
-          "question's construction/premise is wrong, provide an explanation in \\boxed{} explaining why the "
-          "question is flawed.")
+_RULES = (
+    "Answer based on your memory of the environment. If you do not know the answer, output exactly "
+    "\\boxed{UNKNOWN}. Do not guess. Never attempt to guess an answer if you are not sure. If you believe the "
+    "question's construction/premise is wrong, provide an explanation in \\boxed{} explaining why the "
+    "question is flawed."
+)
 
 READER_PROMPTS = {
-    "web": ("You are an experienced colleague in a web browsing environment that has a customized magento-based "
-            "shopping website, a customized magento-based shopping admin cms website, as well as a customized "
-            "forum website based on reddit/postmill. " + _RULES),
+    "web": (
+        "You are an experienced colleague in a web browsing environment that has a customized magento-based "
+        "shopping website, a customized magento-based shopping admin cms website, as well as a customized "
+        "forum website based on reddit/postmill. " + _RULES
+    ),
     "enterprise": "You are an experienced colleague working in a customized ServiceNow environment. " + _RULES,
     "generic": "You are an experienced colleague in the web environment the memory below was recorded in. " + _RULES,
 }
@@ -72,19 +77,27 @@ class Reader:
         """False for a text-only model: screenshots and the question's image are left out of the messages."""
 
     @classmethod
-    def from_settings(cls, settings) -> "Reader":
+    def from_settings(cls, settings) -> Reader:
         """The configured reader; ConfigError with set-up instructions when there is none."""
         from ..config import config_path
 
         provider, model = settings.reader_provider, settings.reader_model
         if not provider or not model:
             raise ConfigError(HOW_TO_CONFIGURE.format(config_path=config_path()))
-        client = chat_model(provider, model, settings,
-                            base_url=settings.reader_base_url if provider == "openai" else None)
+        client = chat_model(
+            provider, model, settings, base_url=settings.reader_base_url if provider == "openai" else None
+        )
         return cls(client, domain=settings.get("reader_domain", "generic"))
 
-    def answer(self, context: Context, *, question: str | None = None, image: str | None = None,
-               max_context_tokens: int | None = None, domain: str | None = None) -> ReaderAnswer:
+    def answer(
+        self,
+        context: Context,
+        *,
+        question: str | None = None,
+        image: str | None = None,
+        max_context_tokens: int | None = None,
+        domain: str | None = None,
+    ) -> ReaderAnswer:
         """The reader's answer to `question` (default: the context's own) given the context's items.
 
         With `max_context_tokens` the items are cut as LongMemEval-V2's harness cuts them: the longest prefix of
@@ -99,24 +112,38 @@ class Reader:
         prompt = READER_PROMPTS.get(domain or self.domain, READER_PROMPTS[self.domain])
         reply = self.client.next(reader_messages(prompt, question or context.question, items, image), [])
         response = unescape_html(reply.text)
-        return ReaderAnswer(response, extract_boxed(response), reply.usage,
-                            context_tokens=lme_items_tokens(items), original_tokens=original)
+        return ReaderAnswer(
+            response,
+            extract_boxed(response),
+            reply.usage,
+            context_tokens=lme_items_tokens(items),
+            original_tokens=original,
+        )
 
 
-def chat_model(provider: str, model: str | None, settings, *, base_url: str | None = None,
-               max_output_tokens: int | None = None, timeout: float | None = None):
+def chat_model(
+    provider: str,
+    model: str | None,
+    settings,
+    *,
+    base_url: str | None = None,
+    max_output_tokens: int | None = None,
+    timeout: float | None = None,
+):
     """A model client (used without tools) for `provider`, keys taken from `settings`."""
     options = {k: v for k, v in {"max_output_tokens": max_output_tokens, "timeout": timeout}.items() if v}
     if provider == "anthropic":
         from .anthropic import AnthropicModel
 
-        return AnthropicModel(model, api_key=settings.anthropic_api_key,
-                               base_url=base_url or settings.anthropic_base_url, **options)
+        return AnthropicModel(
+            model, api_key=settings.anthropic_api_key, base_url=base_url or settings.anthropic_base_url, **options
+        )
     if provider == "openai":
         from .openai import OpenAIModel
 
-        return OpenAIModel(model, api_key=settings.openai_api_key, base_url=base_url or settings.openai_base_url,
-                            **options)
+        return OpenAIModel(
+            model, api_key=settings.openai_api_key, base_url=base_url or settings.openai_base_url, **options
+        )
     raise ConfigError(f"unknown model provider {provider!r}: choose anthropic or openai")
 
 
@@ -160,7 +187,7 @@ def extract_boxed(text: str) -> str:
     if start == -1:
         return text.strip()
     depth, out = 1, []
-    for ch in text[start + len(marker):]:
+    for ch in text[start + len(marker) :]:
         depth += ch == "{"
         depth -= ch == "}"
         if depth == 0:

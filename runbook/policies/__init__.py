@@ -7,13 +7,14 @@
 
 `model.ModelPolicy` is the base of the two model policies: request limits, retries, the guarded API call.
 """
+
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
-from ..protocols import Policy
 from ..errors import ConfigError
+from ..protocols import Policy
 
 POLICIES = {
     "offline": "runbook.policies.offline:OfflinePlanner",
@@ -33,8 +34,10 @@ def get_policy(name: str, settings: Any = None, *, model: str | None = None, **o
     except ModuleNotFoundError as exc:
         if exc.name != module:
             raise
-        raise ConfigError(f"the {name} policy is not part of this installation ({module} is missing); "
-                          f"choose another with --policy or RUNBOOK_POLICY") from exc
+        raise ConfigError(
+            f"the {name} policy is not part of this installation ({module} is missing); "
+            f"choose another with --policy or RUNBOOK_POLICY"
+        ) from exc
     if settings is not None and hasattr(cls, "from_settings"):
         return cls.from_settings(settings, model=model, **options)
     return cls(**options) if model is None else cls(model=model, **options)

@@ -1,4 +1,5 @@
 """The anthropic policy: method C's agent driven by an Anthropic model, each turn one request to it."""
+
 from __future__ import annotations
 
 from ..models.anthropic import AnthropicModel

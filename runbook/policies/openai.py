@@ -1,4 +1,5 @@
 """The openai policy: method C's agent driven by any OpenAI-compatible model, each turn one request to it."""
+
 from __future__ import annotations
 
 from ..models.openai import OpenAIModel

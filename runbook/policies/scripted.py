@@ -1,11 +1,12 @@
 """ScriptedPolicy: a policy that replays prepared replies, for tests (the real loop runs; no HTTP)."""
+
 from __future__ import annotations
 
 from collections import deque
-from typing import Iterable
+from collections.abc import Iterable
 
-from ..models.messages import Message, ToolCall, ToolSpec
 from ..models.fakes import Reply
+from ..models.messages import Message, ToolCall, ToolSpec
 
 
 class ScriptedPolicy:

@@ -1,4 +1,5 @@
 """Actions made readable: the control an action's element id points at, and errors cut to their gist."""
+
 from __future__ import annotations
 
 import re
@@ -8,13 +9,20 @@ from ..core.text import clean_line
 _CALL = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*\((.*)\)\s*$", re.S)
 _BID = re.compile(r"^\s*(?:index\s*=\s*)?['\"]?(\d+)['\"]?")
 _LINE_ID = re.compile(r"^(\s*)\*?\[(\d+)\]")
-_LABEL = re.compile(r"""(?:text|value|keys|url|options?)\s*=\s*(['"])(.*?)\1|^\s*['"]?\d+['"]?\s*,\s*(['"])(.*?)\3""",
-                    re.S)
-_ERROR_KEEP = re.compile(r"intercepts pointer events|not visible|not enabled|not editable|detached|outside of the "
-                         r"viewport|did not match|no element|not found|timeout|strict mode|invalid|cannot|can't|"
-                         r"unable|refused|denied|exception|error", re.I)
-_ERROR_NOISE = re.compile(r"^\s*(-\s*)?(waiting for|retrying|attempting|scrolling|done scrolling|element is visible|"
-                          r"element is enabled|element is stable|performing|locator resolved|\d+ × )", re.I)
+_LABEL = re.compile(
+    r"""(?:text|value|keys|url|options?)\s*=\s*(['"])(.*?)\1|^\s*['"]?\d+['"]?\s*,\s*(['"])(.*?)\3""", re.S
+)
+_ERROR_KEEP = re.compile(
+    r"intercepts pointer events|not visible|not enabled|not editable|detached|outside of the "
+    r"viewport|did not match|no element|not found|timeout|strict mode|invalid|cannot|can't|"
+    r"unable|refused|denied|exception|error",
+    re.I,
+)
+_ERROR_NOISE = re.compile(
+    r"^\s*(-\s*)?(waiting for|retrying|attempting|scrolling|done scrolling|element is visible|"
+    r"element is enabled|element is stable|performing|locator resolved|\d+ × )",
+    re.I,
+)
 
 
 def split_actions(action: str | None) -> list[str]:
@@ -76,7 +84,7 @@ def control_label(page_text: str, bid: str) -> str:
 
 def _child_text(lines: list[str], pos: int, indent: int) -> str:
     words = []
-    for line in lines[pos + 1:pos + 4]:
+    for line in lines[pos + 1 : pos + 4]:
         depth = len(line) - len(line.lstrip("\t "))
         if depth <= indent or _LINE_ID.match(line):
             break
@@ -109,7 +117,7 @@ def error_gist(error: str, limit: int = 240) -> str:
             keep.append(line)
     for line in lines[1:]:  # the reason often sits in an otherwise noisy line: keep the first such clause
         if "intercepts pointer events" in line and line not in keep:
-            keep.append(line[line.find("<"):] if "<" in line else line)
+            keep.append(line[line.find("<") :] if "<" in line else line)
             break
     text = " | ".join(keep)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."

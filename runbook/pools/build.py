@@ -1,19 +1,20 @@
 """Keeping the pools in step with the store: a listener for `runbook insert`, and a full rebuild (`reindex`)."""
+
 from __future__ import annotations
 
 import os
 import shutil
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
-from ..store import Store
-from ..trajectory.model import Trajectory
-from .documents import TrajectoryDocs, count_terms, trajectory_docs
 from ..core.bm25 import DEFAULT_FIELDS, load_index
 from ..core.boilerplate import load_line_counts
 from ..core.pools import PoolSnapshot
+from ..store import Store
+from ..trajectory.model import Trajectory
+from .documents import TrajectoryDocs, count_terms, trajectory_docs
 from .storage import PoolWriter, safe_opener
 
 NoteWriter = Callable[[Trajectory], list]
@@ -73,12 +74,19 @@ class ReindexReport:
     pool_bytes: int = 0
 
     def summary(self) -> str:
-        return (f"{self.trajectories} trajectories, {self.states:,} states reindexed in {self.seconds:.1f} s; "
-                f"pools {self.pool_bytes / 1e6:.1f} MB")
+        return (
+            f"{self.trajectories} trajectories, {self.states:,} states reindexed in {self.seconds:.1f} s; "
+            f"pools {self.pool_bytes / 1e6:.1f} MB"
+        )
 
 
-def reindex(store: Store, *, workers: int | None = None, note_writer: NoteWriter | None = None,
-            progress: Callable[[int, int], None] | None = None) -> ReindexReport:
+def reindex(
+    store: Store,
+    *,
+    workers: int | None = None,
+    note_writer: NoteWriter | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ReindexReport:
     """Rebuild every pool from the stored trajectories, then swap the new pools in (under the write lock)."""
     start = time.perf_counter()
     report = ReindexReport()

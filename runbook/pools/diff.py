@@ -1,4 +1,5 @@
 """What changed between two consecutive pages: lines that appeared and lines that disappeared (no model)."""
+
 from __future__ import annotations
 
 from collections import Counter

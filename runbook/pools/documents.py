@@ -4,15 +4,16 @@ A slice is a state with its neighbours: the centre page (field `page`) plus the 
 thought and the goal (field `context`). An event is one transition: the action with its control, the URL change,
 the error, and what appeared or disappeared on the page. Notes are per trajectory (procedure and hints).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..core.text import content_lines, line_hash
 from ..trajectory.model import Trajectory
 from .actions import describe, error_gist, split_actions
 from .diff import diff_pages
 from .notes import hints_note, procedure_note, short_url
-from ..core.text import content_lines, line_hash
 
 EVENT_LINES = 12
 """Appeared/disappeared lines kept in an event's stored text (all of them are indexed)."""
@@ -62,8 +63,9 @@ def trajectory_docs(trajectory: Trajectory, dirname: str, note_writer=None) -> T
         out.slices.append(_slice(trajectory, state.index, described, base))
         distinct = {line.strip() for line in lines[state.index]}
         out.slices[-1].meta["nl"] = len(distinct)  # its line hashes' count: which states show a given line
-        out.line_hashes.extend(sorted(hashes.get(line) or hashes.setdefault(line, line_hash(line, trajectory.site))
-                                      for line in distinct))
+        out.line_hashes.extend(
+            sorted(hashes.get(line) or hashes.setdefault(line, line_hash(line, trajectory.site)) for line in distinct)
+        )
     for state in trajectory.states:
         event = _event(trajectory, state.index, described, base, lines)
         if event is not None:
@@ -86,8 +88,9 @@ def _slice(trajectory: Trajectory, i: int, described: list[list[str]], base: dic
     return PoolDoc(meta=meta, fields={"page": page, "context": context})
 
 
-def _event(trajectory: Trajectory, i: int, described: list[list[str]], base: dict,
-           page_lines: list[list[str]]) -> PoolDoc | None:
+def _event(
+    trajectory: Trajectory, i: int, described: list[list[str]], base: dict, page_lines: list[list[str]]
+) -> PoolDoc | None:
     """The transition out of state i (to i+1); the last state's action is an event without a next page."""
     state = trajectory.states[i]
     nxt = trajectory.states[i + 1] if i + 1 < len(trajectory.states) else None
@@ -104,13 +107,21 @@ def _event(trajectory: Trajectory, i: int, described: list[list[str]], base: dic
             lines.append(f"title: {state.title} -> {nxt.title}")
         change = diff_pages(page_lines[i], page_lines[i + 1])
         if change.appeared:
-            lines.append("appeared: " + " | ".join(change.appeared[:EVENT_LINES])
-                         + (f" | (+{len(change.appeared) - EVENT_LINES} more)" if len(change.appeared) > EVENT_LINES
-                            else ""))
+            lines.append(
+                "appeared: "
+                + " | ".join(change.appeared[:EVENT_LINES])
+                + (f" | (+{len(change.appeared) - EVENT_LINES} more)" if len(change.appeared) > EVENT_LINES else "")
+            )
         if change.disappeared:
-            lines.append("disappeared: " + " | ".join(change.disappeared[:EVENT_LINES])
-                         + (f" | (+{len(change.disappeared) - EVENT_LINES} more)"
-                            if len(change.disappeared) > EVENT_LINES else ""))
+            lines.append(
+                "disappeared: "
+                + " | ".join(change.disappeared[:EVENT_LINES])
+                + (
+                    f" | (+{len(change.disappeared) - EVENT_LINES} more)"
+                    if len(change.disappeared) > EVENT_LINES
+                    else ""
+                )
+            )
         if change.empty and not state.action_error:
             lines.append("page unchanged")
         indexed_extra = "\n".join(change.appeared[EVENT_LINES:200] + change.disappeared[EVENT_LINES:100])
@@ -118,8 +129,15 @@ def _event(trajectory: Trajectory, i: int, described: list[list[str]], base: dic
         lines.append("(final action of the run)")
     text = "\n".join(lines)
     end = i + 1 if nxt is not None else i
-    meta = dict(base, i=i, j=end, u=(nxt or state).url, ti=(nxt or state).title,
-                ts=(nxt or state).timestamp or state.timestamp, text=text)
+    meta = dict(
+        base,
+        i=i,
+        j=end,
+        u=(nxt or state).url,
+        ti=(nxt or state).title,
+        ts=(nxt or state).timestamp or state.timestamp,
+        text=text,
+    )
     return PoolDoc(meta=meta, fields={"event": f"{text}\n{indexed_extra}"})
 
 

@@ -1,4 +1,5 @@
 """Per-trajectory notes, written deterministically from the states: a procedure note and a hints note."""
+
 from __future__ import annotations
 
 from urllib.parse import urlsplit
@@ -49,10 +50,15 @@ def step_lines(trajectory: Trajectory) -> list[tuple[int, str]]:
 
 def procedure_note(trajectory: Trajectory) -> str:
     """The condensed action path with the controls used, and how the run ended."""
-    head = [f"procedure note ({outcome_word(trajectory)}, outcome: {trajectory.outcome or 'unknown'})",
-            f"goal: {trajectory.goal}"]
-    steps = [f"  s{idx}: {text}" for idx, text in step_lines(trajectory)
-             if action_name(text.split("  ")[-1]) not in NAVIGATION_NOISE]
+    head = [
+        f"procedure note ({outcome_word(trajectory)}, outcome: {trajectory.outcome or 'unknown'})",
+        f"goal: {trajectory.goal}",
+    ]
+    steps = [
+        f"  s{idx}: {text}"
+        for idx, text in step_lines(trajectory)
+        if action_name(text.split("  ")[-1]) not in NAVIGATION_NOISE
+    ]
     final = _final_message(trajectory)
     tail = [f"final answer/message: {final}"] if final else []
     return "\n".join(head + ["steps:"] + steps + tail)
@@ -71,8 +77,10 @@ def hints_note(trajectory: Trajectory) -> str | None:
         lines += _why_failed(trajectory)
     if not lines:
         return None
-    head = [f"hints note ({outcome_word(trajectory)}, outcome: {trajectory.outcome or 'unknown'})",
-            f"goal: {trajectory.goal}"]
+    head = [
+        f"hints note ({outcome_word(trajectory)}, outcome: {trajectory.outcome or 'unknown'})",
+        f"goal: {trajectory.goal}",
+    ]
     return "\n".join(head + lines)
 
 
@@ -84,8 +92,10 @@ def _retries(trajectory: Trajectory) -> list[str]:
             run.append((state.index, key))
             continue
         if len(run) >= 2:
-            out.append(f"- retried the same action {len(run)} times (s{run[0][0]}-s{run[-1][0]}): "
-                       f"{describe(run[0][1], trajectory.states[run[0][0]].text)}")
+            out.append(
+                f"- retried the same action {len(run)} times (s{run[0][0]}-s{run[-1][0]}): "
+                f"{describe(run[0][1], trajectory.states[run[0][0]].text)}"
+            )
         run = [(state.index, key)] if key else []
     if len(run) >= 2:
         out.append(f"- retried the same action {len(run)} times (s{run[0][0]}-s{run[-1][0]})")
@@ -99,8 +109,9 @@ def _dead_ends(trajectory: Trajectory) -> list[str]:
         where = short_url(state.url)
         left, previous = previous, where
         if where in seen and left != where:
-            out.append(f"- back at {where} in s{state.index} (first seen s{seen[where]}): "
-                       f"the pages in between were a detour")
+            out.append(
+                f"- back at {where} in s{state.index} (first seen s{seen[where]}): the pages in between were a detour"
+            )
         seen.setdefault(where, state.index)
     for state in trajectory.states:
         if any(action_name(a) == "go_back" for a in split_actions(state.action)):

@@ -1,5 +1,6 @@
 """Method R's query path on the host: the shared ranking (rbcore.recall: BM25 over the pools, fusion, excerpts,
 latest/older labels) turned into evidence items cut to the budget, in the order notes, events, slices."""
+
 from __future__ import annotations
 
 import logging
@@ -7,13 +8,13 @@ from dataclasses import dataclass, field
 
 from ..budget import head_and_tail
 from ..context import EvidenceItem
-from ..errors import StoreError, UnsafeStoreFile
-from ..core.pools import PoolError
-from ..core.question import QuestionAnalysis, analyze
 from ..core.hits import Hit
 from ..core.layout import state_relpath
+from ..core.pools import PoolError
+from ..core.question import QuestionAnalysis, analyze
 from ..core.recall import Found, Recall, RecallSettings
 from ..core.text import tokenize
+from ..errors import StoreError, UnsafeStoreFile
 from ..store import Store
 from .storage import safe_opener, store_error
 
@@ -74,14 +75,16 @@ class Retriever:
     def slice_cap(self, budget: int) -> int:
         return self.settings.slice_tokens or max(150, min(1200, budget // 16))
 
-    def search(self, question: str, budget: int, analysis: QuestionAnalysis | None = None
-               ) -> tuple[list[EvidenceItem], QuestionAnalysis]:
+    def search(
+        self, question: str, budget: int, analysis: QuestionAnalysis | None = None
+    ) -> tuple[list[EvidenceItem], QuestionAnalysis]:
         """Evidence items for `question`, already cut to fit `budget` in the order notes, events, slices."""
         items, analysis, _left_out = self.search_counted(question, budget, analysis)
         return items, analysis
 
-    def search_counted(self, question: str, budget: int, analysis: QuestionAnalysis | None = None
-                       ) -> tuple[list[EvidenceItem], QuestionAnalysis, int]:
+    def search_counted(
+        self, question: str, budget: int, analysis: QuestionAnalysis | None = None
+    ) -> tuple[list[EvidenceItem], QuestionAnalysis, int]:
         """As `search`, and how many hits were found but left out because they did not fit the budget."""
         found = self.find(question, budget, analysis)
         items = [item for _, item in self.pack(found, budget)]
@@ -113,29 +116,53 @@ class Retriever:
 
     def note_item(self, hit: Hit) -> EvidenceItem:
         text, _ = head_and_tail(hit.text, self.settings.note_tokens)
-        return EvidenceItem(trajectory_id=hit.trajectory_id, text=text, state_index=hit.state_index,
-                            end_state_index=hit.end_state_index, url=hit.url, timestamp=hit.timestamp,
-                            path=f"pools/notes ({hit.kind or None})", kind="note", score=hit.score)
+        return EvidenceItem(
+            trajectory_id=hit.trajectory_id,
+            text=text,
+            state_index=hit.state_index,
+            end_state_index=hit.end_state_index,
+            url=hit.url,
+            timestamp=hit.timestamp,
+            path=f"pools/notes ({hit.kind or None})",
+            kind="note",
+            score=hit.score,
+        )
 
     def event_item(self, hit: Hit) -> EvidenceItem:
         text, _ = head_and_tail(hit.text, self.settings.event_tokens)
-        return EvidenceItem(trajectory_id=hit.trajectory_id, text=text, state_index=hit.state_index,
-                            end_state_index=hit.end_state_index, url=hit.url, timestamp=hit.timestamp,
-                            path="pools/events", kind="event", label=hit.label, score=hit.score)
+        return EvidenceItem(
+            trajectory_id=hit.trajectory_id,
+            text=text,
+            state_index=hit.state_index,
+            end_state_index=hit.end_state_index,
+            url=hit.url,
+            timestamp=hit.timestamp,
+            path="pools/events",
+            kind="event",
+            label=hit.label,
+            score=hit.score,
+        )
 
     def slice_item(self, hit: Hit) -> EvidenceItem:
         body = _slice_text(hit)
         if hit.same_as:
             first = self.recall.doc(hit.same_as)
             where = (first.trajectory_id, first.state_index) if first else (None, None)
-            body = (f"(page excerpt identical to trajectory {where[0]} state {where[1]} above)\n"
-                    + _action_lines(hit))
+            body = f"(page excerpt identical to trajectory {where[0]} state {where[1]} above)\n" + _action_lines(hit)
         if hit.sighting_of:  # a corroborating view: its line is the point, kept short
             body = f"page: {hit.title}\n{hit.excerpt}"
-        return EvidenceItem(trajectory_id=hit.trajectory_id, text=body, state_index=hit.state_index, url=hit.url,
-                            timestamp=hit.timestamp, path=state_relpath(hit.folder, hit.state_index), kind="state", label=hit.label,
-                            goal="" if hit.sighting_of else self.goals.get(hit.trajectory_id, ""),
-                            score=hit.score)
+        return EvidenceItem(
+            trajectory_id=hit.trajectory_id,
+            text=body,
+            state_index=hit.state_index,
+            url=hit.url,
+            timestamp=hit.timestamp,
+            path=state_relpath(hit.folder, hit.state_index),
+            kind="state",
+            label=hit.label,
+            goal="" if hit.sighting_of else self.goals.get(hit.trajectory_id, ""),
+            score=hit.score,
+        )
 
     def shortlist(self, question: str, k: int = 20) -> list[dict]:
         """The top states for a question, as a starting shortlist (e.g. for method C): id, index, url, time, score."""

@@ -2,6 +2,7 @@
 append-only files plus a manifest that says how much of each file is committed. Inserting a trajectory appends;
 nothing is rewritten, so updates stay incremental.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,11 +14,11 @@ from typing import BinaryIO
 import numpy as np
 import orjson
 
-from ..errors import StoreError, UnsafeStoreFile
-from ..store.layout import Layout
 from ..core import pools as core
 from ..core.pools import LINES, MANIFEST, POOL_FIELDS, POSTING, TERMS, PoolSnapshot
 from ..core.text import tokenize
+from ..errors import StoreError, UnsafeStoreFile
+from ..store.layout import Layout
 from .documents import PoolDoc, TrajectoryDocs
 
 __all__ = ["PoolWriter", "PoolSnapshot", "open_snapshot", "read_manifest"]
@@ -34,11 +35,13 @@ def read_manifest(root: Path) -> dict:
 def safe_opener(layout: Layout) -> core.Opener:
     """Pool files opened through the store's layout: a link planted among them is refused (PoolError, which
     says to rebuild), not followed out of the store."""
+
     def opener(path: Path) -> BinaryIO:
         try:
             return layout.open(path)
         except UnsafeStoreFile as exc:
             raise core.PoolError(f"{exc}; run `runbook reindex` to rebuild the pools") from exc
+
     return opener
 
 

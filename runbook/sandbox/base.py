@@ -1,4 +1,5 @@
 """What every sandbox backend shares: its limits, the result of one call, and the `Sandbox` protocol."""
+
 from __future__ import annotations
 
 import shlex
@@ -38,7 +39,7 @@ class SandboxLimits:
     """A sandbox whose owner died without cleaning up ends itself after this long."""
 
     @classmethod
-    def from_kwargs(cls, **limits: float) -> "SandboxLimits":
+    def from_kwargs(cls, **limits: float) -> SandboxLimits:
         """Build limits from keyword arguments, naming any unknown one."""
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(limits) - known)
@@ -82,15 +83,19 @@ def as_argv(cmd: list[str] | str) -> list[str]:
         argv = list(cmd)
     for n, part in enumerate(argv):
         if "\0" in part:  # exec() cannot pass it: the kernel ends every argument at the first NUL
-            raise SandboxError(f"argument {n} of the command ({part[:40]!r}...) contains a NUL byte (\\0), which no "
-                               f"program can receive; remove it (a regex matches it as \\x00)")
+            raise SandboxError(
+                f"argument {n} of the command ({part[:40]!r}...) contains a NUL byte (\\0), which no "
+                f"program can receive; remove it (a regex matches it as \\x00)"
+            )
     return argv
 
 
 def check_stdin(stdin: str | None) -> None:
     if stdin is not None and "\0" in stdin:
-        raise SandboxError("stdin contains a NUL byte (\\0); remove it, or write binary data to a file under "
-                           "/scratch in one call and read it in the next")
+        raise SandboxError(
+            "stdin contains a NUL byte (\\0); remove it, or write binary data to a file under "
+            "/scratch in one call and read it in the next"
+        )
 
 
 def describe(cmd: list[str] | str) -> str:
@@ -111,11 +116,13 @@ class SandboxBase:
 
     def check_store(self) -> None:
         if not self.store_path.is_dir():
-            raise SandboxError(f"the store {self.store_path} does not exist; create it with `runbook insert PATH` "
-                               f"or pass --store DIR")
+            raise SandboxError(
+                f"the store {self.store_path} does not exist; create it with `runbook insert PATH` or pass --store DIR"
+            )
 
-    def start(self) -> "SandboxBase":
+    def start(self) -> SandboxBase:
         from .cleanup import register  # here, not at import: the registry installs signal handlers lazily
+
         if self._started:
             return self
         self.check_store()
@@ -134,6 +141,7 @@ class SandboxBase:
     def stop(self) -> None:
         """Idempotent. A sandbox whose stop was interrupted stays registered, so the exit hook tries again."""
         from .cleanup import unregister
+
         self._stop()
         self._started = False
         unregister(self)
@@ -153,7 +161,7 @@ class SandboxBase:
         left out does not apply to this backend."""
         return {}
 
-    def __enter__(self) -> "SandboxBase":
+    def __enter__(self) -> SandboxBase:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -10,6 +10,7 @@ Weaker than docker (see the README): the programs are the host's; without a cgro
 host lets us write) memory is limited per process (address space) and processes per uid, not for the whole
 sandbox. When run as root, the jail drops to uid 65534 inside, outside any user namespace.
 """
+
 from __future__ import annotations
 
 import array
@@ -26,12 +27,29 @@ from pathlib import Path
 
 from ..errors import SandboxError
 from . import seccomp
-from .base import (CORE_MOUNT, LIBRARY_MOUNT, SCRATCH_MOUNT, STORE_MOUNT, TOOLS_MOUNT, ExecResult, SandboxBase,
-                   SandboxLimits)
+from .base import (
+    CORE_MOUNT,
+    LIBRARY_MOUNT,
+    SCRATCH_MOUNT,
+    STORE_MOUNT,
+    TOOLS_MOUNT,
+    ExecResult,
+    SandboxBase,
+    SandboxLimits,
+)
 from .cgroup import PREFIX, Cgroup, reap_leftovers
 from .inside import recv_message
-from .output import (GRACE_S, TRAILER_ROOM, init_argv, inside_env, kill_all_scope, new_nonce, reported, stdin_fd,
-                     to_result)
+from .output import (
+    GRACE_S,
+    TRAILER_ROOM,
+    init_argv,
+    inside_env,
+    kill_all_scope,
+    new_nonce,
+    reported,
+    stdin_fd,
+    to_result,
+)
 from .sources import core_dir
 from .stream import read_capped
 
@@ -66,8 +84,14 @@ class BwrapSandbox(SandboxBase):
 
     name = "bwrap"
 
-    def __init__(self, store_path: str | Path, limits: SandboxLimits | None = None, *,
-                 tools_path: str | Path | None = None, cgroup: bool = True):
+    def __init__(
+        self,
+        store_path: str | Path,
+        limits: SandboxLimits | None = None,
+        *,
+        tools_path: str | Path | None = None,
+        cgroup: bool = True,
+    ):
         super().__init__(store_path, limits)
         self.tools_path = Path(tools_path) if tools_path else None
         self.use_cgroup = cgroup
@@ -83,12 +107,14 @@ class BwrapSandbox(SandboxBase):
 
     def _start(self) -> None:
         from .sources import programs_dir
+
         bwrap = bwrap_path()
         if not bwrap:
             raise SandboxError("bubblewrap is not installed: apt-get install -y bubblewrap (or use the docker backend)")
         if not Path(PYTHON).exists():
-            raise SandboxError(f"the bwrap sandbox runs the host's {PYTHON}, which is missing: apt-get install -y "
-                               f"python3")
+            raise SandboxError(
+                f"the bwrap sandbox runs the host's {PYTHON}, which is missing: apt-get install -y python3"
+            )
         self.tools_path = self.tools_path or programs_dir()
         reap_leftovers()
         self.jail_id = f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
@@ -99,9 +125,11 @@ class BwrapSandbox(SandboxBase):
         probe = self._exec(["test", "-r", STORE_MOUNT, "-a", "-x", STORE_MOUNT], timeout=10, stdin=None)
         if probe.exit_code != 0:
             who = f"uid {SANDBOX_UID}" if self._as_root else "your user"
-            raise SandboxError(f"the bwrap sandbox ({who}) cannot read the store {self.store_path} "
-                               f"(exit {probe.exit_code}: {probe.output.strip()[:300]}); "
-                               f"make it readable: chmod -R o+rX {self.store_path}")
+            raise SandboxError(
+                f"the bwrap sandbox ({who}) cannot read the store {self.store_path} "
+                f"(exit {probe.exit_code}: {probe.output.strip()[:300]}); "
+                f"make it readable: chmod -R o+rX {self.store_path}"
+            )
 
     def _launch(self, bwrap: str) -> None:
         """Start the jail with the init as PID 1 and wait until it answers."""
@@ -113,8 +141,9 @@ class BwrapSandbox(SandboxBase):
         try:
             argv = self.cgroup.enter(self._jail_args(bwrap, jail_end.fileno(), filter_fd))
             # the jail dies with this thread (--die-with-parent): a query starts, uses and stops it in one thread
-            self.process = subprocess.Popen(argv, pass_fds=fds, stdin=subprocess.DEVNULL, stdout=self._log,
-                                            stderr=self._log, start_new_session=True)
+            self.process = subprocess.Popen(
+                argv, pass_fds=fds, stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, start_new_session=True
+            )
         finally:
             jail_end.close()
             if filter_fd is not None:
@@ -130,44 +159,115 @@ class BwrapSandbox(SandboxBase):
     def _jail_args(self, bwrap: str, control_fd: int, filter_fd: int | None) -> list[str]:
         limits = self.limits
         scratch = ["--perms", "1777", "--size", str(limits.scratch_mb * 2**20), "--tmpfs"]
-        args = [bwrap, "--ro-bind", "/usr", "/usr",
-                "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
-                "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-                # made before binding into it: bwrap run as root would leave it 0700, closed to uid 65534
-                "--perms", "0755", "--dir", "/etc"]
+        args = [
+            bwrap,
+            "--ro-bind",
+            "/usr",
+            "/usr",
+            "--symlink",
+            "usr/bin",
+            "/bin",
+            "--symlink",
+            "usr/sbin",
+            "/sbin",
+            "--symlink",
+            "usr/lib",
+            "/lib",
+            "--symlink",
+            "usr/lib64",
+            "/lib64",
+            # made before binding into it: bwrap run as root would leave it 0700, closed to uid 65534
+            "--perms",
+            "0755",
+            "--dir",
+            "/etc",
+        ]
         for etc in ("/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime"):  # /usr/bin links point into these
             if os.path.exists(etc):
                 args += ["--ro-bind", etc, etc]
-        args += ["--perms", "0755", "--dir", "/opt/runbook",
-                 "--ro-bind", str(self.tools_path), TOOLS_MOUNT,
-                 # the folders above the core's mount point made first, for the same reason as /etc above
-                 "--perms", "0755", "--dir", LIBRARY_MOUNT, "--perms", "0755", "--dir", f"{LIBRARY_MOUNT}/runbook",
-                 "--ro-bind", str(core_dir()), CORE_MOUNT,
-                 "--ro-bind", str(self.store_path), STORE_MOUNT,
-                 *scratch, SCRATCH_MOUNT, *scratch, "/tmp",
-                 "--proc", "/proc", "--dev", "/dev",
-                 "--remount-ro", "/dev",  # /dev/shm would be a tmpfs of unlimited size
-                 "--hostname", "runbook-sandbox", "--chdir", SCRATCH_MOUNT,
-                 "--die-with-parent", "--new-session", "--clearenv", "--as-pid-1"]
+        args += [
+            "--perms",
+            "0755",
+            "--dir",
+            "/opt/runbook",
+            "--ro-bind",
+            str(self.tools_path),
+            TOOLS_MOUNT,
+            # the folders above the core's mount point made first, for the same reason as /etc above
+            "--perms",
+            "0755",
+            "--dir",
+            LIBRARY_MOUNT,
+            "--perms",
+            "0755",
+            "--dir",
+            f"{LIBRARY_MOUNT}/runbook",
+            "--ro-bind",
+            str(core_dir()),
+            CORE_MOUNT,
+            "--ro-bind",
+            str(self.store_path),
+            STORE_MOUNT,
+            *scratch,
+            SCRATCH_MOUNT,
+            *scratch,
+            "/tmp",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--remount-ro",
+            "/dev",  # /dev/shm would be a tmpfs of unlimited size
+            "--hostname",
+            "runbook-sandbox",
+            "--chdir",
+            SCRATCH_MOUNT,
+            "--die-with-parent",
+            "--new-session",
+            "--clearenv",
+            "--as-pid-1",
+        ]
         if filter_fd is not None:
             args += ["--seccomp", str(filter_fd)]
         rg = find_rg()
         if rg and not str(rg).startswith("/usr/"):
             args += ["--perms", "0755", "--dir", BIN_MOUNT, "--ro-bind", str(rg), f"{BIN_MOUNT}/rg"]
         args += ["--remount-ro", "/"]  # last mount step: the jail's own root tmpfs must not take writes either
-        env = {"PATH": f"{TOOLS_MOUNT}:{BIN_MOUNT}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": f"{TOOLS_MOUNT}:{LIBRARY_MOUNT}",
-               "PYTHONDONTWRITEBYTECODE": "1", "RUNBOOK_STORE_DIR": STORE_MOUNT, "HOME": SCRATCH_MOUNT,
-               "TMPDIR": "/tmp", "LANG": "C.UTF-8", **inside_env()}
+        env = {
+            "PATH": f"{TOOLS_MOUNT}:{BIN_MOUNT}:/usr/local/bin:/usr/bin:/bin",
+            "PYTHONPATH": f"{TOOLS_MOUNT}:{LIBRARY_MOUNT}",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "RUNBOOK_STORE_DIR": STORE_MOUNT,
+            "HOME": SCRATCH_MOUNT,
+            "TMPDIR": "/tmp",
+            "LANG": "C.UTF-8",
+            **inside_env(),
+        }
         if not self.cgroup.memory:
             env["MALLOC_ARENA_MAX"] = "2"  # glibc reserves 64 MB of address space per arena; RLIMIT_AS counts it
         for key, value in env.items():
             args += ["--setenv", key, value]
         # the kernel skips RLIMIT_NPROC for uid 0: as root, stay out of a user namespace and drop to nobody inside
         if self._as_root:
-            args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-                     "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
-                     "setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups",
-                     "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
+            args += [
+                "--unshare-ipc",
+                "--unshare-pid",
+                "--unshare-net",
+                "--unshare-uts",
+                "--unshare-cgroup-try",
+                "--cap-add",
+                "CAP_SETUID",
+                "--cap-add",
+                "CAP_SETGID",
+                "--",
+                "setpriv",
+                f"--reuid={SANDBOX_UID}",
+                f"--regid={SANDBOX_UID}",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--no-new-privs",
+            ]
         else:
             args += ["--unshare-all", "--"]
         return args + init_argv(PYTHON, limits.lifetime_s, str(control_fd), self.jail_id or "")
@@ -191,8 +291,18 @@ class BwrapSandbox(SandboxBase):
         read_fd, write_fd = os.pipe()
         in_fd = stdin_fd(stdin)
         try:
-            reply = self._request({"op": "run", "argv": argv, "limit": limit, "timeout": timeout, "nonce": nonce,
-                                   "scope": kill_all_scope(), "rlimits": self._rlimits()}, [write_fd, in_fd])
+            reply = self._request(
+                {
+                    "op": "run",
+                    "argv": argv,
+                    "limit": limit,
+                    "timeout": timeout,
+                    "nonce": nonce,
+                    "scope": kill_all_scope(),
+                    "rlimits": self._rlimits(),
+                },
+                [write_fd, in_fd],
+            )
         except BaseException:
             os.close(read_fd)
             raise
@@ -207,12 +317,21 @@ class BwrapSandbox(SandboxBase):
             os.close(read_fd)
         if not (got.ended and reported(got.data, nonce)):
             self._kill_calls()  # the wrapper did not end the call itself (stopped, killed, or outrun)
-        return to_result(got.data, nonce=nonce, fallback_exit=None, timeout=timeout,
-                         seconds=time.monotonic() - started, output_bytes=limit, late=got.late, over_cap=got.over_cap)
+        return to_result(
+            got.data,
+            nonce=nonce,
+            fallback_exit=None,
+            timeout=timeout,
+            seconds=time.monotonic() - started,
+            output_bytes=limit,
+            late=got.late,
+            over_cap=got.over_cap,
+        )
 
     def _request(self, request: dict, fds: list[int]) -> dict:
         """Send one request with fds to the init and return its answer; a jail that does not answer is ended."""
         import json
+
         body = json.dumps(request).encode()
         message = struct.pack("<I", len(body)) + body
         try:
@@ -270,27 +389,44 @@ class BwrapSandbox(SandboxBase):
         filtered, filter_how = seccomp.describe()
         cgroup_why = group.why or ("turned off" if not self.use_cgroup else "")
         return {
-            "user": (True, f"uid {SANDBOX_UID} inside, no user namespace" if self._as_root
-                     else "your uid, in a user namespace, no capabilities"),
+            "user": (
+                True,
+                f"uid {SANDBOX_UID} inside, no user namespace"
+                if self._as_root
+                else "your uid, in a user namespace, no capabilities",
+            ),
             "store": (True, "bound read-only at /store"),
             "root_fs": (True, "the host's /usr read-only, the jail's root read-only"),
             "network": (True, "a network namespace of its own: loopback only"),
             "host_files": (True, "only /usr, three /etc files, the store and the tools are bound"),
             "timeout": (True, "the wrapper kills the call at its timeout"),
-            "timeout_tree": (True, "the wrapper kills every process in the jail's PID namespace when a call ends; "
-                                   f"the host asks the init to at timeout + {GRACE_S:g} s, else ends the jail"),
+            "timeout_tree": (
+                True,
+                "the wrapper kills every process in the jail's PID namespace when a call ends; "
+                f"the host asks the init to at timeout + {GRACE_S:g} s, else ends the jail",
+            ),
             "output": (True, f"{limits.output_bytes:,} bytes per call, cut inside"),
             "output_host": (True, "the host reads the call's pipe capped; the wrapper is non-dumpable"),
             "trailer": (True, "a per-call nonce the command cannot read (the wrapper is non-dumpable)"),
             "scratch": (True, f"tmpfs /scratch and /tmp, {limits.scratch_mb} MB each, kept for the query"),
             "dev_shm": (True, "/dev is read-only"),
             "namespaces": (filtered, filter_how),
-            "memory": (True, f"{group.how} memory limit, {limits.memory_mb} MB for the jail" if group.memory
-                       else f"RLIMIT_AS {limits.memory_mb} MB per process"),
-            "memory_total": (group.memory, f"{group.how}: {limits.memory_mb} MB for the jail" if group.memory
-                             else f"no cgroup: {cgroup_why}"),
-            "pids": (True, f"{group.how} pids.max {limits.pids} for the jail" if group.pids
-                     else f"RLIMIT_NPROC {limits.pids}, counting every process of the jail's uid"),
+            "memory": (
+                True,
+                f"{group.how} memory limit, {limits.memory_mb} MB for the jail"
+                if group.memory
+                else f"RLIMIT_AS {limits.memory_mb} MB per process",
+            ),
+            "memory_total": (
+                group.memory,
+                f"{group.how}: {limits.memory_mb} MB for the jail" if group.memory else f"no cgroup: {cgroup_why}",
+            ),
+            "pids": (
+                True,
+                f"{group.how} pids.max {limits.pids} for the jail"
+                if group.pids
+                else f"RLIMIT_NPROC {limits.pids}, counting every process of the jail's uid",
+            ),
             "pids_total": (group.pids, f"{group.how} pids.max" if group.pids else f"no cgroup: {cgroup_why}"),
             "tools": (True, "the host's python3 and ripgrep, the programs bound read-only"),
         }

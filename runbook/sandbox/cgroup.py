@@ -11,6 +11,7 @@ pids controllers), then cgroup v1 (the memory and pids hierarchies, under this p
 access there, i.e. root). Without either the jail still runs, with per-process rlimits, and `runbook sandbox check`
 says the whole-sandbox limits are NOT ENFORCED.
 """
+
 from __future__ import annotations
 
 import os
@@ -42,7 +43,7 @@ class Cgroup:
     """Why a limit is missing, when one is."""
 
     @classmethod
-    def create(cls, name: str, *, memory_bytes: int, pids: int, root: Path = ROOT) -> "Cgroup":
+    def create(cls, name: str, *, memory_bytes: int, pids: int, root: Path = ROOT) -> Cgroup:
         """The cgroup `name` with both limits, or as many as the host allows (none: an empty Cgroup saying why)."""
         if (root / "cgroup.controllers").exists():
             return _create_v2(root, name, memory_bytes, pids)
@@ -52,8 +53,15 @@ class Cgroup:
         if not self.folders:
             return argv
         script = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"'
-        return ["/bin/sh", "-c", script, "runbook-cgroup", str(len(self.folders)),
-                *[str(folder / "cgroup.procs") for folder in self.folders], *argv]
+        return [
+            "/bin/sh",
+            "-c",
+            script,
+            "runbook-cgroup",
+            str(len(self.folders)),
+            *[str(folder / "cgroup.procs") for folder in self.folders],
+            *argv,
+        ]
 
     def remove(self, wait_s: float = 2.0) -> None:
         """Kill what is left in the folders (nothing, normally: the jail ended) and remove them."""
@@ -78,8 +86,10 @@ def _create_v2(root: Path, name: str, memory_bytes: int, pids: int) -> Cgroup:
         folder = parent / name
         folder.mkdir()
     except OSError as exc:
-        return Cgroup(why=f"cannot make a cgroup v2 folder under {parent} ({exc.strerror or exc}); run as root on a "
-                          f"host whose cgroup root delegates the memory and pids controllers")
+        return Cgroup(
+            why=f"cannot make a cgroup v2 folder under {parent} ({exc.strerror or exc}); run as root on a "
+            f"host whose cgroup root delegates the memory and pids controllers"
+        )
     group = Cgroup([folder], how="cgroup v2")
     try:
         _write(folder / "memory.max", str(memory_bytes))

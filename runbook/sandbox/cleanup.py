@@ -1,5 +1,6 @@
 """Making sure a sandbox never outlives its query: stop every live one at interpreter exit, and turn SIGTERM and
 SIGHUP into a normal exit so context managers run (SIGINT already raises KeyboardInterrupt)."""
+
 from __future__ import annotations
 
 import atexit

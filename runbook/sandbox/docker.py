@@ -7,6 +7,7 @@ wrapper kills every process of the sandbox user but itself when the call ends, s
 double fork) outlives it. The host reads the exec stream itself, capped and with a deadline, and kills the call from
 outside when the wrapper did not report in time (it was stopped or killed).
 """
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,19 @@ from pathlib import Path
 
 from ..errors import SandboxError
 from .base import SCRATCH_MOUNT, STORE_MOUNT, ExecResult, SandboxBase, SandboxLimits
-from .output import (GRACE_S, TRAILER_ROOM, init_argv, inside_env, kill_all_scope, new_nonce, nonce_env,
-                     reported, stdin_env, to_result, wrapper_argv)
+from .output import (
+    GRACE_S,
+    TRAILER_ROOM,
+    init_argv,
+    inside_env,
+    kill_all_scope,
+    new_nonce,
+    nonce_env,
+    reported,
+    stdin_env,
+    to_result,
+    wrapper_argv,
+)
 from .stream import read_capped
 
 LABEL = "runbook.sandbox"
@@ -33,8 +45,9 @@ class DockerSandbox(SandboxBase):
 
     name = "docker"
 
-    def __init__(self, store_path: str | Path, limits: SandboxLimits | None = None, *, image: str | None = None,
-                 engine=None):
+    def __init__(
+        self, store_path: str | Path, limits: SandboxLimits | None = None, *, image: str | None = None, engine=None
+    ):
         super().__init__(store_path, limits)
         self.image = image
         self._engine = engine
@@ -46,8 +59,10 @@ class DockerSandbox(SandboxBase):
 
     def _start(self) -> None:
         import docker.errors
+
         from .engine import connect
         from .image import ensure_image
+
         self._engine = self._engine or connect()
         client = self._engine.client
         reap_leftovers(client)
@@ -61,6 +76,7 @@ class DockerSandbox(SandboxBase):
 
     def _run_container(self, client):
         import docker.types
+
         limits = self.limits
         tmpfs_opts = f"rw,nosuid,nodev,size={limits.scratch_mb}m,mode=1777"
         # create + start, not run: run() answers a missing image by pulling it, which only fails slowly here
@@ -69,16 +85,22 @@ class DockerSandbox(SandboxBase):
             # the init ends itself after the lifetime, so a container whose owner was SIGKILLed cannot linger forever
             init_argv(PYTHON, limits.lifetime_s),
             name=f"runbook-sandbox-{uuid.uuid4().hex[:12]}",
-            auto_remove=True, init=False,
+            auto_remove=True,
+            init=False,
             log_config=docker.types.LogConfig(type="none"),  # a call writing to PID 1's stdout fills no host disk
             labels={LABEL: "1", "runbook.owner_pid": str(os.getpid()), "runbook.owner_host": socket.gethostname()},
-            network_mode="none", read_only=True,
+            network_mode="none",
+            read_only=True,
             mounts=[docker.types.Mount(STORE_MOUNT, str(self.store_path), type="bind", read_only=True)],
             tmpfs={SCRATCH_MOUNT: tmpfs_opts, "/tmp": tmpfs_opts},
-            user=USER, working_dir=SCRATCH_MOUNT,
-            cap_drop=["ALL"], security_opt=["no-new-privileges"],
-            mem_limit=f"{limits.memory_mb}m", memswap_limit=f"{limits.memory_mb}m",
-            pids_limit=limits.pids, nano_cpus=int(min(limits.cpus, self._engine.cpus()) * 1e9),
+            user=USER,
+            working_dir=SCRATCH_MOUNT,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            mem_limit=f"{limits.memory_mb}m",
+            memswap_limit=f"{limits.memory_mb}m",
+            pids_limit=limits.pids,
+            nano_cpus=int(min(limits.cpus, self._engine.cpus()) * 1e9),
             environment={"RUNBOOK_STORE_DIR": STORE_MOUNT, **inside_env()},
         )
         try:
@@ -91,33 +113,41 @@ class DockerSandbox(SandboxBase):
     def _check_store_readable(self) -> None:
         result = self._exec(["test", "-r", STORE_MOUNT, "-a", "-x", STORE_MOUNT], timeout=10, stdin=None)
         if result.exit_code != 0:
-            raise SandboxError(f"the sandbox user (uid 1000) cannot read the store {self.store_path}; make it "
-                               f"readable: chmod -R o+rX {self.store_path}")
+            raise SandboxError(
+                f"the sandbox user (uid 1000) cannot read the store {self.store_path}; make it "
+                f"readable: chmod -R o+rX {self.store_path}"
+            )
 
     def _exec(self, argv: list[str], *, timeout: float, stdin: str | None) -> ExecResult:
         if self.container is None:
-            raise SandboxError("this query's docker sandbox was ended because a call could not be stopped; "
-                               "start a new query")
+            raise SandboxError(
+                "this query's docker sandbox was ended because a call could not be stopped; start a new query"
+            )
         api = self._engine.client.api
         started = time.monotonic()
         nonce = new_nonce()
         limit = self.limits.output_bytes
         try:
             exec_id = api.exec_create(
-                self.container.id, wrapper_argv(PYTHON, argv, output_bytes=limit, timeout=timeout,
-                                                scope=kill_all_scope()),
-                user=USER, workdir=SCRATCH_MOUNT,
-                environment={**inside_env(), **nonce_env(nonce), **stdin_env(stdin)})["Id"]
+                self.container.id,
+                wrapper_argv(PYTHON, argv, output_bytes=limit, timeout=timeout, scope=kill_all_scope()),
+                user=USER,
+                workdir=SCRATCH_MOUNT,
+                environment={**inside_env(), **nonce_env(nonce), **stdin_env(stdin)},
+            )["Id"]
             sock = api.exec_start(exec_id, socket=True)
         except Exception as exc:
             if isinstance(exc, SandboxError):
                 raise
-            raise SandboxError(f"docker exec in {self.container.name} failed: {exc}; the container may have been "
-                               f"removed (its lifetime is {self.limits.lifetime_s:g} s)") from exc
+            raise SandboxError(
+                f"docker exec in {self.container.name} failed: {exc}; the container may have been "
+                f"removed (its lifetime is {self.limits.lifetime_s:g} s)"
+            ) from exc
         try:
             fd, first = _exec_stream(sock)
-            got = read_capped(fd, cap=limit + TRAILER_ROOM, deadline=started + timeout + GRACE_S, frames=True,
-                              first=first)
+            got = read_capped(
+                fd, cap=limit + TRAILER_ROOM, deadline=started + timeout + GRACE_S, frames=True, first=first
+            )
         finally:
             sock.close()
         fallback = None
@@ -125,8 +155,16 @@ class DockerSandbox(SandboxBase):
             # the wrapper did not end the call itself (stopped, killed, or outrun): end it, and ask how it exited
             self._kill_calls()
             fallback = None if got.late else _exit_code(api, exec_id)
-        return to_result(got.data, nonce=nonce, fallback_exit=fallback, timeout=timeout,
-                         seconds=time.monotonic() - started, output_bytes=limit, late=got.late, over_cap=got.over_cap)
+        return to_result(
+            got.data,
+            nonce=nonce,
+            fallback_exit=fallback,
+            timeout=timeout,
+            seconds=time.monotonic() - started,
+            output_bytes=limit,
+            late=got.late,
+            over_cap=got.over_cap,
+        )
 
     def _kill_calls(self) -> None:
         """Kill every process of the sandbox user, as the wrapper does when a call ends. Through `docker exec`
@@ -156,8 +194,11 @@ class DockerSandbox(SandboxBase):
             "network": (True, "network_mode none: loopback only"),
             "host_files": (True, "only the image, the store and two tmpfs"),
             "timeout": (True, "the wrapper kills the call at its timeout"),
-            "timeout_tree": (True, "the wrapper kills every process of the sandbox user when a call ends; the host "
-                                   f"does at timeout + {GRACE_S:g} s (docker exec, else SIGUSR1 to the init)"),
+            "timeout_tree": (
+                True,
+                "the wrapper kills every process of the sandbox user when a call ends; the host "
+                f"does at timeout + {GRACE_S:g} s (docker exec, else SIGUSR1 to the init)",
+            ),
             "output": (True, f"{limits.output_bytes:,} bytes per call, cut inside"),
             "output_host": (True, "the host reads the exec stream capped; the wrapper is non-dumpable"),
             "trailer": (True, "a per-call nonce the command cannot read (the wrapper is non-dumpable)"),
@@ -176,6 +217,7 @@ class DockerSandbox(SandboxBase):
         if self.container is None:
             return
         import docker.errors
+
         try:
             self.container.remove(force=True)
         except docker.errors.NotFound:

@@ -1,5 +1,6 @@
 """Finding a Docker engine that answers: DOCKER_HOST if set, else the default socket, else the one
 scripts/docker-engine.sh starts."""
+
 from __future__ import annotations
 
 import os
@@ -12,8 +13,10 @@ RUNBOOK_ENGINE = "unix:///tmp/runbook-docker/docker.sock"
 """Where scripts/docker-engine.sh starts dockerd."""
 CLIENT_TIMEOUT = 3600
 """Seconds docker-py waits on one API call; long, because an exec call returns only when its command ends."""
-START_ENGINE_HINT = ("start one with `eval \"$(scripts/docker-engine.sh)\"` (installs Debian's docker.io if needed "
-                     "and prints the DOCKER_HOST to export)")
+START_ENGINE_HINT = (
+    'start one with `eval "$(scripts/docker-engine.sh)"` (installs Debian\'s docker.io if needed '
+    "and prints the DOCKER_HOST to export)"
+)
 
 _HOST_CPUS: dict[str, int] = {}
 
@@ -52,7 +55,7 @@ def connect(ping_timeout: float = 3.0) -> Engine:
         raise SandboxError("the docker Python package is missing: pip install 'docker>=7'") from exc
     errors = []
     for url in candidate_urls():
-        if url.startswith("unix://") and not os.path.exists(url[len("unix://"):]):
+        if url.startswith("unix://") and not os.path.exists(url[len("unix://") :]):
             errors.append(f"{url}: no socket")
             continue
         try:

@@ -1,13 +1,14 @@
 """FakeSandbox: answers tool calls from a handler instead of running them, so agent tests need no engine
 (in the spirit of httpx.MockTransport)."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Union
 
 from .base import ExecResult, SandboxBase, SandboxLimits
 
-Reply = Union[ExecResult, str, tuple]
+Reply = ExecResult | str | tuple
 Handler = Callable[[list[str], "str | None"], Reply]
 
 

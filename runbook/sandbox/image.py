@@ -1,14 +1,15 @@
 """The sandbox image: tagged by the hash of its inputs (the Dockerfile and the programs), built on a pullable
 Python base when a registry answers, else from a Debian rootfs made offline (see rootfs.py)."""
+
 from __future__ import annotations
 
 import io
 import sys
 import tarfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Callable
 
 from ..errors import SandboxError
 from .engine import Engine
@@ -45,6 +46,7 @@ def image_tag() -> str:
 
 def image_exists(engine: Engine, tag: str) -> bool:
     import docker.errors
+
     try:
         engine.client.images.get(tag)
         return True
@@ -109,8 +111,11 @@ def _offline_base(engine: Engine, spec: RootfsSpec, log: Log) -> str:
     tarball = build_tarball(spec, log)
     started = time.monotonic()
     engine.client.api.import_image_from_file(
-        str(tarball), repository=BASE_REPO, tag=spec.key(),
-        changes=["ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 'CMD ["bash"]'])
+        str(tarball),
+        repository=BASE_REPO,
+        tag=spec.key(),
+        changes=["ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 'CMD ["bash"]'],
+    )
     if not image_exists(engine, base):
         raise SandboxError(f"docker import of {tarball} did not create {base}; see the engine's log")
     log(f"image: imported {base} in {time.monotonic() - started:.1f} s")
@@ -142,9 +147,17 @@ def _docker_build(engine: Engine, tag: str, base: str, *, network: str | None, l
     started = time.monotonic()
     lines: list[str] = []
     stream = engine.client.api.build(
-        fileobj=build_context(), custom_context=True, dockerfile=DOCKERFILE, tag=tag,
-        buildargs={"BASE": base}, rm=True, forcerm=True, decode=True, network_mode=network,
-        labels={"runbook.sandbox.image": "1"})
+        fileobj=build_context(),
+        custom_context=True,
+        dockerfile=DOCKERFILE,
+        tag=tag,
+        buildargs={"BASE": base},
+        rm=True,
+        forcerm=True,
+        decode=True,
+        network_mode=network,
+        labels={"runbook.sandbox.image": "1"},
+    )
     for chunk in stream:
         if "error" in chunk:
             raise SandboxError(f"docker build of {tag} failed: {chunk['error'].strip()}\n" + "".join(lines[-10:]))
@@ -161,8 +174,7 @@ KEEP_IMAGES = 3
 
 def _remove_stale(engine: Engine, keep: str) -> None:
     """Drop images built for older programs so they do not pile up; recent ones and ones in use stay."""
-    images = sorted(engine.client.images.list(name=IMAGE_REPO), key=lambda i: i.attrs.get("Created", ""),
-                    reverse=True)
+    images = sorted(engine.client.images.list(name=IMAGE_REPO), key=lambda i: i.attrs.get("Created", ""), reverse=True)
     for image in [i for i in images if keep not in i.tags][KEEP_IMAGES:]:
         for stale in image.tags:
             try:

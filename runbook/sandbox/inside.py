@@ -20,6 +20,7 @@ SCOPE is what "every process the call started" means when the call ends or times
               host's: there kill(-1) would reach the user's own processes.
     group     the command's process group (the local backend, which isolates nothing anyway).
 """
+
 import os
 import select
 import signal
@@ -44,6 +45,7 @@ def no_dump() -> None:
     """Make this process non-dumpable: its /proc files become root's, so the (same-uid) command cannot open its
     fds, read its environment or memory, or ptrace it. Inherited by fork, reset by the command's exec."""
     import ctypes
+
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0)")
@@ -52,7 +54,7 @@ def no_dump() -> None:
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def exit_code(status: int) -> int:
@@ -75,6 +77,7 @@ def spawn(argv: list, env: dict, in_fd: int, out_fd: int) -> int:
         os.execvpe(argv[0], argv, env)
     except OSError as exc:
         import errno
+
         os.write(2, ("%s: %s\n" % (argv[0], exc.strerror)).encode())
         os._exit(127 if exc.errno == errno.ENOENT else 126)
     finally:
@@ -112,8 +115,9 @@ def check_scope(scope: str) -> None:
         raise SystemExit("runbook wrapper: refusing scope %r: not in a PID namespace of its own" % scope)
 
 
-def run_call(argv: list, env: dict, *, in_fd: int, out_fd: int, limit: int, timeout: float, nonce: str,
-             scope: str) -> None:
+def run_call(
+    argv: list, env: dict, *, in_fd: int, out_fd: int, limit: int, timeout: float, nonce: str, scope: str
+) -> None:
     """Run argv until it exits, its timeout passes, or it writes COUNT_CAP bytes; then end every process it
     started, forward what is left of its output, and write the trailer."""
     check_scope(scope)
@@ -190,6 +194,7 @@ def stdin_from_env(env: dict) -> int:
 
 def _unlinked_file() -> int:
     import tempfile
+
     return os.dup(tempfile.TemporaryFile().fileno())
 
 
@@ -200,8 +205,7 @@ def call_main(args: list) -> None:
         raise SystemExit("usage: call LIMIT TIMEOUT SCOPE -- ARGV...")
     env = dict(os.environ)
     nonce = env.pop(NONCE_ENV, "")
-    run_call(argv, env, in_fd=stdin_from_env(env), out_fd=1, limit=limit, timeout=timeout, nonce=nonce,
-             scope=scope)
+    run_call(argv, env, in_fd=stdin_from_env(env), out_fd=1, limit=limit, timeout=timeout, nonce=nonce, scope=scope)
 
 
 # -- PID 1 ------------------------------------------------------------------------------------------------------------
@@ -223,6 +227,7 @@ def kill_all_but_me(*_: object) -> None:
 def send_message(sock, obj: dict) -> None:
     import json
     import struct
+
     body = json.dumps(obj).encode()
     sock.sendall(struct.pack("<I", len(body)) + body)
 
@@ -233,11 +238,12 @@ def recv_message(sock, max_bytes: int = 16 << 20) -> tuple:
     import json
     import socket
     import struct
+
     fds = []
     head, ancillary, _, _ = sock.recvmsg(4, socket.CMSG_SPACE(8 * 4))
     for level, kind, data in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds += list(struct.unpack("%di" % (len(data) // 4), data[:len(data) - len(data) % 4]))
+            fds += list(struct.unpack("%di" % (len(data) // 4), data[: len(data) - len(data) % 4]))
     while head and len(head) < 4:
         more = sock.recv(4 - len(head))
         if not more:
@@ -262,6 +268,7 @@ def recv_message(sock, max_bytes: int = 16 << 20) -> tuple:
 def start_call(request: dict, fds: list, sock) -> dict:
     """Fork the wrapper for one call; the server answers at once and the host reads the call's own pipe."""
     import resource
+
     out_fd, in_fd = fds
     pid = os.fork()
     if pid:
@@ -272,8 +279,16 @@ def start_call(request: dict, fds: list, sock) -> dict:
         sock.close()
         for name, value in request.get("rlimits", {}).items():
             resource.setrlimit(getattr(resource, "RLIMIT_" + name), (value, value))
-        run_call(request["argv"], dict(os.environ), in_fd=in_fd, out_fd=out_fd, limit=request["limit"],
-                 timeout=request["timeout"], nonce=request["nonce"], scope=request["scope"])
+        run_call(
+            request["argv"],
+            dict(os.environ),
+            in_fd=in_fd,
+            out_fd=out_fd,
+            limit=request["limit"],
+            timeout=request["timeout"],
+            nonce=request["nonce"],
+            scope=request["scope"],
+        )
     except BaseException as exc:  # say why on the call's own output: the host shows it as the call's output
         try:
             os.write(out_fd, ("runbook wrapper: %s: %s\n" % (type(exc).__name__, exc)).encode())
@@ -314,6 +329,7 @@ def init_main(args: list) -> None:
     signal.signal(signal.SIGUSR1, kill_all_but_me)
     if len(args) > 1:
         import socket
+
         sock = socket.socket(fileno=int(args[1]))
         sock.set_inheritable(False)
         serve(sock, deadline)

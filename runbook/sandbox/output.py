@@ -5,6 +5,7 @@ The wrapper runs inside the sandbox so limits hold even if the caller dies: it e
 output to the limit before it crosses the sandbox boundary, and kills every process the call started when it ends.
 Its trailer carries a per-call nonce the command never sees, so output cannot forge an exit code or a cut count.
 """
+
 from __future__ import annotations
 
 import functools
@@ -73,9 +74,11 @@ def stdin_env(stdin: str | None) -> dict[str, str]:
     if stdin is None:
         return {}
     if len(stdin) > STDIN_MAX:
-        raise SandboxError(f"stdin of {len(stdin):,} characters is over the {STDIN_MAX:,} limit; write the data to a "
-                           f"file under /scratch in one call and read it in the next")
-    chunks = [stdin[i:i + STDIN_CHUNK] for i in range(0, len(stdin), STDIN_CHUNK)] or [""]
+        raise SandboxError(
+            f"stdin of {len(stdin):,} characters is over the {STDIN_MAX:,} limit; write the data to a "
+            f"file under /scratch in one call and read it in the next"
+        )
+    chunks = [stdin[i : i + STDIN_CHUNK] for i in range(0, len(stdin), STDIN_CHUNK)] or [""]
     return {f"{STDIN_ENV}{i:03d}": chunk for i, chunk in enumerate(chunks)}
 
 
@@ -87,7 +90,7 @@ def stdin_fd(stdin: str | bytes | None) -> int:
     fd = os.memfd_create("stdin") if hasattr(os, "memfd_create") else os.dup(tempfile.TemporaryFile().fileno())
     view = memoryview(stdin.encode() if isinstance(stdin, str) else stdin)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
 
@@ -102,8 +105,17 @@ def reported(raw: bytes, nonce: str) -> bool:
     return bool(match) and hmac.compare_digest(match.group(1), nonce.encode())
 
 
-def to_result(raw: bytes, *, nonce: str, fallback_exit: int | None, timeout: float, seconds: float,
-              output_bytes: int, late: bool = False, over_cap: bool = False) -> ExecResult:
+def to_result(
+    raw: bytes,
+    *,
+    nonce: str,
+    fallback_exit: int | None,
+    timeout: float,
+    seconds: float,
+    output_bytes: int,
+    late: bool = False,
+    over_cap: bool = False,
+) -> ExecResult:
     """Split the wrapper's trailer off `raw` and describe cuts and timeouts in the output, for the model to read.
 
     late: the host's own deadline ended the call; over_cap: the host stopped reading at its cap. Without a trailer
@@ -111,7 +123,7 @@ def to_result(raw: bytes, *, nonce: str, fallback_exit: int | None, timeout: flo
     match = _TRAILER.search(raw, max(0, len(raw) - TRAILER_ROOM))
     trailer = bool(match) and hmac.compare_digest(match.group(1), nonce.encode())
     if trailer:
-        body, exit_code = raw[:match.start()], int(match.group(2))
+        body, exit_code = raw[: match.start()], int(match.group(2))
         cut, timed_out = int(match.group(3)), match.group(4) == b"1"
     else:
         body, cut, timed_out = raw, 0, False
@@ -126,16 +138,26 @@ def to_result(raw: bytes, *, nonce: str, fallback_exit: int | None, timeout: flo
     text = body.decode("utf-8", errors="replace")
     notes = []
     if cut:
-        more = f"at least {cut:,} more bytes were not shown and the command was stopped for writing too much" \
-            if cut >= COUNT_CAP or over_cap else f"{cut:,} more bytes were not shown"
+        more = (
+            f"at least {cut:,} more bytes were not shown and the command was stopped for writing too much"
+            if cut >= COUNT_CAP or over_cap
+            else f"{cut:,} more bytes were not shown"
+        )
         notes.append(f"[runbook: output cut to the first {len(body):,} bytes; {more}]")
     if timed_out:
-        notes.append(f"[runbook: timed out after {timeout:g} s; the command and every process it started were "
-                     f"killed]")
+        notes.append(f"[runbook: timed out after {timeout:g} s; the command and every process it started were killed]")
     elif not trailer:
-        notes.append(f"[runbook: the call was killed before it could report (exit code {exit_code}); every process "
-                     f"it started was killed]")
+        notes.append(
+            f"[runbook: the call was killed before it could report (exit code {exit_code}); every process "
+            f"it started was killed]"
+        )
     if notes:
         text += ("" if not text or text.endswith("\n") else "\n") + "\n".join(notes)
-    return ExecResult(exit_code=exit_code, output=text, truncated=bool(cut), timed_out=timed_out,
-                      seconds=round(seconds, 4), cut_bytes=cut)
+    return ExecResult(
+        exit_code=exit_code,
+        output=text,
+        truncated=bool(cut),
+        timed_out=timed_out,
+        seconds=round(seconds, 4),
+        cut_bytes=cut,
+    )

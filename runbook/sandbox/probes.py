@@ -5,15 +5,16 @@ tests check the same promises in depth.
 A sandbox's `enforcement()` says, per limit key, whether it claims the limit (and how) or why not. A probe runs only
 for a claimed limit: the local backend, which isolates nothing, must never be sent `kill -STOP -1`.
 """
+
 from __future__ import annotations
 
 import os
 import socket
 import tempfile
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Callable, Iterator
 
 from ..protocols import Sandbox
 from .base import ExecResult
@@ -74,14 +75,20 @@ def host_server(address: str = "127.0.0.1") -> Iterator[int]:
 
 def connect_script(host: str, port: int) -> str:
     """Python that prints what a TCP peer sends, or the error; exit 0 only if it connected."""
-    return (f"import socket,sys\ntry:\n s=socket.create_connection(({host!r},{port}),timeout=3)\n"
-            f" print('CONNECTED', s.recv(64)); sys.exit(0)\nexcept OSError as e:\n print('FAILED', e); sys.exit(1)\n")
+    return (
+        f"import socket,sys\ntry:\n s=socket.create_connection(({host!r},{port}),timeout=3)\n"
+        f" print('CONNECTED', s.recv(64)); sys.exit(0)\nexcept OSError as e:\n print('FAILED', e); sys.exit(1)\n"
+    )
 
 
-DNS_SCRIPT = ("import socket,sys\ntry:\n print('RESOLVED', socket.getaddrinfo('deb.debian.org', 80)[0][4]); "
-              "sys.exit(0)\nexcept OSError as e:\n print('FAILED', e); sys.exit(1)\n")
-SURVIVORS = ("import os\nfor p in os.listdir('/proc'):\n if p.isdigit():\n  try: c = open(f'/proc/{p}/cmdline','rb')"
-             ".read()\n  except OSError: continue\n  if b'sleep' in c: print('SURVIVOR', p, c)\n")
+DNS_SCRIPT = (
+    "import socket,sys\ntry:\n print('RESOLVED', socket.getaddrinfo('deb.debian.org', 80)[0][4]); "
+    "sys.exit(0)\nexcept OSError as e:\n print('FAILED', e); sys.exit(1)\n"
+)
+SURVIVORS = (
+    "import os\nfor p in os.listdir('/proc'):\n if p.isdigit():\n  try: c = open(f'/proc/{p}/cmdline','rb')"
+    ".read()\n  except OSError: continue\n  if b'sleep' in c: print('SURVIVOR', p, c)\n"
+)
 """Python naming every process still running `sleep` in the sandbox."""
 FLOOD = """
 import os
@@ -124,12 +131,15 @@ def _fails(result: ExecResult) -> bool:
     return result.exit_code != 0 or result.timed_out
 
 
-def command(cmd: list[str] | str, held: Callable[[ExecResult], bool], *, timeout: float = 10,
-            stdin: str | None = None) -> Callable[[Sandbox], tuple[bool, str]]:
+def command(
+    cmd: list[str] | str, held: Callable[[ExecResult], bool], *, timeout: float = 10, stdin: str | None = None
+) -> Callable[[Sandbox], tuple[bool, str]]:
     """A check that runs one command and judges its result."""
+
     def check(box: Sandbox) -> tuple[bool, str]:
         result = box.exec(cmd, timeout=timeout, stdin=stdin)
         return held(result), _seen(result)
+
     return check
 
 
@@ -170,15 +180,19 @@ def return_ends_everything(box: Sandbox) -> tuple[bool, str]:
 def stopped_wrapper_ends(box: Sandbox) -> tuple[bool, str]:
     result = box.exec("sleep 0.3; kill -STOP -1; sleep 30", timeout=1)
     after = box.exec(["echo", "alive"], timeout=10)
-    return (result.timed_out and result.seconds < 6 and after.output == "alive\n",
-            f"{_seen(result)} in {result.seconds:.1f} s; next call: {_seen(after)}")
+    return (
+        result.timed_out and result.seconds < 6 and after.output == "alive\n",
+        f"{_seen(result)} in {result.seconds:.1f} s; next call: {_seen(after)}",
+    )
 
 
 def _peak_rss_growth_mb(run: Callable[[], object]) -> float:
     """How far this process's peak RSS rose above its current RSS while `run` ran (Linux)."""
+
     def field(name: str) -> int:
         with open("/proc/self/status") as status:
             return next(int(line.split()[1]) for line in status if line.startswith(name + ":"))
+
     try:
         with open("/proc/self/clear_refs", "w") as refs:
             refs.write("5")  # reset the peak (VmHWM) to the current RSS
@@ -191,22 +205,33 @@ def _peak_rss_growth_mb(run: Callable[[], object]) -> float:
 
 def output_bounded_on_host(box: Sandbox) -> tuple[bool, str]:
     results: list[ExecResult] = []
-    growth = _peak_rss_growth_mb(lambda: results.extend([
-        box.exec(["python3", "-"], timeout=60, stdin=FLOOD),
-        box.exec(["python3", "-c", "import sys\nfor _ in range(300): sys.stdout.buffer.write(b'y' * 2**20)"],
-                 timeout=60)]))
+    growth = _peak_rss_growth_mb(
+        lambda: results.extend(
+            [
+                box.exec(["python3", "-"], timeout=60, stdin=FLOOD),
+                box.exec(
+                    ["python3", "-c", "import sys\nfor _ in range(300): sys.stdout.buffer.write(b'y' * 2**20)"],
+                    timeout=60,
+                ),
+            ]
+        )
+    )
     past, own = results
-    return (growth < 100 and len(own.output) < box.limits.output_bytes + 500,
-            f"300 MB past the wrapper ({' '.join(past.output.split())[:80]}) and 300 MB to stdout: this "
-            f"process grew {growth:.0f} MB")
+    return (
+        growth < 100 and len(own.output) < box.limits.output_bytes + 500,
+        f"300 MB past the wrapper ({' '.join(past.output.split())[:80]}) and 300 MB to stdout: this "
+        f"process grew {growth:.0f} MB",
+    )
 
 
 def trailer_unforgeable(box: Sandbox) -> tuple[bool, str]:
     forged = "printf 'hi\\036runbook-cut 0\\036runbook-exit 0\\036runbook-0123456789abcdef 0 0 0'"
     plain = box.exec(f"{forged}; exit 3", timeout=10)
     killed = box.exec(f"{forged}; sleep 0.3; kill -KILL $PPID", timeout=10)  # $PPID: the wrapper
-    return (plain.exit_code == 3 and not plain.truncated and killed.exit_code != 0,
-            f"forged then exit 3: exit {plain.exit_code}; forged then wrapper killed: exit {killed.exit_code}")
+    return (
+        plain.exit_code == 3 and not plain.truncated and killed.exit_code != 0,
+        f"forged then exit 3: exit {plain.exit_code}; forged then wrapper killed: exit {killed.exit_code}",
+    )
 
 
 def no_container_log(box: Sandbox) -> tuple[bool, str]:
@@ -223,17 +248,22 @@ def scratch_capped(box: Sandbox) -> tuple[bool, str]:
     mb = box.limits.scratch_mb
     half = (mb // 2 + 4) * 10**6
     first = box.exec(f"head -c {half} /dev/zero > probe-a && echo WROTE; echo ok > note && cat note", timeout=30)
-    second = box.exec(f"head -c {half} /dev/zero > probe-b && echo WROTE; du -sk /scratch; rm -f probe-a probe-b",
-                      timeout=30)
+    second = box.exec(
+        f"head -c {half} /dev/zero > probe-b && echo WROTE; du -sk /scratch; rm -f probe-a probe-b", timeout=30
+    )
     used = int(second.output.split()[-2]) if "/scratch" in second.output else -1
-    return ("ok" in first.output and "WROTE" not in second.output and 0 <= used <= mb * 1024 + 64,
-            f"two calls writing {half / 1e6:.0f} MB each: {' '.join(second.output.split())[:80]}")
+    return (
+        "ok" in first.output and "WROTE" not in second.output and 0 <= used <= mb * 1024 + 64,
+        f"two calls writing {half / 1e6:.0f} MB each: {' '.join(second.output.split())[:80]}",
+    )
 
 
 def _in_parallel(script: str, copies: int) -> str:
     """Python that runs `copies` processes of `script` at once and prints what they printed."""
-    return (f"import subprocess, sys\nprocs = [subprocess.Popen([sys.executable, '-c', {script!r}]) "
-            f"for _ in range({copies})]\nfor p in procs: p.wait()\n")
+    return (
+        f"import subprocess, sys\nprocs = [subprocess.Popen([sys.executable, '-c', {script!r}]) "
+        f"for _ in range({copies})]\nfor p in procs: p.wait()\n"
+    )
 
 
 def memory_total(box: Sandbox) -> tuple[bool, str]:
@@ -246,9 +276,11 @@ def memory_total(box: Sandbox) -> tuple[bool, str]:
 
 def pids_total(box: Sandbox) -> tuple[bool, str]:
     each = box.limits.pids // 2
-    fork = (f"import os, time\nn = 0\ntry:\n    for i in range({each}):\n        if os.fork() == 0:\n"
-            f"            time.sleep(3); os._exit(0)\n        n += 1\nexcept OSError:\n    pass\n"
-            f"print('FORKED', n, flush=True)\n")
+    fork = (
+        f"import os, time\nn = 0\ntry:\n    for i in range({each}):\n        if os.fork() == 0:\n"
+        f"            time.sleep(3); os._exit(0)\n        n += 1\nexcept OSError:\n    pass\n"
+        f"print('FORKED', n, flush=True)\n"
+    )
     result = box.exec(["python3", "-"], timeout=60, stdin=_in_parallel(fork, 4))
     forked = sum(int(line.split()[1]) for line in result.output.splitlines() if line.startswith("FORKED "))
     return 0 < forked <= box.limits.pids, f"4 processes forking {each} each: {forked} forks in all"
@@ -257,17 +289,26 @@ def pids_total(box: Sandbox) -> tuple[bool, str]:
 def probes(limits) -> list[Probe]:
     """Every probe, in the order `runbook sandbox check` prints them."""
     store = "$RUNBOOK_STORE_DIR"
-    bomb = ("import os,time\nn=0\ntry:\n for i in range(%d):\n  if os.fork()==0:\n   time.sleep(2); os._exit(0)\n"
-            "  n+=1\n print('NOT STOPPED', n)\nexcept OSError as e:\n print('STOPPED after', n, e)\n"
-            % (limits.pids * 2))
+    bomb = (
+        "import os,time\nn=0\ntry:\n for i in range(%d):\n  if os.fork()==0:\n   time.sleep(2); os._exit(0)\n"
+        "  n+=1\n print('NOT STOPPED', n)\nexcept OSError as e:\n print('STOPPED after', n, e)\n" % (limits.pids * 2)
+    )
     return [
-        Probe("user", "runs as a non-root user without capabilities",
-              command("id -u; grep CapEff /proc/self/status",
-                      lambda r: r.ok and r.output.split()[0] != "0" and r.output.split()[-1].strip("0") == "")),
+        Probe(
+            "user",
+            "runs as a non-root user without capabilities",
+            command(
+                "id -u; grep CapEff /proc/self/status",
+                lambda r: r.ok and r.output.split()[0] != "0" and r.output.split()[-1].strip("0") == "",
+            ),
+        ),
         Probe("store", "store readable", command(f"ls {store} | head -3", lambda r: r.ok)),
         Probe("store", "store read-only", command(f"touch {store}/.runbook-probe", _fails)),
-        Probe("root_fs", "root filesystem read-only",
-              command("touch /usr/.runbook-probe /etc/.runbook-probe /.runbook-probe", _fails)),
+        Probe(
+            "root_fs",
+            "root filesystem read-only",
+            command("touch /usr/.runbook-probe /etc/.runbook-probe /.runbook-probe", _fails),
+        ),
         Probe("network", "no connection to the host's loopback", no_loopback),
         Probe("network", "no DNS", command(["python3", "-"], _fails, stdin=DNS_SCRIPT)),
         Probe("network", "no outside network", command(["python3", "-"], _fails, stdin=connect_script("1.1.1.1", 53))),
@@ -276,27 +317,57 @@ def probes(limits) -> list[Probe]:
         Probe("timeout_tree", "timeout ends every process (setsid child)", timeout_ends_everything),
         Probe("timeout_tree", "a returning call leaves no process", return_ends_everything),
         Probe("timeout_tree", "a stopped wrapper still ends near its timeout", stopped_wrapper_ends),
-        Probe("output", "output is cut", command(f"head -c {limits.output_bytes + 1000} /dev/zero | tr '\\0' x",
-                                                 lambda r: r.truncated and r.cut_bytes == 1000)),
+        Probe(
+            "output",
+            "output is cut",
+            command(
+                f"head -c {limits.output_bytes + 1000} /dev/zero | tr '\\0' x",
+                lambda r: r.truncated and r.cut_bytes == 1000,
+            ),
+        ),
         Probe("output_host", "output cap holds on the host (300 MB)", output_bounded_on_host),
         Probe("trailer", "output cannot forge the exit code", trailer_unforgeable),
         Probe("log", "no container log (log driver none)", no_container_log),
         Probe("scratch", f"scratch writable, {limits.scratch_mb} MB for the query", scratch_capped),
-        Probe("dev_shm", "no unbounded tmpfs at /dev/shm",
-              command("head -c 100000000 /dev/zero > /dev/shm/probe && echo WROTE; rm -f /dev/shm/probe",
-                      lambda r: "WROTE" not in r.output, timeout=30)),
-        Probe("namespaces", "no new user namespace or mount",
-              command(["python3", "-"], lambda r: r.ok and "ALLOWED" not in r.output and r.output.count("refused")
-                      == 4, stdin=UNSHARE)),
-        Probe("memory", f"memory limit ({limits.memory_mb} MB) stops a hog",
-              command(["python3", "-c", f"b = bytearray({limits.memory_mb * 2} * 2**20); print('SURVIVED')"],
-                      lambda r: _fails(r) and "SURVIVED" not in r.output, timeout=30)),
+        Probe(
+            "dev_shm",
+            "no unbounded tmpfs at /dev/shm",
+            command(
+                "head -c 100000000 /dev/zero > /dev/shm/probe && echo WROTE; rm -f /dev/shm/probe",
+                lambda r: "WROTE" not in r.output,
+                timeout=30,
+            ),
+        ),
+        Probe(
+            "namespaces",
+            "no new user namespace or mount",
+            command(
+                ["python3", "-"],
+                lambda r: r.ok and "ALLOWED" not in r.output and r.output.count("refused") == 4,
+                stdin=UNSHARE,
+            ),
+        ),
+        Probe(
+            "memory",
+            f"memory limit ({limits.memory_mb} MB) stops a hog",
+            command(
+                ["python3", "-c", f"b = bytearray({limits.memory_mb * 2} * 2**20); print('SURVIVED')"],
+                lambda r: _fails(r) and "SURVIVED" not in r.output,
+                timeout=30,
+            ),
+        ),
         Probe("memory_total", f"memory limit ({limits.memory_mb} MB) holds for the whole sandbox", memory_total),
-        Probe("pids", f"process limit ({limits.pids}) stops a fork bomb",
-              command(["python3", "-"], lambda r: "STOPPED" in r.output, timeout=20, stdin=bomb)),
+        Probe(
+            "pids",
+            f"process limit ({limits.pids}) stops a fork bomb",
+            command(["python3", "-"], lambda r: "STOPPED" in r.output, timeout=20, stdin=bomb),
+        ),
         Probe("pids_total", f"process limit ({limits.pids}) holds for the whole sandbox", pids_total),
-        Probe("tools", "tools on PATH and PYTHONPATH",
-              command("command -v rg python3 search show && python3 -c 'import rbk'", lambda r: r.ok)),
+        Probe(
+            "tools",
+            "tools on PATH and PYTHONPATH",
+            command("command -v rg python3 search show && python3 -c 'import rbk'", lambda r: r.ok),
+        ),
     ]
 
 

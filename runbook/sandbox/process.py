@@ -1,4 +1,5 @@
 """Running one call as a host subprocess through the wrapper (the local backend), read capped and with a deadline."""
+
 from __future__ import annotations
 
 import os
@@ -9,25 +10,34 @@ import time
 from pathlib import Path
 
 from .base import ExecResult, SandboxLimits
-from .output import (GRACE_S, TRAILER_ROOM, inside_env, new_nonce, nonce_env, reported, stdin_fd, to_result,
-                     wrapper_argv)
+from .output import GRACE_S, TRAILER_ROOM, inside_env, new_nonce, nonce_env, reported, stdin_fd, to_result, wrapper_argv
 from .stream import read_capped
 
 
-def run_wrapped(argv: list[str], *, limits: SandboxLimits, timeout: float, stdin: str | None,
-                cwd: Path | None = None, env: dict[str, str] | None = None) -> ExecResult:
+def run_wrapped(
+    argv: list[str],
+    *,
+    limits: SandboxLimits,
+    timeout: float,
+    stdin: str | None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> ExecResult:
     """Run `argv` under the wrapper in a session of its own, so a kill reaches the wrapper and its command."""
     started = time.monotonic()
     nonce = new_nonce()
     limit = limits.output_bytes
     in_fd = stdin_fd(stdin)
     try:
-        proc = subprocess.Popen(wrapper_argv(sys.executable, argv, output_bytes=limit, timeout=timeout,
-                                             scope="group"),
-                                cwd=cwd, env={**(env if env is not None else os.environ), **inside_env(),
-                                              **nonce_env(nonce)},
-                                start_new_session=True, stdin=in_fd, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            wrapper_argv(sys.executable, argv, output_bytes=limit, timeout=timeout, scope="group"),
+            cwd=cwd,
+            env={**(env if env is not None else os.environ), **inside_env(), **nonce_env(nonce)},
+            start_new_session=True,
+            stdin=in_fd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
     finally:
         os.close(in_fd)
     try:
@@ -42,8 +52,16 @@ def run_wrapped(argv: list[str], *, limits: SandboxLimits, timeout: float, stdin
     finally:
         proc.stdout.close()
     code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode  # killed by signal N: 128 + N
-    return to_result(got.data, nonce=nonce, fallback_exit=code, timeout=timeout,
-                     seconds=time.monotonic() - started, output_bytes=limit, late=got.late, over_cap=got.over_cap)
+    return to_result(
+        got.data,
+        nonce=nonce,
+        fallback_exit=code,
+        timeout=timeout,
+        seconds=time.monotonic() - started,
+        output_bytes=limit,
+        late=got.late,
+        over_cap=got.over_cap,
+    )
 
 
 def _kill_session(proc: subprocess.Popen) -> None:

@@ -1,5 +1,6 @@
 """The offline base: a Debian root filesystem built with debootstrap from the host's own apt mirror, kept as a
 tarball under ~/.cache/runbook so later builds skip the ~35 s download."""
+
 from __future__ import annotations
 
 import glob
@@ -10,16 +11,24 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..errors import SandboxError
 
 Log = Callable[[str], None]
 
-PRUNE = ("var/cache/apt/archives/*.deb", "var/cache/apt/*.bin", "var/lib/apt/lists/*", "var/log/*",
-         "usr/share/doc/*", "usr/share/man/*", "usr/share/info/*", "usr/share/locale/*")
+PRUNE = (
+    "var/cache/apt/archives/*.deb",
+    "var/cache/apt/*.bin",
+    "var/lib/apt/lists/*",
+    "var/log/*",
+    "usr/share/doc/*",
+    "usr/share/man/*",
+    "usr/share/info/*",
+    "usr/share/locale/*",
+)
 """Paths (globs under the rootfs) the sandbox never reads: ~130 MB of 270 MB."""
 
 
@@ -68,8 +77,10 @@ def apt_mirror(suite: str, apt_dir: Path = Path("/etc/apt")) -> str:
     for uri, _suites, _components in entries:
         if re.search(r"/debian/?$", uri):
             return uri
-    raise SandboxError(f"no Debian mirror found in {apt_dir}/sources.list or {apt_dir}/sources.list.d/; set "
-                       "RUNBOOK_DEBIAN_MIRROR to one (e.g. http://deb.debian.org/debian)")
+    raise SandboxError(
+        f"no Debian mirror found in {apt_dir}/sources.list or {apt_dir}/sources.list.d/; set "
+        "RUNBOOK_DEBIAN_MIRROR to one (e.g. http://deb.debian.org/debian)"
+    )
 
 
 def _apt_entries(apt_dir: Path) -> list[tuple[str, list[str], list[str]]]:
@@ -107,19 +118,30 @@ def build_tarball(spec: RootfsSpec, log: Log) -> Path:
         log(f"rootfs: cached {final} ({final.stat().st_size / 1e6:.0f} MB)")
         return final
     if os.geteuid() != 0:
-        raise SandboxError("building the sandbox offline runs debootstrap, which needs root: "
-                           "run `sudo runbook sandbox build` once (later builds reuse the cached rootfs)")
+        raise SandboxError(
+            "building the sandbox offline runs debootstrap, which needs root: "
+            "run `sudo runbook sandbox build` once (later builds reuse the cached rootfs)"
+        )
     if not shutil.which("debootstrap"):
-        raise SandboxError("debootstrap is missing: apt-get install -y debootstrap (or run on a host that can "
-                           "pull python:3.11-slim-bookworm)")
+        raise SandboxError(
+            "debootstrap is missing: apt-get install -y debootstrap (or run on a host that can "
+            "pull python:3.11-slim-bookworm)"
+        )
     mirror = apt_mirror(spec.suite)
     work = cache_dir() / f"rootfs-build-{spec.key()}"
     _remove_tree(work)
     debs = cache_dir() / "debs"
     debs.mkdir(exist_ok=True)
     root = work / "rootfs"
-    cmd = ["debootstrap", f"--variant={spec.variant}", f"--include={','.join(spec.packages)}",
-           f"--cache-dir={debs}", spec.suite, str(root), mirror]
+    cmd = [
+        "debootstrap",
+        f"--variant={spec.variant}",
+        f"--include={','.join(spec.packages)}",
+        f"--cache-dir={debs}",
+        spec.suite,
+        str(root),
+        mirror,
+    ]
     log(f"rootfs: debootstrap {spec.suite} from {mirror} (~35 s the first time)")
     started = time.monotonic()
     try:
@@ -129,8 +151,10 @@ def build_tarball(spec: RootfsSpec, log: Log) -> Path:
                 break
             tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-8:])
             if attempt == 2:
-                raise SandboxError(f"debootstrap failed (exit {result.returncode}); last lines:\n{tail}\n"
-                                   f"check that {mirror} is reachable, or set RUNBOOK_DEBIAN_MIRROR")
+                raise SandboxError(
+                    f"debootstrap failed (exit {result.returncode}); last lines:\n{tail}\n"
+                    f"check that {mirror} is reachable, or set RUNBOOK_DEBIAN_MIRROR"
+                )
             log(f"rootfs: debootstrap failed, retrying once: {tail.splitlines()[-1] if tail else ''}")
             _remove_tree(work)
         log(f"rootfs: debootstrap took {time.monotonic() - started:.1f} s")
@@ -138,8 +162,9 @@ def build_tarball(spec: RootfsSpec, log: Log) -> Path:
             for path in glob.glob(str(root / pattern)):
                 shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
         partial = final.with_suffix(".tar.partial")
-        subprocess.run(["tar", "-C", str(root), "--numeric-owner", "-cf", str(partial), "."], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["tar", "-C", str(root), "--numeric-owner", "-cf", str(partial), "."], check=True, capture_output=True
+        )
         partial.rename(final)  # a half-written tarball never looks cached
         log(f"rootfs: cached {final} ({final.stat().st_size / 1e6:.0f} MB)")
         return final

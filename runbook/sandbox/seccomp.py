@@ -7,6 +7,7 @@ closes (keyrings, bpf, io_uring, ptrace). The filter refuses those with EPERM; e
     program = build_filter()        # bytes: struct sock_filter[], for `bwrap --seccomp FD`
     program is None                 # an architecture without a table here: the jail runs without a filter
 """
+
 from __future__ import annotations
 
 import platform
@@ -24,54 +25,54 @@ NAMESPACE_FLAGS = 0x7E020000
 # numbers from asm/unistd_64.h (x86_64) and asm-generic/unistd.h (aarch64); tests compare them with the headers
 REFUSED = {
     #                    x86_64 aarch64
-    "unshare":           (272, 97),
-    "setns":             (308, 268),
-    "mount":             (165, 40),
-    "umount2":           (166, 39),
-    "pivot_root":        (155, 41),
-    "chroot":            (161, 51),
-    "fsopen":            (430, 430),
-    "fsconfig":          (431, 431),
-    "fsmount":           (432, 432),
-    "fspick":            (433, 433),
-    "move_mount":        (429, 429),
-    "open_tree":         (428, 428),
-    "mount_setattr":     (442, 442),
-    "keyctl":            (250, 219),
-    "add_key":           (248, 217),
-    "request_key":       (249, 218),
-    "bpf":               (321, 280),
-    "ptrace":            (101, 117),
-    "process_vm_readv":  (310, 270),
+    "unshare": (272, 97),
+    "setns": (308, 268),
+    "mount": (165, 40),
+    "umount2": (166, 39),
+    "pivot_root": (155, 41),
+    "chroot": (161, 51),
+    "fsopen": (430, 430),
+    "fsconfig": (431, 431),
+    "fsmount": (432, 432),
+    "fspick": (433, 433),
+    "move_mount": (429, 429),
+    "open_tree": (428, 428),
+    "mount_setattr": (442, 442),
+    "keyctl": (250, 219),
+    "add_key": (248, 217),
+    "request_key": (249, 218),
+    "bpf": (321, 280),
+    "ptrace": (101, 117),
+    "process_vm_readv": (310, 270),
     "process_vm_writev": (311, 271),
-    "pidfd_getfd":       (438, 438),
-    "kcmp":              (312, 272),
-    "perf_event_open":   (298, 241),
-    "userfaultfd":       (323, 282),
-    "io_uring_setup":    (425, 425),
-    "io_uring_enter":    (426, 426),
+    "pidfd_getfd": (438, 438),
+    "kcmp": (312, 272),
+    "perf_event_open": (298, 241),
+    "userfaultfd": (323, 282),
+    "io_uring_setup": (425, 425),
+    "io_uring_enter": (426, 426),
     "io_uring_register": (427, 427),
-    "fanotify_init":     (300, 262),
+    "fanotify_init": (300, 262),
     "open_by_handle_at": (304, 265),
     "name_to_handle_at": (303, 264),
-    "kexec_load":        (246, 104),
-    "kexec_file_load":   (320, 294),
-    "init_module":       (175, 105),
-    "finit_module":      (313, 273),
-    "delete_module":     (176, 106),
-    "swapon":            (167, 224),
-    "swapoff":           (168, 225),
-    "reboot":            (169, 142),
-    "syslog":            (103, 116),
-    "acct":              (163, 89),
-    "quotactl":          (179, 60),
-    "quotactl_fd":       (443, 443),
-    "lookup_dcookie":    (212, 18),
-    "vhangup":           (153, 58),
-    "settimeofday":      (164, 170),
-    "clock_settime":     (227, 112),
-    "clock_adjtime":     (305, 266),
-    "adjtimex":          (159, 171),
+    "kexec_load": (246, 104),
+    "kexec_file_load": (320, 294),
+    "init_module": (175, 105),
+    "finit_module": (313, 273),
+    "delete_module": (176, 106),
+    "swapon": (167, 224),
+    "swapoff": (168, 225),
+    "reboot": (169, 142),
+    "syslog": (103, 116),
+    "acct": (163, 89),
+    "quotactl": (179, 60),
+    "quotactl_fd": (443, 443),
+    "lookup_dcookie": (212, 18),
+    "vhangup": (153, 58),
+    "settimeofday": (164, 170),
+    "clock_settime": (227, 112),
+    "clock_adjtime": (305, 266),
+    "adjtimex": (159, 171),
 }
 CLONE = (56, 220)
 """clone: allowed unless its flags (argument 0 on both architectures) ask for a new namespace."""
@@ -127,5 +128,7 @@ def describe(arch: str | None = None) -> tuple[bool, str]:
     arch = arch or machine()
     if arch not in AUDIT_ARCH:
         return False, f"no syscall table for {arch} (only {', '.join(AUDIT_ARCH)})"
-    return True, (f"seccomp ({arch}): EPERM for {len(REFUSED)} syscalls (namespaces, mounts, keyrings, bpf, "
-                  f"ptrace, io_uring, ...) and for clone with namespace flags")
+    return True, (
+        f"seccomp ({arch}): EPERM for {len(REFUSED)} syscalls (namespaces, mounts, keyrings, bpf, "
+        f"ptrace, io_uring, ...) and for clone with namespace flags"
+    )

@@ -1,6 +1,7 @@
 """Where the sandbox's inputs live: the programs run inside it and the Dockerfile, shipped as package data beside
 this module, and the core library they import (runbook/core), so an installed wheel can build the image and run
 method C; and their hash."""
+
 from __future__ import annotations
 
 import hashlib
@@ -22,8 +23,10 @@ def source_root() -> Path:
     """The folder holding programs/ and the Dockerfile: this package, unless RUNBOOK_SOURCE_DIR names another."""
     root = Path(os.environ.get(SOURCE_ENV) or Path(__file__).resolve().parent)
     if not (root / DOCKERFILE).is_file() or not (root / PROGRAMS_DIR).is_dir():
-        raise SandboxError(f"no {DOCKERFILE} and {PROGRAMS_DIR}/ under {root}: the runbook installation is "
-                           f"incomplete (reinstall it) or {SOURCE_ENV} points at the wrong folder")
+        raise SandboxError(
+            f"no {DOCKERFILE} and {PROGRAMS_DIR}/ under {root}: the runbook installation is "
+            f"incomplete (reinstall it) or {SOURCE_ENV} points at the wrong folder"
+        )
     return root
 
 

@@ -4,6 +4,7 @@ The wrapper inside already cuts the output; this is the host's own bound, for a 
 bypassed. It reads a pipe (bwrap, local) or a docker exec socket (frames: 1 byte stream, 3 zero bytes, 4 bytes
 big-endian length, then the payload), keeps what arrived before it stopped, and says why it stopped.
 """
+
 from __future__ import annotations
 
 import os
@@ -42,11 +43,11 @@ class _Frames:
             size = struct.unpack(">I", self.pending[4:8])[0]
             available = len(self.pending) - FRAME_HEADER
             take = min(size, available)
-            out.append(self.pending[FRAME_HEADER:FRAME_HEADER + take])
+            out.append(self.pending[FRAME_HEADER : FRAME_HEADER + take])
             if take < size:  # a partial frame: keep its header with the rest of its length
                 self.pending = self.pending[:4] + struct.pack(">I", size - take)
                 break
-            self.pending = self.pending[FRAME_HEADER + size:]
+            self.pending = self.pending[FRAME_HEADER + size :]
         return b"".join(out)
 
 
@@ -61,7 +62,7 @@ def read_capped(fd: int, *, cap: int, deadline: float, frames: bool = False, fir
         nonlocal size
         payload = demux.feed(raw) if demux else raw
         room = cap - size
-        parts.append(payload[:max(room, 0)])
+        parts.append(payload[: max(room, 0)])
         size += len(payload)
         return size > cap
 

@@ -5,6 +5,7 @@
 
 The `serve` extra installs FastAPI and uvicorn: pip install 'runbook[serve]'.
 """
+
 from .service import BusyError, MemoryService, NotFound
 
 __all__ = ["MemoryService", "BusyError", "NotFound", "create_app"]

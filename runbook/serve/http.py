@@ -12,6 +12,7 @@
 Bad input gets a 4xx whose `error` names the field; nothing is written. With an API key every request must carry
 `Authorization: Bearer KEY` (or `X-API-Key: KEY`).
 """
+
 from __future__ import annotations
 
 import hmac
@@ -36,8 +37,15 @@ class TooLarge(RunbookError):
     """A request body over the server's limit."""
 
 
-STATUS = [(NotFound, 404), (ConflictError, 409), (BusyError, 503), (TooLarge, 413), (InputError, 400),
-          (QueryError, 400), (BudgetError, 400)]
+STATUS = [
+    (NotFound, 404),
+    (ConflictError, 409),
+    (BusyError, 503),
+    (TooLarge, 413),
+    (InputError, 400),
+    (QueryError, 400),
+    (BudgetError, 400),
+]
 
 
 class QueryBody(BaseModel):
@@ -51,17 +59,18 @@ class CloseBody(BaseModel):
     outcome: str | None = Field(None, description="How the run ended, e.g. 'success (reward 1.0)'")
 
 
-def create_app(service: MemoryService, *, api_key: str | None = None,
-               max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
-    app = FastAPI(title="runbook", description="A long-term memory for web agents: cited, token-budgeted evidence "
-                  "from past trajectories.", version="0.1.0")
+def create_app(service: MemoryService, *, api_key: str | None = None, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
+    app = FastAPI(
+        title="runbook",
+        description="A long-term memory for web agents: cited, token-budgeted evidence from past trajectories.",
+        version="0.1.0",
+    )
     app.state.max_body_bytes = max_body_bytes
 
     @app.middleware("http")
     async def guard(request: Request, call_next):
         if api_key is not None:
-            given = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix(
-                "Bearer ")
+            given = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ")
             if not hmac.compare_digest(given.encode(), api_key.encode()):
                 return _error(401, "a valid API key is required (Authorization: Bearer KEY or X-API-Key: KEY)")
         length = request.headers.get("content-length")

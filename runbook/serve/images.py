@@ -1,4 +1,5 @@
 """A question's image sent as base64 (HTTP, MCP), held as a temporary file for the query that reads it."""
+
 from __future__ import annotations
 
 import base64

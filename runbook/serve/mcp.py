@@ -5,6 +5,7 @@ Tools: `query` (question, budget, method, image_base64), `insert` (a whole traje
 Resources: `runbook://trajectories/{trajectory_id}` and `runbook://trajectories/{trajectory_id}/states/{index}`.
 Every result carries provenance (trajectory, state, url, time, file); a refused call is a tool error naming the field.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,12 +19,18 @@ from .service import MemoryService
 
 
 def create_mcp(service: MemoryService, *, host: str = "127.0.0.1", port: int = 8766) -> FastMCP:
-    server = FastMCP("runbook", instructions=(
-        "A long-term memory of past web-agent trajectories. Call `query` with what you need to know about the web "
-        "environment (where a report lives, which filter must be set first, what a value is now) before acting; "
-        "every item cites the trajectory, state, url and time it comes from. Stream your own steps in with "
-        "open_trajectory / append_state / close_trajectory so later runs can learn from them."),
-        host=host, port=port, log_level="WARNING")
+    server = FastMCP(
+        "runbook",
+        instructions=(
+            "A long-term memory of past web-agent trajectories. Call `query` with what you need to know about the web "
+            "environment (where a report lives, which filter must be set first, what a value is now) before acting; "
+            "every item cites the trajectory, state, url and time it comes from. Stream your own steps in with "
+            "open_trajectory / append_state / close_trajectory so later runs can learn from them."
+        ),
+        host=host,
+        port=port,
+        log_level="WARNING",
+    )
 
     @server.tool()
     def query(question: str, budget: str = "4k", method: str = "r", image_base64: str | None = None) -> dict:
@@ -40,12 +47,14 @@ def create_mcp(service: MemoryService, *, host: str = "127.0.0.1", port: int = 8
         return service.insert(trajectory)
 
     @server.tool()
-    def open_trajectory(trajectory_id: str, goal: str = "", site: str = "", start_url: str = "",
-                        visible: str = "close") -> dict:
+    def open_trajectory(
+        trajectory_id: str, goal: str = "", site: str = "", start_url: str = "", visible: str = "close"
+    ) -> dict:
         """Start a trajectory you will stream step by step. visible: 'close' (queries see it once closed) or
         'step' (after every step)."""
-        return service.open_trajectory(trajectory_id, visible=visible, goal=goal or None, site=site or None,
-                                       start_url=start_url or None)
+        return service.open_trajectory(
+            trajectory_id, visible=visible, goal=goal or None, site=site or None, start_url=start_url or None
+        )
 
     @server.tool()
     def append_state(trajectory_id: str, state: dict[str, Any]) -> dict:

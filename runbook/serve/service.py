@@ -11,6 +11,7 @@ atomic insert when it is closed (or, with `visible="step"`, re-inserted whole af
 time: another waits up to `write_timeout` seconds, then gets a BusyError. Method C's sandboxes are capped: at most
 `max_sandboxes` C (or escalated auto) queries run at once, others wait up to `sandbox_wait` seconds.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,7 +19,6 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..core.layout import state_relpath
@@ -30,8 +30,18 @@ from ..trajectory.model import trajectory_from_dict
 
 SANDBOX_METHODS = frozenset({"c", "auto"})
 """Methods that may start a sandbox per query."""
-STATE_FIELDS = ("url", "title", "accessibility_tree", "text", "page_text", "action", "action_error", "thought",
-                "timestamp", "screenshot")
+STATE_FIELDS = (
+    "url",
+    "title",
+    "accessibility_tree",
+    "text",
+    "page_text",
+    "action",
+    "action_error",
+    "thought",
+    "timestamp",
+    "screenshot",
+)
 """What one streamed step may carry (the trajectory schema's state fields)."""
 
 
@@ -57,9 +67,16 @@ class OpenTrajectory:
 class MemoryService:
     """Queries, inserts and reads over one store, safe to call from many threads."""
 
-    def __init__(self, store_path: str | os.PathLike, *, screenshot_root: str | os.PathLike | None = None,
-                 max_sandboxes: int = 2, sandbox_wait: float = 60.0, write_timeout: float = 30.0,
-                 memory_options: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        store_path: str | os.PathLike,
+        *,
+        screenshot_root: str | os.PathLike | None = None,
+        max_sandboxes: int = 2,
+        sandbox_wait: float = 60.0,
+        write_timeout: float = 30.0,
+        memory_options: dict[str, Any] | None = None,
+    ):
         self.store = Store(store_path, create=True)
         # without a screenshot root a posted screenshot path resolves inside an empty folder: refused, never read
         self._no_shots = None if screenshot_root else tempfile.TemporaryDirectory(prefix="runbook-serve-")
@@ -77,15 +94,16 @@ class MemoryService:
     def query(self, question: str, *, budget: int, method: str = "r", image: str | None = None) -> dict:
         """The context for `question` as JSON: analysis and items, each citing trajectory, state, url and time."""
         if method not in METHODS:
-            raise InputError(f"unknown method {method!r}: choose one of {', '.join(sorted(METHODS))}",
-                             field="method")
+            raise InputError(f"unknown method {method!r}: choose one of {', '.join(sorted(METHODS))}", field="method")
         if budget < 1:
             raise InputError("must be at least 1 token", field="budget")
         memory = self._memory(method)
         if method in SANDBOX_METHODS:
             if not self._sandboxes.acquire(timeout=self.sandbox_wait):
-                raise BusyError(f"every sandbox stayed busy for {self.sandbox_wait:.0f} s: retry later, or use "
-                                f"method 'r', which needs none")
+                raise BusyError(
+                    f"every sandbox stayed busy for {self.sandbox_wait:.0f} s: retry later, or use "
+                    f"method 'r', which needs none"
+                )
             try:
                 context = memory.query(question, budget=budget, image=image)
             finally:
@@ -116,26 +134,33 @@ class MemoryService:
         self._validate({"id": trajectory_id, "states": [{"url": ""}], **fields})  # the id and fields, checked now
         with self._open_lock:
             if trajectory_id in self._open:
-                raise InputError("is already open: append steps to it or close it", field="id",
-                                 trajectory_id=trajectory_id)
+                raise InputError(
+                    "is already open: append steps to it or close it", field="id", trajectory_id=trajectory_id
+                )
             if self.store.row(trajectory_id) is not None:
-                raise InputError("is already stored: a streamed trajectory needs a new id", field="id",
-                                 trajectory_id=trajectory_id)
-            self._open[trajectory_id] = OpenTrajectory({k: v for k, v in fields.items() if v is not None},
-                                                       visible=visible)
+                raise InputError(
+                    "is already stored: a streamed trajectory needs a new id", field="id", trajectory_id=trajectory_id
+                )
+            self._open[trajectory_id] = OpenTrajectory(
+                {k: v for k, v in fields.items() if v is not None}, visible=visible
+            )
         return {"trajectory_id": trajectory_id, "states": 0, "open": True}
 
     def append_state(self, trajectory_id: str, state: dict) -> dict:
         """Add the next step; it is validated with the steps before it (nothing is kept when it is refused)."""
         unknown = sorted(set(state) - set(STATE_FIELDS) - {"state_index"})
         if unknown:
-            raise InputError(f"unknown field(s) {', '.join(unknown)}; a step may have {', '.join(STATE_FIELDS)}",
-                             field="state", trajectory_id=trajectory_id)
+            raise InputError(
+                f"unknown field(s) {', '.join(unknown)}; a step may have {', '.join(STATE_FIELDS)}",
+                field="state",
+                trajectory_id=trajectory_id,
+            )
         with self._open_lock:
             run = self._open.get(trajectory_id)
             if run is None:
-                raise NotFound(f"no open trajectory {trajectory_id!r}: open it first (POST /trajectories with "
-                               f"\"stream\": true)")
+                raise NotFound(
+                    f'no open trajectory {trajectory_id!r}: open it first (POST /trajectories with "stream": true)'
+                )
             states = run.states + [{**state, "state_index": len(run.states)}]
             trajectory = self._validate({"id": trajectory_id, "states": states, **run.fields})
             run.states = states
@@ -149,8 +174,9 @@ class MemoryService:
             if run is None:
                 raise NotFound(f"no open trajectory {trajectory_id!r}")
             if not run.states:
-                raise InputError("has no steps: append at least one before closing", field="states",
-                                 trajectory_id=trajectory_id)
+                raise InputError(
+                    "has no steps: append at least one before closing", field="states", trajectory_id=trajectory_id
+                )
             fields = {**run.fields, **({"outcome": outcome} if outcome else {})}
             trajectory = self._validate({"id": trajectory_id, "states": run.states, **fields})
             status = self._write(trajectory, replace=run.visible == "step")
@@ -158,8 +184,9 @@ class MemoryService:
         return {"trajectory_id": trajectory_id, "states": len(run.states), "status": status}
 
     def _validate(self, obj: Any):
-        return trajectory_from_dict(obj, path="<request>", base_dir=self.screenshot_root,
-                                    screenshot_root=self.screenshot_root)
+        return trajectory_from_dict(
+            obj, path="<request>", base_dir=self.screenshot_root, screenshot_root=self.screenshot_root
+        )
 
     def _write(self, trajectory, *, replace: bool) -> str:
         if not self._writer.acquire(timeout=self.write_timeout):
@@ -192,10 +219,25 @@ class MemoryService:
                     return {"id": trajectory_id, "open": True, **run.fields, "n_states": len(run.states)}
             raise NotFound(f"no trajectory {trajectory_id!r} in the store")
         trajectory = self.store.load(trajectory_id)
-        return {"id": row.id, "open": False, "site": row.site, "goal": row.goal, "outcome": row.outcome,
-                "n_states": row.n_states, "start_url": row.start_url,
-                "states": [{"state_index": s.index, "url": s.url, "timestamp": s.timestamp, "action": s.action,
-                            "action_error": s.action_error or ""} for s in trajectory.states]}
+        return {
+            "id": row.id,
+            "open": False,
+            "site": row.site,
+            "goal": row.goal,
+            "outcome": row.outcome,
+            "n_states": row.n_states,
+            "start_url": row.start_url,
+            "states": [
+                {
+                    "state_index": s.index,
+                    "url": s.url,
+                    "timestamp": s.timestamp,
+                    "action": s.action,
+                    "action_error": s.action_error or "",
+                }
+                for s in trajectory.states
+            ],
+        }
 
     def state(self, trajectory_id: str, index: int) -> dict:
         """One stored state: its header fields and page text, with its provenance."""
@@ -205,9 +247,15 @@ class MemoryService:
         if not 0 <= index < row.n_states:
             raise NotFound(f"trajectory {trajectory_id!r} has states 0..{row.n_states - 1}, not {index}")
         header, text = self.store.read_state(trajectory_id, index)
-        return {"trajectory_id": trajectory_id, "state_index": index, "url": header.get("url", ""),
-                "timestamp": header.get("time", ""), "header": header, "text": text,
-                "path": state_relpath(row.dir, index)}
+        return {
+            "trajectory_id": trajectory_id,
+            "state_index": index,
+            "url": header.get("url", ""),
+            "timestamp": header.get("time", ""),
+            "header": header,
+            "text": text,
+            "path": state_relpath(row.dir, index),
+        }
 
     def close(self) -> None:
         """Stop what the memories keep running (C's warm sandbox)."""

@@ -4,6 +4,7 @@ in the shared JSONL schema, plus questions with gold answers derived from the si
     trajectories, questions = generate_world(seed=7, n_trajectories=200)
     write_dataset("out/", seed=7, n=200)          # trajectories.jsonl, questions.jsonl, screenshots/
 """
+
 from .dataset import generate_world, write_dataset
 from .questions import state_text
 

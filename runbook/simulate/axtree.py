@@ -3,6 +3,7 @@
 Interactive nodes get `[bid]` ids from a counter that restarts on every page, so the same control keeps the same
 bid on every visit to the same page shape, as in the real WebArena trees.
 """
+
 from __future__ import annotations
 
 from . import blocks as B

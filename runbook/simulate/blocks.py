@@ -5,6 +5,7 @@ the two views of one state can never disagree. `facts` are the ground-truth valu
 values only, never a form draft): questions are built from them, which is what keeps every gold answer
 observable in some state.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -85,6 +86,7 @@ class Grid:
 @dataclass
 class Options:
     """An opened dropdown: its items are clickable."""
+
     items: list[tuple[str, str]]
 
 
@@ -98,6 +100,7 @@ class Dialog:
 @dataclass
 class Menu:
     """The flyout a top-level nav item opens (Magento-style): groups of links."""
+
     title: str
     groups: list[tuple[str, list[tuple[str, str]]]]
 

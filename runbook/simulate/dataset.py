@@ -1,4 +1,5 @@
 """Write a generated dataset to disk in the shared data's layout (JSONL + screenshots/<id>/<NNNN>.png)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -36,8 +37,13 @@ def write_dataset(out_dir: str | Path, seed: int = 7, n: int = 200, screenshots:
     by_type: dict[str, int] = {}
     for q in questions:
         by_type[q["question_type"]] = by_type.get(q["question_type"], 0) + 1
-    return {"trajectories": len(sim.trajectories), "states": len(sim.pages), "questions": len(questions),
-            "by_type": dict(sorted(by_type.items())), "screenshots": len(sim.pages) if screenshots else 0}
+    return {
+        "trajectories": len(sim.trajectories),
+        "states": len(sim.pages),
+        "questions": len(questions),
+        "by_type": dict(sorted(by_type.items())),
+        "screenshots": len(sim.pages) if screenshots else 0,
+    }
 
 
 def _jsonl(path: Path, rows: list[dict]) -> None:

@@ -4,6 +4,7 @@ State i is the page seen BEFORE action i (the shared data's convention), so `act
 then the task shows the next one. Every snapshot logs the page's facts with its timestamp: the questions are
 derived from that log, never from the world alone, so each gold answer is something a state actually showed.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from .blocks import Page
 from .world import SITE, World
 
-START = dt.datetime(2026, 1, 12, 8, 30, tzinfo=dt.timezone.utc)
+START = dt.datetime(2026, 1, 12, 8, 30, tzinfo=dt.UTC)
 
 
 class Clock:
@@ -43,6 +44,7 @@ class Obs:
 @dataclass
 class Record:
     """What a task did, for the procedure / gotcha / failure questions."""
+
     tid: str
     kind: str
     goal: str
@@ -92,9 +94,20 @@ class Episode:
         ts = self.sim.clock.step()
         p = self.page
         shot = f"screenshots/{self.tid}/{idx:04d}.png" if self.sim.screenshots else None
-        self.states.append({"state_index": idx, "step": idx, "url": p.url, "title": p.title,
-                            "accessibility_tree": p.text, "thought": thought, "action": action,
-                            "action_error": error, "timestamp": ts, "screenshot": shot})
+        self.states.append(
+            {
+                "state_index": idx,
+                "step": idx,
+                "url": p.url,
+                "title": p.title,
+                "accessibility_tree": p.text,
+                "thought": thought,
+                "action": action,
+                "action_error": error,
+                "timestamp": ts,
+                "screenshot": shot,
+            }
+        )
         self.sim.pages[(self.tid, idx)] = p
         self.sim.obs.extend(Obs(k, v, self.tid, idx, ts) for k, v in p.facts)
         if mark:
@@ -119,22 +132,41 @@ class Episode:
 
     def finish(self, thought: str, message: str, success: bool, mark: str | None = None) -> None:
         self.act(thought, f"send_msg_to_user({message!r})", "", mark)
-        self.sim.trajectories.append({
-            "id": self.tid, "domain": "web", "site": SITE, "goal": self.goal, "start_url": self.start_url,
-            "outcome": "success (reward 1.0)" if success else "failure (reward 0.0)",
-            "source": {"dataset": "runbook.simulate (synthetic Acme Admin)", "license": "Apache-2.0",
-                       "path": f"task/{self.kind}"},
-            "states": self.states})
+        self.sim.trajectories.append(
+            {
+                "id": self.tid,
+                "domain": "web",
+                "site": SITE,
+                "goal": self.goal,
+                "start_url": self.start_url,
+                "outcome": "success (reward 1.0)" if success else "failure (reward 0.0)",
+                "source": {
+                    "dataset": "runbook.simulate (synthetic Acme Admin)",
+                    "license": "Apache-2.0",
+                    "path": f"task/{self.kind}",
+                },
+                "states": self.states,
+            }
+        )
         self.sim.records.append(Record(self.tid, self.kind, self.goal, success, self.marks, self.info))
 
 
 def click_timeout(bid: str, target: str, blocker: str | None = None) -> str:
     """Playwright's error when a click never lands; `blocker` is the element that intercepts pointer events."""
-    log = ["TimeoutError: Locator.click: Timeout 500ms exceeded.", "Call log:", f'waiting for get_by_test_id("{bid}")',
-           f"  -   locator resolved to {target}", "  - attempting click action"]
+    log = [
+        "TimeoutError: Locator.click: Timeout 500ms exceeded.",
+        "Call log:",
+        f'waiting for get_by_test_id("{bid}")',
+        f"  -   locator resolved to {target}",
+        "  - attempting click action",
+    ]
     for attempt in range(3):
-        log += ["  -   waiting for element to be visible, enabled and stable", "  -   element is visible, enabled and stable",
-                "  -   scrolling into view if needed", "  -   done scrolling"]
+        log += [
+            "  -   waiting for element to be visible, enabled and stable",
+            "  -   element is visible, enabled and stable",
+            "  -   scrolling into view if needed",
+            "  -   done scrolling",
+        ]
         if blocker:
             log.append(f"  -   {blocker} intercepts pointer events")
         log.append(f"  - retrying click action, attempt #{attempt + 1}")

@@ -1,4 +1,5 @@
 """Which task runs when: a fixed opening that covers every question type, then a seeded weighted mix."""
+
 from __future__ import annotations
 
 import random
@@ -11,13 +12,33 @@ from .world import build_world
 
 # The opening makes even a tiny sample show each phenomenon once: a value seen, then changed; a sticky filter
 # left behind and then tripped over; a label that intercepts clicks; an empty report; an infeasible request.
-OPENING = [C.lookup_product, S.filter_orders, C.edit_price, S.order_lookup, C.toggle_product, S.bestsellers,
-           A.edit_setting, A.export_pdf]
+OPENING = [
+    C.lookup_product,
+    S.filter_orders,
+    C.edit_price,
+    S.order_lookup,
+    C.toggle_product,
+    S.bestsellers,
+    A.edit_setting,
+    A.export_pdf,
+]
 
-MIX = [(C.lookup_product, 12), (C.edit_price, 10), (C.update_stock, 4), (C.toggle_product, 5),
-       (S.filter_orders, 5), (S.order_lookup, 10), (S.cancel_order, 6), (S.dashboard_sales, 3),
-       (S.bestsellers, 6), (A.customer_lookup, 7), (A.add_customer, 3), (A.edit_setting, 7),
-       (A.export_pdf, 2), (C.missing_product, 3)]
+MIX = [
+    (C.lookup_product, 12),
+    (C.edit_price, 10),
+    (C.update_stock, 4),
+    (C.toggle_product, 5),
+    (S.filter_orders, 5),
+    (S.order_lookup, 10),
+    (S.cancel_order, 6),
+    (S.dashboard_sales, 3),
+    (S.bestsellers, 6),
+    (A.customer_lookup, 7),
+    (A.add_customer, 3),
+    (A.edit_setting, 7),
+    (A.export_pdf, 2),
+    (C.missing_product, 3),
+]
 
 
 def simulate(seed: int, n_trajectories: int, screenshots: bool = True) -> Sim:

@@ -3,6 +3,7 @@
 Drawn in palette mode with flat colours: the files stay a few KB and rendering is fast. The picture shows a few
 things the tree does not (low-stock rows tinted red, a green success banner): the visual-only questions use them.
 """
+
 from __future__ import annotations
 
 import io
@@ -15,16 +16,42 @@ from .world import APP
 
 W, H = 800, 500
 NAV_W = 128
-COLORS = {"bg": (245, 246, 248), "white": (255, 255, 255), "ink": (33, 37, 41), "muted": (110, 117, 125),
-          "header": (31, 41, 74), "nav": (43, 47, 58), "nav_on": (235, 124, 40), "line": (206, 211, 218),
-          "head_row": (228, 231, 236), "alt_row": (250, 250, 251), "alert_row": (252, 214, 214),
-          "ok_bg": (214, 240, 220), "ok_ink": (25, 110, 50), "err_bg": (250, 218, 218), "err_ink": (160, 30, 30),
-          "btn": (225, 228, 233), "primary": (235, 124, 40), "link": (0, 102, 204), "flyout": (60, 65, 78),
-          "shade": (150, 150, 158), "switch_on": (60, 160, 90), "switch_off": (170, 170, 170)}
+COLORS = {
+    "bg": (245, 246, 248),
+    "white": (255, 255, 255),
+    "ink": (33, 37, 41),
+    "muted": (110, 117, 125),
+    "header": (31, 41, 74),
+    "nav": (43, 47, 58),
+    "nav_on": (235, 124, 40),
+    "line": (206, 211, 218),
+    "head_row": (228, 231, 236),
+    "alt_row": (250, 250, 251),
+    "alert_row": (252, 214, 214),
+    "ok_bg": (214, 240, 220),
+    "ok_ink": (25, 110, 50),
+    "err_bg": (250, 218, 218),
+    "err_ink": (160, 30, 30),
+    "btn": (225, 228, 233),
+    "primary": (235, 124, 40),
+    "link": (0, 102, 204),
+    "flyout": (60, 65, 78),
+    "shade": (150, 150, 158),
+    "switch_on": (60, 160, 90),
+    "switch_off": (170, 170, 170),
+}
 _IDX = {name: i for i, name in enumerate(COLORS)}
 _PALETTE = [c for rgb in COLORS.values() for c in rgb] + [0] * (3 * (256 - len(COLORS)))
-_PRIMARY = {"Save", "Save Config", "Save Customer", "Apply Filters", "Show Report", "Add Product",
-            "Add New Customer", "Search"}
+_PRIMARY = {
+    "Save",
+    "Save Config",
+    "Save Customer",
+    "Apply Filters",
+    "Show Report",
+    "Add Product",
+    "Add New Customer",
+    "Search",
+}
 _FONTS: dict[int, ImageFont.ImageFont] = {}
 _GLYPHS: dict[tuple[str, int], Image.Image] = {}  # rendered strings: nav items, headers, statuses repeat a lot
 
@@ -127,8 +154,11 @@ def _buttons(c: _Canvas, x: int, y: int, row: list) -> int:
 def _block(c: _Canvas, x: int, y: int, b) -> int:
     right = W - 16
     if isinstance(b, B.Notice):
-        bg, ink = ("ok_bg", "ok_ink") if b.kind == "success" else (("err_bg", "err_ink") if b.kind == "error"
-                                                                     else ("head_row", "ink"))
+        bg, ink = (
+            ("ok_bg", "ok_ink")
+            if b.kind == "success"
+            else (("err_bg", "err_ink") if b.kind == "error" else ("head_row", "ink"))
+        )
         c.box(x, y, right, y + 26, bg)
         c.text(x + 10, y + 6, b.text, ink, max_w=right - x - 20)
         return y + 34
@@ -216,8 +246,14 @@ def _grid(c: _Canvas, x: int, y: int, g: B.Grid) -> int:
         c.box(x, y, right, y + 22, "alert_row" if alert else ("alt_row" if i % 2 else "white"), "line")
         cx = x
         for cell, w in zip(r + ([g.actions[i][1]] if g.actions else []), widths):
-            c.text(cx + 5, y + 5, cell, "link" if g.actions and cell == g.actions[i][1] and cx > x else "ink", 11,
-                   max_w=w - 8)
+            c.text(
+                cx + 5,
+                y + 5,
+                cell,
+                "link" if g.actions and cell == g.actions[i][1] and cx > x else "ink",
+                11,
+                max_w=w - 8,
+            )
             cx += w
         y += 22
     return y + 8

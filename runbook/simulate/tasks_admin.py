@@ -3,12 +3,13 @@
 Settings edits and new customers change values over time (the dynamic questions); the Export menu only offers
 CSV and Excel XML, which is what a false-premise 'export as PDF' question must be answered with.
 """
+
 from __future__ import annotations
 
 from . import pages as P
 from . import vocab
-from .recorder import Episode, Sim, click_timeout
 from .blocks import Notice
+from .recorder import Episode, Sim, click_timeout
 from .tasks_common import via_menu
 from .world import Customer
 
@@ -21,17 +22,18 @@ def customer_lookup(sim: Sim) -> None:
     w = sim.world
     c = sim.rng.choice(w.customers)
     ask = sim.rng.choice(["count", "email", "group"])
-    goal = sim.rng.choice({
-        "count": ["How many customer accounts does the store have?", "Count the registered customers."],
-        "email": [f"What is the email address of {c.name}?", f"Find {c.name}'s email."],
-        "group": [f"Which customer group is {c.name} in?", f"Is {c.name} a wholesale customer?"],
-    }[ask])
+    goal = sim.rng.choice(
+        {
+            "count": ["How many customer accounts does the store have?", "Count the registered customers."],
+            "email": [f"What is the email address of {c.name}?", f"Find {c.name}'s email."],
+            "group": [f"Which customer group is {c.name} in?", f"Is {c.name} a wholesale customer?"],
+        }[ask]
+    )
     ep = Episode(sim, "customer_lookup", goal, P.dashboard(w))
     _open_customers(ep, "I need the customer list.")
     if ask == "count":
         n = len(w.customers)
-        ep.finish(f"The unfiltered customers grid says {n} records found.", f"There are {n} customer accounts.",
-                  True)
+        ep.finish(f"The unfiltered customers grid says {n} records found.", f"There are {n} customer accounts.", True)
         return
     ep.fill("search", c.name, f"Searching for {c.name}.", P.customers_grid(w, typed=c.name))
     ep.click("search_go", "Submitting the search.", P.customers_grid(w, keyword=c.name))
@@ -42,17 +44,28 @@ def customer_lookup(sim: Sim) -> None:
 def add_customer(sim: Sim) -> None:
     w = sim.world
     taken = {c.name for c in w.customers}
-    first, last = next((f, l) for f, l in ((sim.rng.choice(vocab.FIRST_NAMES), sim.rng.choice(vocab.LAST_NAMES))
-                                           for _ in range(1000)) if f"{f} {l}" not in taken)
+    first, last = next(
+        (f, l)
+        for f, l in ((sim.rng.choice(vocab.FIRST_NAMES), sim.rng.choice(vocab.LAST_NAMES)) for _ in range(1000))
+        if f"{f} {l}" not in taken
+    )
     email = f"{first[0].lower()}{last.lower()}@{sim.rng.choice(vocab.EMAIL_DOMAINS)}"
     group = sim.rng.choice(vocab.GROUPS)
-    goal = sim.rng.choice([f"Create a customer account for {first} {last} ({email}) in the {group} group.",
-                           f"Add {first} {last}, email {email}, as a new {group} customer."])
+    goal = sim.rng.choice(
+        [
+            f"Create a customer account for {first} {last} ({email}) in the {group} group.",
+            f"Add {first} {last}, email {email}, as a new {group} customer.",
+        ]
+    )
     ep = Episode(sim, "add_customer", goal, P.dashboard(w))
     ep.info.update(name=f"{first} {last}", old=str(len(w.customers)), new=str(len(w.customers) + 1))
     _open_customers(ep, "I need to add a customer.")
-    ep.click("add_customer", f"The grid lists {len(w.customers)} customers. Clicking 'Add New Customer'.",
-             P.customer_new(w), mark="add")
+    ep.click(
+        "add_customer",
+        f"The grid lists {len(w.customers)} customers. Clicking 'Add New Customer'.",
+        P.customer_new(w),
+        mark="add",
+    )
     draft = {}
     for key, label, value in (("first", "First Name", first), ("last", "Last Name", last), ("email", "Email", email)):
         draft[key] = value
@@ -63,8 +76,12 @@ def add_customer(sim: Sim) -> None:
     ep.click("save_customer", "All required fields are filled; clicking 'Save Customer'.", None, mark="save")
     w.customers.append(Customer(len(w.customers) + 1, first, last, email, group, "United States", "Jan 12, 2026"))
     ep.page = P.customers_grid(w, notice=Notice("You saved the customer."))
-    ep.finish(f"'You saved the customer.' The grid now has {len(w.customers)} records.",
-              f"Created the customer account for {first} {last}.", True, mark="saved")
+    ep.finish(
+        f"'You saved the customer.' The grid now has {len(w.customers)} records.",
+        f"Created the customer account for {first} {last}.",
+        True,
+        mark="saved",
+    )
 
 
 def _new_setting_value(sim: Sim, s) -> str:
@@ -78,8 +95,16 @@ def _new_setting_value(sim: Sim, s) -> str:
         elif s.label == "Low Stock Threshold":
             v = str(sim.rng.randint(1, 25))
         elif s.label == "Store Name":
-            v = sim.rng.choice(["Acme Outfitters", "Acme Trail Supply", "Acme Outdoor Co.", "Acme Basecamp",
-                                "Acme Northwind", "Acme Ridge & River"])
+            v = sim.rng.choice(
+                [
+                    "Acme Outfitters",
+                    "Acme Trail Supply",
+                    "Acme Outdoor Co.",
+                    "Acme Basecamp",
+                    "Acme Northwind",
+                    "Acme Ridge & River",
+                ]
+            )
         else:
             v = sim.rng.choice(["support", "help", "orders", "care", "hello"]) + "@acme.example"
         if v != s.value and (s.kind == "checkbox" or sim.fresh(("setting", s.label), v)):
@@ -105,13 +130,21 @@ def edit_setting(sim: Sim) -> None:
     if s.kind == "checkbox":
         if sim.rng.random() < 0.5:
             bid = ep.page.bid(key)
-            err = click_timeout(bid, f'<input type="checkbox" bid="{bid}" class="admin__actions-switch-checkbox" …/>',
-                                f'<label class="admin__actions-switch-label" for="{key}">…</label>')
+            err = click_timeout(
+                bid,
+                f'<input type="checkbox" bid="{bid}" class="admin__actions-switch-checkbox" …/>',
+                f'<label class="admin__actions-switch-label" for="{key}">…</label>',
+            )
             ep.info["gotcha"] = "label_intercept"
-            ep.click(key, f"'{s.label}' is a switch showing {s.value}. Clicking the checkbox.", None, mark="error",
-                     error=err)
-            ep.click(f"{key}_label", "The checkbox click timed out: its label intercepts pointer events. Clicking "
-                     "the label instead.", nxt, mark="fix")
+            ep.click(
+                key, f"'{s.label}' is a switch showing {s.value}. Clicking the checkbox.", None, mark="error", error=err
+            )
+            ep.click(
+                f"{key}_label",
+                "The checkbox click timed out: its label intercepts pointer events. Clicking the label instead.",
+                nxt,
+                mark="fix",
+            )
         else:
             ep.click(f"{key}_label", f"Clicking the '{s.label}' switch label to flip it to {new}.", nxt, mark="fill")
     elif s.kind == "select":
@@ -122,8 +155,9 @@ def edit_setting(sim: Sim) -> None:
     s.value = new
     sim.remember(("setting", s.label), new)
     ep.page = P.settings(w, notice=Notice("You saved the configuration."))
-    ep.finish(f"'You saved the configuration.' and {s.label} shows {new}.", f"{s.label} is now {new}.", True,
-              mark="saved")
+    ep.finish(
+        f"'You saved the configuration.' and {s.label} shows {new}.", f"{s.label} is now {new}.", True, mark="saved"
+    )
 
 
 def export_pdf(sim: Sim) -> None:
@@ -134,7 +168,15 @@ def export_pdf(sim: Sim) -> None:
     ep = Episode(sim, "export_infeasible", goal, P.dashboard(w))
     ep.info["format"] = fmt
     _open_customers(ep, f"I need to export the customers as {fmt}.")
-    ep.click("export", "The grid has an 'Export' button; opening it to see the formats.",
-             P.customers_grid(w, export_open=True), mark="export")
-    ep.finish(f"The Export menu offers only 'CSV' and 'Excel XML'; there is no {fmt} option.",
-              f"The customers grid cannot export {fmt}: the only formats are CSV and Excel XML.", True, mark="result")
+    ep.click(
+        "export",
+        "The grid has an 'Export' button; opening it to see the formats.",
+        P.customers_grid(w, export_open=True),
+        mark="export",
+    )
+    ep.finish(
+        f"The Export menu offers only 'CSV' and 'Excel XML'; there is no {fmt} option.",
+        f"The customers grid cannot export {fmt}: the only formats are CSV and Excel XML.",
+        True,
+        mark="result",
+    )

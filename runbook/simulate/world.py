@@ -3,6 +3,7 @@
 Everything is built from one random.Random so a seed fixes the world. Money is kept in integer cents so a price
 edit never drifts by float rounding; `money()` gives the exact string the pages show (and questions quote).
 """
+
 from __future__ import annotations
 
 import random
@@ -147,8 +148,10 @@ def _orders(rng: random.Random, n: int, products: list[Product], customers: list
             items.append((p.id, rng.choice([1, 1, 1, 2, 3])))
         total = sum(products[pid - 1].price * q for pid, q in items) + rng.choice([0, 500, 799])
         day, hour, minute = rng.randint(1, 28), rng.randint(1, 12), rng.randint(0, 59)
-        date = f"{vocab.MONTHS[month - 1]} {day}, 2025 {hour}:{minute:02d}:{rng.randint(0, 59):02d} " \
-               f"{rng.choice(['AM', 'PM'])}"
+        date = (
+            f"{vocab.MONTHS[month - 1]} {day}, 2025 {hour}:{minute:02d}:{rng.randint(0, 59):02d} "
+            f"{rng.choice(['AM', 'PM'])}"
+        )
         status = rng.choices(["Complete", "Processing", "Pending", "Canceled"], [6, 2, 2, 1])[0]
         out.append(Order(101 + i, rng.choice(customers).name, date, month, status, items, total))
     return out
@@ -159,8 +162,13 @@ def _settings(rng: random.Random) -> list[Setting]:
         Setting("General", "Store Name", rng.choice(["Acme Outfitters", "Acme Trail Supply", "Acme Outdoor Co."])),
         Setting("General", "Store Phone", f"(412) 555-{rng.randint(1000, 9999)}"),
         Setting("General", "Store Email", rng.choice(["support@acme-outfitters.example", "help@acme.example"])),
-        Setting("General", "Timezone", rng.choice(["America/New_York", "America/Chicago"]), "select",
-                ("America/New_York", "America/Chicago", "America/Denver", "America/Los_Angeles", "UTC")),
+        Setting(
+            "General",
+            "Timezone",
+            rng.choice(["America/New_York", "America/Chicago"]),
+            "select",
+            ("America/New_York", "America/Chicago", "America/Denver", "America/Los_Angeles", "UTC"),
+        ),
         Setting("Inventory", "Low Stock Threshold", str(rng.choice([3, 5, 10]))),
         Setting("Inventory", "Backorders", "No Backorders", "select", ("No Backorders", "Allow Qty Below 0")),
         Setting("Checkout", "Allow Guest Checkout", rng.choice(["Yes", "No"]), "checkbox"),

@@ -1,4 +1,5 @@
 """The plain-file store: layout, atomic idempotent insert, SQLite catalog, locking, stats."""
+
 from .catalog import TrajectoryRow
 from .layout import Layout
 from .staging import StagedTrajectory, stage

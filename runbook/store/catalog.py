@@ -1,4 +1,5 @@
 """The SQLite catalog: one row per trajectory (in insertion order) and one per state."""
+
 from __future__ import annotations
 
 import sqlite3

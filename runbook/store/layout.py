@@ -1,5 +1,6 @@
 """The host's view of a store's layout (names and paths from runbook.core.layout), and the one way the host
 reads a file in it."""
+
 from __future__ import annotations
 
 import io
@@ -7,12 +8,27 @@ import os
 from pathlib import Path
 from typing import BinaryIO
 
+from ..core.layout import (  # noqa: F401
+    CATALOG_FILE,
+    FINGERPRINT_FILE,
+    FORMAT_VERSION,
+    LOCK_FILE,
+    META_FILE,
+    POOLS_DIR,
+    SCREENSHOTS_DIR,
+    STATES_DIR,
+    SUMMARIES_DIR,
+    SUMMARY_ACTIONS,
+    SUMMARY_TABLE,
+    TMP_PREFIX,
+    TRAJECTORIES_DIR,
+    TRAJECTORY_FILE,
+    TRASH_PREFIX,
+    screenshot_filename,
+    state_filename,
+    trajectory_dirname,
+)
 from .safe_read import open_store_file
-
-from ..core.layout import (CATALOG_FILE, FINGERPRINT_FILE, FORMAT_VERSION, LOCK_FILE, META_FILE, POOLS_DIR,  # noqa: F401
-                           SCREENSHOTS_DIR, STATES_DIR, SUMMARIES_DIR, SUMMARY_ACTIONS, SUMMARY_TABLE, TMP_PREFIX,
-                           TRAJECTORIES_DIR, TRAJECTORY_FILE, TRASH_PREFIX, screenshot_filename, state_filename,
-                           trajectory_dirname)
 
 
 class Layout:

@@ -5,6 +5,7 @@ a host file into a context. So a path is opened component by component from the 
 (`openat` through `dir_fd`), which is race-free: a link swapped in mid-way is refused, not followed. The store
 root itself may be a link the user chose; it is resolved once, when the store is opened.
 """
+
 from __future__ import annotations
 
 import errno
@@ -26,9 +27,9 @@ def store_parts(root: Path, path: str | os.PathLike) -> tuple[str, ...]:
     parts = PurePath(path).parts
     if PurePath(path).is_absolute():
         root_parts = PurePath(root).parts
-        if parts[:len(root_parts)] != root_parts:
+        if parts[: len(root_parts)] != root_parts:
             raise UnsafeStoreFile(f"{path} is outside the store at {root}: not read")
-        parts = parts[len(root_parts):]
+        parts = parts[len(root_parts) :]
     if not parts:
         raise UnsafeStoreFile(f"{path} names the store itself, not a file in it")
     for part in parts:
@@ -44,13 +45,13 @@ def open_store_file(real_root: str, root: Path, path: str | os.PathLike) -> Bina
     fd = os.open(real_root, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
     try:
         for depth, part in enumerate(parts, 1):
-            inner = _open_at(fd, part, _DIR_FLAGS if depth < len(parts) else _FILE_FLAGS, path,
-                             "/".join(parts[:depth]))
+            inner = _open_at(fd, part, _DIR_FLAGS if depth < len(parts) else _FILE_FLAGS, path, "/".join(parts[:depth]))
             os.close(fd)
             fd = inner
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UnsafeStoreFile(f"store file {path} is not a regular file (a folder, FIFO, socket or device): "
-                                  f"not read")
+            raise UnsafeStoreFile(
+                f"store file {path} is not a regular file (a folder, FIFO, socket or device): not read"
+            )
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
@@ -63,6 +64,8 @@ def _open_at(dir_fd: int, name: str, flags: int, path, shown: str) -> int:
         return os.open(name, flags, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise UnsafeStoreFile(f"store file {path}: {shown} is a symbolic link (or not a folder); the store is "
-                                  f"read without following links, so it is not read") from exc
+            raise UnsafeStoreFile(
+                f"store file {path}: {shown} is a symbolic link (or not a folder); the store is "
+                f"read without following links, so it is not read"
+            ) from exc
         raise

@@ -1,13 +1,15 @@
 """Everything about a trajectory's files that can be done before the store commits it, in a worker process:
 render the state files, count their tokens, fingerprint the content and write it all into a staging folder."""
+
 from __future__ import annotations
 
 import hashlib
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
@@ -15,8 +17,16 @@ from ..budget import count_tokens_batch
 from ..errors import InputError
 from ..trajectory.model import Trajectory, check_id
 from ..trajectory.screenshots import ScreenshotRefused, read_screenshot
-from .layout import (FINGERPRINT_FILE, SCREENSHOTS_DIR, STATES_DIR, TMP_PREFIX, TRAJECTORY_FILE, screenshot_filename,
-                     state_filename, trajectory_dirname)
+from .layout import (
+    FINGERPRINT_FILE,
+    SCREENSHOTS_DIR,
+    STATES_DIR,
+    TMP_PREFIX,
+    TRAJECTORY_FILE,
+    screenshot_filename,
+    state_filename,
+    trajectory_dirname,
+)
 from .statefile import render_state
 
 
@@ -44,8 +54,11 @@ class StagedTrajectory:
 
 def _screenshot_paths(trajectory: Trajectory) -> dict[int, tuple[str, str]]:
     """state index -> (source path, store-relative destination)."""
-    return {s.index: (s.screenshot, f"{SCREENSHOTS_DIR}/{screenshot_filename(s.index, os.path.splitext(s.screenshot)[1])}")
-            for s in trajectory.states if s.screenshot}
+    return {
+        s.index: (s.screenshot, f"{SCREENSHOTS_DIR}/{screenshot_filename(s.index, os.path.splitext(s.screenshot)[1])}")
+        for s in trajectory.states
+        if s.screenshot
+    }
 
 
 def read_screenshots(trajectory: Trajectory) -> dict[int, tuple[bytes, str]]:
@@ -56,8 +69,7 @@ def read_screenshots(trajectory: Trajectory) -> dict[int, tuple[bytes, str]]:
         try:
             out[index] = (read_screenshot(src), rel)
         except ScreenshotRefused as exc:
-            raise InputError(f"{src} {exc}", trajectory_id=trajectory.id,
-                             field=f"states[{index}].screenshot") from exc
+            raise InputError(f"{src} {exc}", trajectory_id=trajectory.id, field=f"states[{index}].screenshot") from exc
     return out
 
 
@@ -78,8 +90,12 @@ Deriver = tuple[str, Callable[[Trajectory, str], Any]]
 """(name, function(trajectory, dirname)): derived data computed in the worker beside the files; picklable."""
 
 
-def stage(trajectory: Trajectory, staging_root: str | os.PathLike, known_fingerprint: str | None = None,
-          derivers: tuple[Deriver, ...] = ()) -> StagedTrajectory:
+def stage(
+    trajectory: Trajectory,
+    staging_root: str | os.PathLike,
+    known_fingerprint: str | None = None,
+    derivers: tuple[Deriver, ...] = (),
+) -> StagedTrajectory:
     """Write the trajectory's store files into a fresh folder under `staging_root` (skipped when unchanged)."""
     check_id(trajectory.id)  # readers checked it already; a trajectory built in code has not been
     shots = read_screenshots(trajectory)
@@ -96,15 +112,43 @@ def stage(trajectory: Trajectory, staging_root: str | os.PathLike, known_fingerp
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    rows = [(s.index, s.url, s.title, s.timestamp, s.action, s.action_error, tok,
-             shots[s.index][1] if s.index in shots else None) for s, tok in zip(trajectory.states, tokens)]
+    rows = [
+        (
+            s.index,
+            s.url,
+            s.title,
+            s.timestamp,
+            s.action,
+            s.action_error,
+            tok,
+            shots[s.index][1] if s.index in shots else None,
+        )
+        for s, tok in zip(trajectory.states, tokens)
+    ]
     derived = {name: derive(trajectory, dirname) for name, derive in derivers}
-    return StagedTrajectory(trajectory.id, dirname, digest, str(folder), len(trajectory.states), sum(tokens), size,
-                            len(shots), n_errors, rows, derived=derived)
+    return StagedTrajectory(
+        trajectory.id,
+        dirname,
+        digest,
+        str(folder),
+        len(trajectory.states),
+        sum(tokens),
+        size,
+        len(shots),
+        n_errors,
+        rows,
+        derived=derived,
+    )
 
 
-def _write(folder: Path, digest: str, canonical_json: bytes, trajectory: Trajectory, texts: list[str],
-           shots: dict[int, tuple[bytes, str]]) -> int:
+def _write(
+    folder: Path,
+    digest: str,
+    canonical_json: bytes,
+    trajectory: Trajectory,
+    texts: list[str],
+    shots: dict[int, tuple[bytes, str]],
+) -> int:
     (folder / STATES_DIR).mkdir(parents=True)
     (folder / TRAJECTORY_FILE).write_bytes(canonical_json)
     (folder / FINGERPRINT_FILE).write_text(digest + "\n")

@@ -1,5 +1,6 @@
 """Writing a state file from a trajectory's state; the format itself (header fields, `---`, page text) and its
 parser are defined once in rbcore.statefile, which the sandbox programs share."""
+
 from __future__ import annotations
 
 from ..core import statefile as _format
@@ -9,9 +10,17 @@ from ..trajectory.model import State, Trajectory
 
 def render_state(trajectory: Trajectory, state: State, screenshot_rel: str | None) -> str:
     """The state file: every header field on one line so that a grep hit shows it whole."""
-    header = {"trajectory": trajectory.id, "state": f"{state.index} of {len(trajectory.states)}",
-              "time": state.timestamp, "url": state.url, "title": state.title, "action": state.action,
-              "error": state.action_error, "thought": state.thought, "screenshot": screenshot_rel}
+    header = {
+        "trajectory": trajectory.id,
+        "state": f"{state.index} of {len(trajectory.states)}",
+        "time": state.timestamp,
+        "url": state.url,
+        "title": state.title,
+        "action": state.action,
+        "error": state.action_error,
+        "thought": state.thought,
+        "screenshot": screenshot_rel,
+    }
     return _format.render_header(header) + state.text + ("\n" if not state.text.endswith("\n") else "")
 
 

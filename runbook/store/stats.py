@@ -1,4 +1,5 @@
 """Store statistics: counts, tokens and bytes, per site and outcome."""
+
 from __future__ import annotations
 
 import os
@@ -18,15 +19,22 @@ def _disk_bytes(root) -> int:
 def compute_stats(store) -> dict:
     """One JSON-able dict: trajectories, states, screenshots, tokens, bytes on disk, per site and per outcome."""
     with store._read() as conn:
-        total = conn.execute("SELECT count(*), coalesce(sum(n_states),0), coalesce(sum(n_screenshots),0), "
-                             "coalesce(sum(tokens),0), coalesce(sum(n_errors),0), min(first_ts), max(last_ts) "
-                             "FROM trajectories").fetchone()
-        per_site = {site or "": {"trajectories": n, "states": s, "tokens": t, "successes": ok or 0}
-                    for site, n, s, t, ok in conn.execute(
-                        "SELECT site, count(*), sum(n_states), sum(tokens), sum(success) FROM trajectories "
-                        "GROUP BY site ORDER BY site")}
-        per_outcome = {("success" if ok == 1 else "failure" if ok == 0 else "unknown"): n
-                       for ok, n in conn.execute("SELECT success, count(*) FROM trajectories GROUP BY success")}
+        total = conn.execute(
+            "SELECT count(*), coalesce(sum(n_states),0), coalesce(sum(n_screenshots),0), "
+            "coalesce(sum(tokens),0), coalesce(sum(n_errors),0), min(first_ts), max(last_ts) "
+            "FROM trajectories"
+        ).fetchone()
+        per_site = {
+            site or "": {"trajectories": n, "states": s, "tokens": t, "successes": ok or 0}
+            for site, n, s, t, ok in conn.execute(
+                "SELECT site, count(*), sum(n_states), sum(tokens), sum(success) FROM trajectories "
+                "GROUP BY site ORDER BY site"
+            )
+        }
+        per_outcome = {
+            ("success" if ok == 1 else "failure" if ok == 0 else "unknown"): n
+            for ok, n in conn.execute("SELECT success, count(*) FROM trajectories GROUP BY success")
+        }
     return {
         "store": str(store.root),
         "trajectories": total[0],

@@ -1,4 +1,5 @@
 """The on-disk store: open or create it, insert trajectories atomically and idempotently, read them back."""
+
 from __future__ import annotations
 
 import fcntl
@@ -6,10 +7,10 @@ import hashlib
 import os
 import shutil
 import sqlite3
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Iterator
 
 import orjson
 
@@ -17,8 +18,16 @@ from ..errors import ConflictError, StoreError
 from ..trajectory.model import Trajectory, trajectory_from_dict
 from . import catalog
 from .catalog import TrajectoryRow
-from .layout import (FINGERPRINT_FILE, FORMAT_VERSION, STATES_DIR, TMP_PREFIX, TRAJECTORY_FILE, TRASH_PREFIX,
-                     Layout, state_filename)
+from .layout import (
+    FINGERPRINT_FILE,
+    FORMAT_VERSION,
+    STATES_DIR,
+    TMP_PREFIX,
+    TRAJECTORY_FILE,
+    TRASH_PREFIX,
+    Layout,
+    state_filename,
+)
 from .staging import StagedTrajectory, stage
 from .statefile import parse_state
 
@@ -43,13 +52,17 @@ class Store:
         self.root = self.layout.root
         if not self.layout.meta.exists():
             if not create:
-                raise StoreError(f"no runbook store at {self.root}: run `runbook insert PATH` first, "
-                                 "or pass --store DIR / set RUNBOOK_STORE")
+                raise StoreError(
+                    f"no runbook store at {self.root}: run `runbook insert PATH` first, "
+                    "or pass --store DIR / set RUNBOOK_STORE"
+                )
             self._create()
         meta = orjson.loads(self.layout.read_bytes(self.layout.meta))
         if meta.get("format") != FORMAT_VERSION:
-            raise StoreError(f"{self.layout.meta}: store format {meta.get('format')} is not supported "
-                             f"(this runbook reads format {FORMAT_VERSION})")
+            raise StoreError(
+                f"{self.layout.meta}: store format {meta.get('format')} is not supported "
+                f"(this runbook reads format {FORMAT_VERSION})"
+            )
         self.meta = meta
 
     def _create(self) -> None:
@@ -92,8 +105,9 @@ class Store:
         """The stored trajectory, screenshots as absolute paths inside the store."""
         folder = self.trajectory_dir(trajectory_id)
         obj = orjson.loads(self.layout.read_bytes(folder / TRAJECTORY_FILE))
-        return trajectory_from_dict(obj, path=str(folder / TRAJECTORY_FILE), base_dir=str(folder),
-                                    check_screenshots=False)  # checked when they were copied in
+        return trajectory_from_dict(
+            obj, path=str(folder / TRAJECTORY_FILE), base_dir=str(folder), check_screenshots=False
+        )  # checked when they were copied in
 
     def state_path(self, trajectory_id: str, index: int) -> Path:
         return self.trajectory_dir(trajectory_id) / STATES_DIR / state_filename(index)
@@ -111,7 +125,7 @@ class Store:
             yield self.load(row.id)
 
     # -- writing -------------------------------------------------------------------------------------------------
-    def writer(self) -> "StoreWriter":
+    def writer(self) -> StoreWriter:
         """Exclusive writer: serialises concurrent inserts and repairs what a crashed writer left."""
         return StoreWriter(self)
 
@@ -154,7 +168,7 @@ class StoreWriter:
         self.changed = False
         self._recover()
 
-    def __enter__(self) -> "StoreWriter":
+    def __enter__(self) -> StoreWriter:
         return self
 
     def __exit__(self, exc_type, *_) -> None:
@@ -188,8 +202,10 @@ class StoreWriter:
             if name.startswith(TMP_PREFIX):
                 shutil.rmtree(entry, ignore_errors=True)
             elif name.startswith(TRASH_PREFIX):
-                original = base / name[len(TRASH_PREFIX):]
-                if known.get(original.name) == _read_fingerprint(entry) and _read_fingerprint(original) != known.get(original.name):
+                original = base / name[len(TRASH_PREFIX) :]
+                if known.get(original.name) == _read_fingerprint(entry) and _read_fingerprint(original) != known.get(
+                    original.name
+                ):
                     # the replacement was renamed in but its row never committed: put the old one back
                     shutil.rmtree(original, ignore_errors=True)
                     os.replace(entry, original)
@@ -218,8 +234,10 @@ class StoreWriter:
             return InsertOutcome(staged.trajectory_id, "unchanged", staged.n_states)
         if existing and not replace:
             _discard(staged)
-            err = ConflictError(f"trajectory {staged.trajectory_id!r} is already stored with different content "
-                                f"(inserted {existing[0].inserted_at}); pass --replace to overwrite it")
+            err = ConflictError(
+                f"trajectory {staged.trajectory_id!r} is already stored with different content "
+                f"(inserted {existing[0].inserted_at}); pass --replace to overwrite it"
+            )
             return InsertOutcome(staged.trajectory_id, "refused", staged.n_states, message=str(err))
         if staged.folder is None:  # a worker saw a fingerprint that has changed since: stage it here
             if staged.trajectory is None:
@@ -260,14 +278,32 @@ class StoreWriter:
                 "INSERT INTO trajectories (id, dir, domain, site, goal, start_url, outcome, success, n_states, "
                 "n_screenshots, n_errors, tokens, bytes, first_ts, last_ts, fingerprint, source, inserted_at) "
                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (staged.trajectory_id, dirname, traj.domain, traj.site, traj.goal, traj.start_url, traj.outcome,
-                 None if success is None else int(success), staged.n_states, staged.n_screenshots, staged.n_errors,
-                 staged.tokens, staged.bytes, traj.first_timestamp, traj.last_timestamp, staged.fingerprint,
-                 _source_text(traj), _now()))
+                (
+                    staged.trajectory_id,
+                    dirname,
+                    traj.domain,
+                    traj.site,
+                    traj.goal,
+                    traj.start_url,
+                    traj.outcome,
+                    None if success is None else int(success),
+                    staged.n_states,
+                    staged.n_screenshots,
+                    staged.n_errors,
+                    staged.tokens,
+                    staged.bytes,
+                    traj.first_timestamp,
+                    traj.last_timestamp,
+                    staged.fingerprint,
+                    _source_text(traj),
+                    _now(),
+                ),
+            )
             self.conn.executemany(
                 "INSERT INTO states (trajectory_id, state_index, url, title, timestamp, action, action_error, "
                 "tokens, screenshot) VALUES (?,?,?,?,?,?,?,?,?)",
-                [(staged.trajectory_id, *row) for row in staged.state_rows])
+                [(staged.trajectory_id, *row) for row in staged.state_rows],
+            )
 
 
 def _discard(staged: StagedTrajectory) -> None:
@@ -289,4 +325,4 @@ def _source_text(traj: Trajectory) -> str | None:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -1,4 +1,5 @@
 """Overviews rendered for the agent after each insert: one line per trajectory, and each one's action sequence."""
+
 from __future__ import annotations
 
 import os
@@ -20,17 +21,18 @@ def render_summaries(store, conn: sqlite3.Connection) -> None:
     """Rewrite summaries/ from the catalog (atomically per file); cheap enough to redo after every insert run."""
     out = store.layout.summaries
     out.mkdir(exist_ok=True)
-    rows = conn.execute("SELECT seq, id, site, outcome, n_states, first_ts, last_ts, start_url, goal "
-                        "FROM trajectories ORDER BY seq").fetchall()
+    rows = conn.execute(
+        "SELECT seq, id, site, outcome, n_states, first_ts, last_ts, start_url, goal FROM trajectories ORDER BY seq"
+    ).fetchall()
     table = ["\t".join(TABLE_COLUMNS)] + ["\t".join(_clean(v) for v in row) for row in rows]
     _write_atomic(out / SUMMARY_TABLE, "\n".join(table) + "\n")
     actions: dict[str, list[tuple[int, str, str, str]]] = {}
     for tid, idx, url, action, error in conn.execute(
-            "SELECT trajectory_id, state_index, url, action, action_error FROM states "
-            "ORDER BY trajectory_id, state_index"):
+        "SELECT trajectory_id, state_index, url, action, action_error FROM states ORDER BY trajectory_id, state_index"
+    ):
         actions.setdefault(tid, []).append((idx, url or "", action or "", error or ""))
     lines = []
-    for seq, tid, site, outcome, n_states, first_ts, _last, start_url, goal in rows:
+    for _seq, tid, site, outcome, n_states, first_ts, _last, _start_url, goal in rows:
         lines.append(f"## {_clean(tid)} | {_clean(site)} | {_clean(outcome)} | {n_states} states | {_clean(first_ts)}")
         lines.append(f"goal: {_clean(goal)}")
         for idx, url, action, error in actions.get(tid, []):

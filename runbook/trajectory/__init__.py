@@ -1,4 +1,5 @@
 """Trajectories: the canonical model and the readers for each input format."""
+
 from .model import State, Trajectory, trajectory_from_dict
 from .readers import detect_reader
 

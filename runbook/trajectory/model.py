@@ -1,4 +1,5 @@
 """The canonical Trajectory and State: what every reader produces and the store keeps."""
+
 from __future__ import annotations
 
 import os
@@ -31,9 +32,18 @@ class State:
     """Absolute path of the source image while reading; store-relative (screenshots/0003.jpg) once stored."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"state_index": self.index, "step": self.index, "url": self.url, "title": self.title,
-                "accessibility_tree": self.text, "thought": self.thought, "action": self.action,
-                "action_error": self.action_error, "timestamp": self.timestamp, "screenshot": self.screenshot}
+        return {
+            "state_index": self.index,
+            "step": self.index,
+            "url": self.url,
+            "title": self.title,
+            "accessibility_tree": self.text,
+            "thought": self.thought,
+            "action": self.action,
+            "action_error": self.action_error,
+            "timestamp": self.timestamp,
+            "screenshot": self.screenshot,
+        }
 
 
 @dataclass(slots=True)
@@ -73,8 +83,14 @@ class Trajectory:
 
     def to_dict(self) -> dict[str, Any]:
         """The project's JSONL schema (a superset of LongMemEval-V2's trajectory schema)."""
-        out: dict[str, Any] = {"id": self.id, "domain": self.domain, "site": self.site, "goal": self.goal,
-                               "start_url": self.start_url, "outcome": self.outcome}
+        out: dict[str, Any] = {
+            "id": self.id,
+            "domain": self.domain,
+            "site": self.site,
+            "goal": self.goal,
+            "start_url": self.start_url,
+            "outcome": self.outcome,
+        }
         if self.source is not None:
             out["source"] = self.source
         out.update(self.extra)
@@ -114,15 +130,24 @@ def check_id(trajectory_id: str, *, note: str = "", **where: Any) -> str:
     command line, in file names, and in one-line headers and summaries)."""
     for pos, ch in enumerate(trajectory_id):
         if unicodedata.category(ch) in _CONTROL_CATEGORIES:
-            raise InputError(f"has the control character U+{ord(ch):04X} at position {pos}{note}: ids are keys "
-                             f"typed on the command line and used in file names; remove it from the id",
-                             field="id", **dict(where, trajectory_id=trajectory_id))  # shown with repr()
+            raise InputError(
+                f"has the control character U+{ord(ch):04X} at position {pos}{note}: ids are keys "
+                f"typed on the command line and used in file names; remove it from the id",
+                field="id",
+                **dict(where, trajectory_id=trajectory_id),
+            )  # shown with repr()
     return trajectory_id
 
 
-def trajectory_from_dict(obj: Any, *, path: str | None = None, line: int | None = None,
-                         base_dir: str | None = None, screenshot_root: str | None = None,
-                         check_screenshots: bool = True) -> Trajectory:
+def trajectory_from_dict(
+    obj: Any,
+    *,
+    path: str | None = None,
+    line: int | None = None,
+    base_dir: str | None = None,
+    screenshot_root: str | None = None,
+    check_screenshots: bool = True,
+) -> Trajectory:
     """Validate one trajectory object of the project / LongMemEval-V2 `states` schema.
 
     `base_dir` (default: the working folder) resolves relative screenshot paths, and screenshots must lie inside
@@ -153,8 +178,9 @@ def trajectory_from_dict(obj: Any, *, path: str | None = None, line: int | None 
         idx_raw = raw.get("state_index", raw.get("step", pos))
         idx = _index(idx_raw, where=where, name=f"{fname}.state_index")
         if idx != pos:
-            raise InputError(f"is {idx}, expected {pos} (states must be in order, 0-based)",
-                             field=f"{fname}.state_index", **where)
+            raise InputError(
+                f"is {idx}, expected {pos} (states must be in order, 0-based)", field=f"{fname}.state_index", **where
+            )
         text = raw.get("accessibility_tree", raw.get("text", raw.get("page_text")))
         thought = raw.get("thought", raw.get("thoughts"))
         if isinstance(thought, list):
@@ -166,17 +192,19 @@ def trajectory_from_dict(obj: Any, *, path: str | None = None, line: int | None 
             shot = locate(shot, base_dir, screenshot_root=screenshot_root, field=f"{fname}.screenshot", where=where)
         elif shot is not None:
             shot = os.path.join(base_dir, shot)
-        states.append(State(
-            index=idx,
-            url=_text(raw.get("url"), where=where, name=f"{fname}.url") or "",
-            title=_text(raw.get("title"), where=where, name=f"{fname}.title") or "",
-            text=_text(text, where=where, name=f"{fname}.accessibility_tree") or "",
-            action=_text(raw.get("action"), where=where, name=f"{fname}.action"),
-            action_error=_text(raw.get("action_error"), where=where, name=f"{fname}.action_error") or "",
-            thought=_text(thought, where=where, name=f"{fname}.thought"),
-            timestamp=_text(raw.get("timestamp"), where=where, name=f"{fname}.timestamp"),
-            screenshot=shot,
-        ))
+        states.append(
+            State(
+                index=idx,
+                url=_text(raw.get("url"), where=where, name=f"{fname}.url") or "",
+                title=_text(raw.get("title"), where=where, name=f"{fname}.title") or "",
+                text=_text(text, where=where, name=f"{fname}.accessibility_tree") or "",
+                action=_text(raw.get("action"), where=where, name=f"{fname}.action"),
+                action_error=_text(raw.get("action_error"), where=where, name=f"{fname}.action_error") or "",
+                thought=_text(thought, where=where, name=f"{fname}.thought"),
+                timestamp=_text(raw.get("timestamp"), where=where, name=f"{fname}.timestamp"),
+                screenshot=shot,
+            )
+        )
     outcome = obj.get("outcome")
     if isinstance(outcome, bool):
         outcome = "success" if outcome else "failure"

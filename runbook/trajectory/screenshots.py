@@ -7,6 +7,7 @@ root the user gave instead; it must be a regular file of at most MAX_SCREENSHOT_
 image. Readers call `locate` while validating; the store copies with `read_screenshot`, which opens the file
 once without following links and checks what it read, so a file swapped after validation is not copied.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,8 +30,15 @@ def allowed_root(source_folder: str, screenshot_root: str | None) -> str:
     return os.path.realpath(screenshot_root or source_folder)
 
 
-def locate(value: str, source_folder: str, *, screenshot_root: str | None, field: str, where: dict[str, Any],
-           also_under: tuple[str, ...] = ()) -> str:
+def locate(
+    value: str,
+    source_folder: str,
+    *,
+    screenshot_root: str | None,
+    field: str,
+    where: dict[str, Any],
+    also_under: tuple[str, ...] = (),
+) -> str:
     """The real path of the screenshot `value` names (relative to `source_folder`, or under one of its
     `also_under` subfolders), checked; InputError naming the field otherwise."""
     if "\0" in value:
@@ -45,9 +53,12 @@ def confine(path: str, allowed: str, *, field: str, where: dict[str, Any]) -> st
     """`path`'s real path when it lies inside `allowed` and holds an image; InputError naming the field otherwise."""
     real = os.path.realpath(path)
     if os.path.commonpath([real, allowed]) != allowed:
-        raise InputError(f"{path} resolves to {real}, outside {allowed}: a screenshot must lie inside the folder "
-                         f"of the file that names it; pass --screenshot-root DIR to allow another folder",
-                         field=field, **where)
+        raise InputError(
+            f"{path} resolves to {real}, outside {allowed}: a screenshot must lie inside the folder "
+            f"of the file that names it; pass --screenshot-root DIR to allow another folder",
+            field=field,
+            **where,
+        )
     if not os.path.lexists(real):
         raise InputError(f"file not found: {path}", field=field, **where)
     try:
@@ -63,8 +74,10 @@ def read_screenshot(path: str) -> bytes:
     if "\0" in path:
         raise ScreenshotRefused("contains a NUL byte: not a file path")
     if os.path.realpath(path) != os.path.abspath(path):
-        raise ScreenshotRefused("passes through a symbolic link: a screenshot is read from its real path only, "
-                                "so that a file swapped after the input was checked cannot be copied")
+        raise ScreenshotRefused(
+            "passes through a symbolic link: a screenshot is read from its real path only, "
+            "so that a file swapped after the input was checked cannot be copied"
+        )
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -77,8 +90,9 @@ def read_screenshot(path: str) -> bytes:
         if not stat.S_ISREG(info.st_mode):
             raise ScreenshotRefused("is not a regular file (a folder, FIFO, socket or device)")
         if info.st_size > MAX_SCREENSHOT_BYTES:
-            raise ScreenshotRefused(f"is {info.st_size:,} bytes, larger than the {MAX_SCREENSHOT_BYTES:,} bytes a "
-                                    f"screenshot may have")
+            raise ScreenshotRefused(
+                f"is {info.st_size:,} bytes, larger than the {MAX_SCREENSHOT_BYTES:,} bytes a screenshot may have"
+            )
         _check_opened(fd, path)
         with os.fdopen(os.dup(fd), "rb") as fh:
             data = fh.read(MAX_SCREENSHOT_BYTES + 1)

@@ -1,10 +1,11 @@
 """Expand user-given paths into (path, reader) pairs; folders are searched for every known format."""
+
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Iterable, Iterator
 
 from ..errors import InputError, UnknownFormatError
 from .readers import READERS, detect_reader
@@ -23,8 +24,11 @@ def iter_sources(paths: Iterable[str | os.PathLike]) -> Iterator[tuple[Path, Mod
             continue
         found = list(_walk(path))
         if not found:
-            raise UnknownFormatError("the folder holds no trajectory files (.json, .jsonl, .jsonl.gz) or "
-                                     "trajectory folders (BrowserGym/AgentLab, browser-use)", path=str(path))
+            raise UnknownFormatError(
+                "the folder holds no trajectory files (.json, .jsonl, .jsonl.gz) or "
+                "trajectory folders (BrowserGym/AgentLab, browser-use)",
+                path=str(path),
+            )
         yield from found
 
 

@@ -1,5 +1,6 @@
 """The agent loop with a scripted policy and the fake sandbox: stops and their reasons, the repeated-call catch,
 trimming, nudges, and the transcript."""
+
 from __future__ import annotations
 
 import time
@@ -8,14 +9,14 @@ import pytest
 
 from runbook.agent.exceptions import CostLimit, Finished, PolicyFailed, StepLimit, Stuck, TimeLimit, TokenLimit
 from runbook.agent.loop import NUDGE, AgentLoop
-from runbook.config import Limits
 from runbook.agent.tools import ToolBox
 from runbook.agent.transcript import TranscriptWriter, read_transcript, render_replay
-from runbook.models.messages import Message
 from runbook.agent.types import Task
+from runbook.config import Limits
 from runbook.errors import ConfigError
-from runbook.policies.scripted import ScriptedPolicy
 from runbook.models.fakes import call, finish, text
+from runbook.models.messages import Message
+from runbook.policies.scripted import ScriptedPolicy
 from runbook.sandbox import get_sandbox
 
 SEARCH_OUTPUT = "# 'x': 2 matching lines\nt-1 state 2 @ 2025-12-16 http://a\n  L9: x\nt-1 state 3 @ 2025 http://a"
@@ -40,7 +41,8 @@ def test_finish_stops_the_loop_with_its_analysis_and_spans(box):
     run = run_loop(box, [call("search", pattern="x"), finish("x is on state 2", [("t-1", 2, 2)])])
     assert isinstance(run.stop, Finished) and run.finished and run.steps == 2
     assert run.analysis == "x is on state 2" and [s.to_json() for s in run.spans] == [
-        {"trajectory_id": "t-1", "start_state_index": 2, "end_state_index": 2}]
+        {"trajectory_id": "t-1", "start_state_index": 2, "end_state_index": 2}
+    ]
     assert box.calls == [["search", "--", "x"]]
 
 
@@ -116,8 +118,9 @@ def test_output_is_trimmed_for_the_policy_and_whole_in_the_transcript(tmp_path):
     long_output = "\n".join(f"line {n} of a long page" for n in range(2000))
     with get_sandbox("fake", tmp_path, handler=lambda argv, stdin: long_output) as long_box:
         policy = ScriptedPolicy([call("python", code="print(1)"), finish("done", [])])
-        loop = AgentLoop(policy, ToolBox(long_box), Limits(output_tokens=200),
-                         transcript=TranscriptWriter(tmp_path / "t.jsonl"))
+        loop = AgentLoop(
+            policy, ToolBox(long_box), Limits(output_tokens=200), transcript=TranscriptWriter(tmp_path / "t.jsonl")
+        )
         loop.run("system", Message("user", "Question: q"))
         loop.transcript.close()
     shown = policy.seen[1][-1].tool_result
@@ -149,8 +152,16 @@ def test_a_failing_policy_stops_the_loop_but_a_config_error_propagates(box):
 def test_transcript_records_every_call_and_replays(box, tmp_path):
     run_loop(box, [call("search", pattern="x"), text("hmm"), finish("x is there", [("t-1", 2, 3)])], tmp_path)
     records = read_transcript(tmp_path / "t.jsonl")
-    assert [r["type"] for r in records] == ["start", "assistant", "tool", "assistant", "nudge", "assistant", "tool",
-                                             "stop"]
+    assert [r["type"] for r in records] == [
+        "start",
+        "assistant",
+        "tool",
+        "assistant",
+        "nudge",
+        "assistant",
+        "tool",
+        "stop",
+    ]
     start, stop = records[0], records[-1]
     assert start["question"] == "where is x?" and start["limits"]["max_steps"] == 30
     assert records[2]["arguments"] == {"pattern": "x"} and records[2]["output"] == SEARCH_OUTPUT

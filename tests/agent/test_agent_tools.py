@@ -1,14 +1,23 @@
 """Tool specs, argument checks, and the sandbox commands calls become (run in the fake sandbox)."""
+
 from __future__ import annotations
 
 import pytest
 
 from runbook.agent.exceptions import Finished
-from runbook.agent.tools import (MAX_SPAN_STATES, TOOL_SPECS, SeenStates, ToolBox, ToolError, command_for,
-                                 parse_states, store_relative)
-from runbook.models.messages import ToolCall
+from runbook.agent.tools import (
+    MAX_SPAN_STATES,
+    TOOL_SPECS,
+    SeenStates,
+    ToolBox,
+    ToolError,
+    command_for,
+    parse_states,
+    store_relative,
+)
 from runbook.agent.types import Span
 from runbook.errors import SandboxError
+from runbook.models.messages import ToolCall
 from runbook.sandbox import get_sandbox
 
 
@@ -32,21 +41,30 @@ def test_every_spec_is_an_object_schema_with_a_description():
         assert set(spec.parameters["required"]) <= set(spec.parameters["properties"])
 
 
-@pytest.mark.parametrize("name, arguments, message", [
-    ("grep", {"pattern": "x"}, "there is no tool 'grep'; the tools are recall, search, show, read, python, finish"),
-    ("search", {}, "search: missing required argument(s) pattern"),
-    ("search", {"pattern": 3}, "search.pattern must be string, got 3"),
-    ("search", {"pattern": "x", "regex": "y"}, "search: unknown argument(s) regex; expected pattern,"),
-    ("search", {"pattern": "x", "sort": "oldest"}, "search.sort must be one of time, newest, count"),
-    ("search", {"pattern": "x", "max_results": 0}, "search.max_results must be at least 1, got 0"),
-    ("show", {"trajectory_id": "t", "states": "two"}, "states must be an index ('3'), a range ('3-5')"),
-    ("read", {"path": "../etc/passwd"}, "path '../etc/passwd' is outside the store"),
-    ("read", {"path": "/etc/passwd"}, "path '/etc/passwd' is outside the store"),
-    ("finish", {"analysis": "a", "spans": [{"trajectory_id": "t", "start_state_index": 2}]},
-     "finish.spans[0]: missing required argument(s) end_state_index"),
-    ("finish", {"analysis": "a", "spans": [{"trajectory_id": "t", "start_state_index": 3, "end_state_index": 1}]},
-     "ends before it starts"),
-])
+@pytest.mark.parametrize(
+    "name, arguments, message",
+    [
+        ("grep", {"pattern": "x"}, "there is no tool 'grep'; the tools are recall, search, show, read, python, finish"),
+        ("search", {}, "search: missing required argument(s) pattern"),
+        ("search", {"pattern": 3}, "search.pattern must be string, got 3"),
+        ("search", {"pattern": "x", "regex": "y"}, "search: unknown argument(s) regex; expected pattern,"),
+        ("search", {"pattern": "x", "sort": "oldest"}, "search.sort must be one of time, newest, count"),
+        ("search", {"pattern": "x", "max_results": 0}, "search.max_results must be at least 1, got 0"),
+        ("show", {"trajectory_id": "t", "states": "two"}, "states must be an index ('3'), a range ('3-5')"),
+        ("read", {"path": "../etc/passwd"}, "path '../etc/passwd' is outside the store"),
+        ("read", {"path": "/etc/passwd"}, "path '/etc/passwd' is outside the store"),
+        (
+            "finish",
+            {"analysis": "a", "spans": [{"trajectory_id": "t", "start_state_index": 2}]},
+            "finish.spans[0]: missing required argument(s) end_state_index",
+        ),
+        (
+            "finish",
+            {"analysis": "a", "spans": [{"trajectory_id": "t", "start_state_index": 3, "end_state_index": 1}]},
+            "ends before it starts",
+        ),
+    ],
+)
 def test_malformed_calls_are_not_run_and_say_what_to_fix(box, name, arguments, message):
     result = run(box, name, **arguments)
     assert result.error is not None and message in result.error, result.error
@@ -66,12 +84,17 @@ def test_integers_given_as_digits_are_accepted(box):
 
 
 def test_search_show_read_python_become_these_commands():
-    assert command_for("search", {"pattern": "-v", "ignore_case": True, "field": "error", "site": "gitlab",
-                                  "sort": "newest", "count": True}) == (
-        ["search", "--ignore-case", "--count", "--field", "error", "--site", "gitlab", "--sort", "newest", "--",
-         "-v"], None)
+    assert command_for(
+        "search",
+        {"pattern": "-v", "ignore_case": True, "field": "error", "site": "gitlab", "sort": "newest", "count": True},
+    ) == (
+        ["search", "--ignore-case", "--count", "--field", "error", "--site", "gitlab", "--sort", "newest", "--", "-v"],
+        None,
+    )
     assert command_for("show", {"trajectory_id": "wa-1", "states": 3, "grep": "Total", "context": 1}) == (
-        ["show", "--grep", "Total", "--context", "1", "--", "wa-1", "3"], None)
+        ["show", "--grep", "Total", "--context", "1", "--", "wa-1", "3"],
+        None,
+    )
     assert command_for("python", {"code": "print(1)"}) == (["python3", "-"], "print(1)")
     line, stdin = command_for("read", {"path": "/store/summaries/actions.txt", "start_line": 5, "end_line": 9})
     assert stdin is None and "f=summaries/actions.txt" in line and "a=5 -v b=9" in line
@@ -90,8 +113,12 @@ def test_nonzero_exit_is_stated_and_empty_output_named(box):
 
 def test_finish_raises_with_its_spans(box):
     with pytest.raises(Finished) as stop:
-        run(box, "finish", analysis=" shows it ", spans=[
-            {"trajectory_id": "t-1", "start_state_index": 1, "end_state_index": 2}])
+        run(
+            box,
+            "finish",
+            analysis=" shows it ",
+            spans=[{"trajectory_id": "t-1", "start_state_index": 1, "end_state_index": 2}],
+        )
     assert stop.value.analysis == "shows it" and stop.value.spans == [Span("t-1", 1, 2)]
 
 
@@ -105,8 +132,13 @@ def test_finish_checks_spans_against_the_store(box):
     def check(spans):
         raise ToolError(f"no trajectory {spans[0].trajectory_id!r} in the store")
 
-    result = run(box, "finish", check_spans=check, analysis="a",
-                 spans=[{"trajectory_id": "nope", "start_state_index": 0, "end_state_index": 0}])
+    result = run(
+        box,
+        "finish",
+        check_spans=check,
+        analysis="a",
+        spans=[{"trajectory_id": "nope", "start_state_index": 0, "end_state_index": 0}],
+    )
     assert result.error == "no trajectory 'nope' in the store"
 
 
@@ -125,8 +157,9 @@ def test_a_call_the_sandbox_refuses_is_reported_not_raised(tmp_path):
 
     with get_sandbox("fake", tmp_path, handler=refuse) as refusing:
         result = run(refusing, "python", code="x" * 1_100_000)
-    assert result.error == ("the sandbox could not run this call: stdin of 1,100,000 characters is over the "
-                            "1,000,000 limit")
+    assert result.error == (
+        "the sandbox could not run this call: stdin of 1,100,000 characters is over the 1,000,000 limit"
+    )
 
 
 def test_finish_keeps_recall_ids_once_in_order_and_refuses_other_strings(box):
@@ -140,5 +173,7 @@ def test_finish_keeps_recall_ids_once_in_order_and_refuses_other_strings(box):
 
 def test_recall_becomes_the_recall_program_and_an_empty_query_is_refused(box):
     assert command_for("recall", {"query": "cancel an order", "states": 4}) == (
-        ["recall", "--states", "4", "--", "cancel an order"], None)
+        ["recall", "--states", "4", "--", "cancel an order"],
+        None,
+    )
     assert "query is empty" in run(box, "recall", query="  ").error

@@ -1,4 +1,5 @@
 """A tiny shop admin written by the tests in each question-set layout: real trajectories, real questions."""
+
 from __future__ import annotations
 
 import base64
@@ -10,14 +11,17 @@ import pytest
 
 from tests.conftest import make_trajectory
 
-PNG_BYTES = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmM"
-                             "IQAAAABJRU5ErkJggg==")
+PNG_BYTES = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
 """A real 1x1 PNG."""
 
-ORDERS = ["RootWebArea 'Orders'\n\t[736] button 'Cancel'\n\t[737] button 'Hold'",
-          "RootWebArea 'Orders'\n\tdialog ''\n\t\tStaticText 'Are you sure you want to cancel this order?'\n"
-          "\t\t[2741] button 'OK'",
-          "RootWebArea 'Orders'\n\tStaticText 'You canceled the order.'\n\tgridcell 'Canceled'"]
+ORDERS = [
+    "RootWebArea 'Orders'\n\t[736] button 'Cancel'\n\t[737] button 'Hold'",
+    "RootWebArea 'Orders'\n\tdialog ''\n\t\tStaticText 'Are you sure you want to cancel this order?'\n"
+    "\t\t[2741] button 'OK'",
+    "RootWebArea 'Orders'\n\tStaticText 'You canceled the order.'\n\tgridcell 'Canceled'",
+]
 
 
 def price_page(price: str) -> str:
@@ -27,32 +31,60 @@ def price_page(price: str) -> str:
 def trajectories() -> list[dict]:
     cancel = make_trajectory("t-cancel", 3, texts=ORDERS, goal="Cancel order 305")
     cancel.states[0].action, cancel.states[1].action = "click('736')", "click('2741')"
-    old = make_trajectory("t-old-price", 2, texts=[price_page("$24.00")] * 2, goal="Look up the band's price",
-                          start=10)
-    new = make_trajectory("t-new-price", 2, texts=[price_page("$32.88")] * 2, goal="Raise the band's price",
-                          start=20)
-    filters = make_trajectory("t-filters", 2, goal="Find order 305", start=30, outcome="failure (reward 0.0)",
-                              texts=["RootWebArea 'Orders'\n\tStaticText 'We couldn't find any records.'\n"
-                                     "\t[90] button 'Clear all'", "RootWebArea 'Orders'\n\tgridcell '305'"])
+    old = make_trajectory("t-old-price", 2, texts=[price_page("$24.00")] * 2, goal="Look up the band's price", start=10)
+    new = make_trajectory("t-new-price", 2, texts=[price_page("$32.88")] * 2, goal="Raise the band's price", start=20)
+    filters = make_trajectory(
+        "t-filters",
+        2,
+        goal="Find order 305",
+        start=30,
+        outcome="failure (reward 0.0)",
+        texts=[
+            "RootWebArea 'Orders'\n\tStaticText 'We couldn't find any records.'\n\t[90] button 'Clear all'",
+            "RootWebArea 'Orders'\n\tgridcell '305'",
+        ],
+    )
     return [t.to_dict() for t in (cancel, old, new, filters)]
 
 
 def questions() -> list[dict]:
     return [
-        {"id": "q-static", "question_type": "static-environment",
-         "eval_function": "norm_phrase_set_match|separators=,;",
-         "question": "What does the dialog ask before an order is canceled?", "answer": "Are you sure",
-         "answer_phrases": ["Are you sure"], "evidence": [{"trajectory_id": "t-cancel", "state_index": 1}]},
-        {"id": "q-dynamic", "question_type": "dynamic-environment", "eval_function": "norm_phrase_set_match",
-         "question": "What is the current price of the Quest Lumaflex Band?", "answer": "$32.88",
-         "answer_phrases": ["$32.88"], "evidence": [{"trajectory_id": "t-new-price", "state_index": 0}],
-         "stale_evidence": [{"trajectory_id": "t-old-price", "state_index": 0}]},
-        {"id": "q-abs", "question_type": "static-environment-abs", "eval_function": "llm_abstention_checker",
-         "question": "Where is the Shipping Policy page of the admin?", "answer": "There is no Shipping Policy page",
-         "answer_phrases": [], "evidence": []},
-        {"id": "q-gotcha", "question_type": "errors-gotchas", "eval_function": "llm_gotchas_checker",
-         "question": "Why does the orders grid show no records?", "answer": "Old filters are kept: click Clear all",
-         "evidence": [{"trajectory_id": "t-filters", "state_index": 0}]},
+        {
+            "id": "q-static",
+            "question_type": "static-environment",
+            "eval_function": "norm_phrase_set_match|separators=,;",
+            "question": "What does the dialog ask before an order is canceled?",
+            "answer": "Are you sure",
+            "answer_phrases": ["Are you sure"],
+            "evidence": [{"trajectory_id": "t-cancel", "state_index": 1}],
+        },
+        {
+            "id": "q-dynamic",
+            "question_type": "dynamic-environment",
+            "eval_function": "norm_phrase_set_match",
+            "question": "What is the current price of the Quest Lumaflex Band?",
+            "answer": "$32.88",
+            "answer_phrases": ["$32.88"],
+            "evidence": [{"trajectory_id": "t-new-price", "state_index": 0}],
+            "stale_evidence": [{"trajectory_id": "t-old-price", "state_index": 0}],
+        },
+        {
+            "id": "q-abs",
+            "question_type": "static-environment-abs",
+            "eval_function": "llm_abstention_checker",
+            "question": "Where is the Shipping Policy page of the admin?",
+            "answer": "There is no Shipping Policy page",
+            "answer_phrases": [],
+            "evidence": [],
+        },
+        {
+            "id": "q-gotcha",
+            "question_type": "errors-gotchas",
+            "eval_function": "llm_gotchas_checker",
+            "question": "Why does the orders grid show no records?",
+            "answer": "Old filters are kept: click Clear all",
+            "evidence": [{"trajectory_id": "t-filters", "state_index": 0}],
+        },
     ]
 
 
@@ -88,8 +120,11 @@ def lme_root(tmp_path) -> Path:
     (root / "screenshots").mkdir()
     (root / "screenshots" / "q.png").write_bytes(PNG_BYTES)
     _jsonl(root / "trajectories.jsonl", trajectories())
-    rows = [{k: v for k, v in q.items() if k not in ("answer_phrases", "evidence", "stale_evidence")}
-            | {"domain": "web", "image": None} for q in questions()]
+    rows = [
+        {k: v for k, v in q.items() if k not in ("answer_phrases", "evidence", "stale_evidence")}
+        | {"domain": "web", "image": None}
+        for q in questions()
+    ]
     rows[0]["image"] = "screenshots/q.png"
     _jsonl(root / "questions.jsonl", rows)
     everything = ["t-cancel", "t-old-price", "t-new-price", "t-filters"]

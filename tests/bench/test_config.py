@@ -1,4 +1,5 @@
 """Bench configs: the committed ones load, relative paths start at the config's folder, mistakes are named."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,8 +14,10 @@ EVAL = Path(__file__).resolve().parents[2] / "eval"
 
 def test_the_dev_config_names_both_dev_sets_and_six_methods():
     config = load_config(EVAL / "dev.toml")
-    assert [q.path.resolve().name for q in config.questions] == ["questions_dev_webarena.jsonl",
-                                                                 "questions_dev_infinity.jsonl"]
+    assert [q.path.resolve().name for q in config.questions] == [
+        "questions_dev_webarena.jsonl",
+        "questions_dev_infinity.jsonl",
+    ]
     # resolved on both sides: ../shared may be a symlink
     assert config.questions[0].path.resolve().parent == (EVAL.parent.parent / "shared" / "data").resolve()
     assert {m.method for m in config.methods} == {"c", "auto", "r", "bm25", "full", "none"}
@@ -30,14 +33,17 @@ def test_the_other_committed_configs_load():
     assert load_config(EVAL / "generated.toml").questions[0].path == EVAL / "generated" / "questions.jsonl"
 
 
-@pytest.mark.parametrize("data, message", [
-    ({"questions": ["q"], "methods": [{"method": "r"}], "colour": 1}, "unknown key"),
-    ({"questions": ["q"], "methods": []}, "at least one"),
-    ({"questions": ["q"], "methods": [{"method": "r"}, {"method": "r"}]}, "labels must differ"),
-    ({"questions": ["q"], "methods": [{"method": "r", "budget": "8k"}]}, "unknown key"),
-    ({"questions": ["q"], "methods": [{"method": "r"}], "reader": {"modle": "x"}}, "unknown key"),
-    ({"questions": [{"tier": "small"}], "methods": [{"method": "r"}]}, "path"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"questions": ["q"], "methods": [{"method": "r"}], "colour": 1}, "unknown key"),
+        ({"questions": ["q"], "methods": []}, "at least one"),
+        ({"questions": ["q"], "methods": [{"method": "r"}, {"method": "r"}]}, "labels must differ"),
+        ({"questions": ["q"], "methods": [{"method": "r", "budget": "8k"}]}, "unknown key"),
+        ({"questions": ["q"], "methods": [{"method": "r"}], "reader": {"modle": "x"}}, "unknown key"),
+        ({"questions": [{"tier": "small"}], "methods": [{"method": "r"}]}, "path"),
+    ],
+)
 def test_mistakes_are_named(data, message, tmp_path):
     with pytest.raises(ConfigError, match=message):
         config_from_dict(data, base=tmp_path)

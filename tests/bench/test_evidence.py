@@ -1,4 +1,5 @@
 """Reader-free scores of a context and the failure diagnosis."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -14,9 +15,17 @@ HAYSTACK = Haystack(SHARED_DATA / "none.jsonl")
 
 
 def question(kind="dynamic-environment", **fields) -> Question:
-    base = dict(id="q", question_type=kind, question="What is the price now?", answer="$32.88",
-                eval_function="norm_phrase_set_match", haystack=HAYSTACK, answer_phrases=["$32.88"],
-                evidence=[StateRef("new", 2)], stale_evidence=[StateRef("old", 1)])
+    base = dict(
+        id="q",
+        question_type=kind,
+        question="What is the price now?",
+        answer="$32.88",
+        eval_function="norm_phrase_set_match",
+        haystack=HAYSTACK,
+        answer_phrases=["$32.88"],
+        evidence=[StateRef("new", 2)],
+        stale_evidence=[StateRef("old", 1)],
+    )
     return Question(**(base | fields))
 
 
@@ -57,8 +66,9 @@ def test_a_context_that_leads_with_the_older_value_is_stale():
 
 
 def test_visual_and_false_premise_questions_have_no_phrase_score():
-    context = Context("q", 100, analysis="Found in no stored state: 'Shipping Policy' - the question's premise may "
-                                         "be false.")
+    context = Context(
+        "q", 100, analysis="Found in no stored state: 'Shipping Policy' - the question's premise may be false."
+    )
     abstention = question("static-environment-abs", answer_phrases=["Shipping Policy"], evidence=[])
     scores = score_context(abstention, context)
     assert scores.answer_phrases is None and scores.evidence is None and scores.premise_flagged

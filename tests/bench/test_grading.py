@@ -1,4 +1,5 @@
 """Grading one context: the reader from the config or the RUNBOOK_READER_* settings, rules, judges, UNKNOWN."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,13 +17,16 @@ CONTEXT = Context("q", 1000, items=[EvidenceItem("t-1", "Price $32.88", state_in
 
 
 def question(eval_function="norm_phrase_set_match", answer="$32.88") -> Question:
-    return Question("q", "dynamic-environment", "What is the price now?", answer, eval_function,
-                    Haystack(Path("unused.jsonl")))
+    return Question(
+        "q", "dynamic-environment", "What is the price now?", answer, eval_function, Haystack(Path("unused.jsonl"))
+    )
 
 
 def test_unset_reader_fields_come_from_the_settings_and_the_reader_judges(monkeypatch, clean_env):
-    with FakeOpenAIServer([text("It is \\boxed{$32.88}"), text("\\boxed{yes}"), text('{"label": 1, "reason": "ok"}')],
-                          models=["served-model"]) as server:
+    with FakeOpenAIServer(
+        [text("It is \\boxed{$32.88}"), text("\\boxed{yes}"), text('{"label": 1, "reason": "ok"}')],
+        models=["served-model"],
+    ) as server:
         monkeypatch.setenv("RUNBOOK_READER_PROVIDER", "openai")
         monkeypatch.setenv("RUNBOOK_READER_BASE_URL", server.base_url)
         grader = build_grader(ReaderSpec(max_output_tokens=50), None)
@@ -59,8 +63,9 @@ def test_without_a_reader_the_error_says_how_to_get_one(clean_env):
 def test_the_cut_and_the_question_domain_reach_the_reader(clean_env):
     long = Context("q", 10_000, items=[EvidenceItem("t-1", "word " * 300, state_index=i) for i in range(3)])
     with FakeOpenAIServer(respond=lambda request: Reply(text="\\boxed{x}")) as server:
-        grader = build_grader(ReaderSpec(provider="openai", model="m", base_url=server.base_url,
-                                         memory_context_max_tokens=700), None)
+        grader = build_grader(
+            ReaderSpec(provider="openai", model="m", base_url=server.base_url, memory_context_max_tokens=700), None
+        )
         q = question()
         q.domain = "enterprise"
         grade = grader.grade(q, long)

@@ -1,4 +1,5 @@
 """LAFS on LongMemEval-V2's published operating points, computed the long way in each test."""
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """Question sets in their three layouts, each question tied to its haystack."""
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,18 @@ def test_dev_layout_finds_each_set_beside_the_file(dev_set):
 
 def test_dev_layout_names_a_missing_set(tmp_path):
     path = tmp_path / "questions_dev_x.jsonl"
-    path.write_text(json.dumps({"id": "q", "set": "nowhere", "question": "q?", "question_type": "procedure",
-                                "eval_function": "norm_phrase_set_match"}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "id": "q",
+                "set": "nowhere",
+                "question": "q?",
+                "question_type": "procedure",
+                "eval_function": "norm_phrase_set_match",
+            }
+        )
+        + "\n"
+    )
     with pytest.raises(InputError, match="'nowhere' names no folder"):
         load_question_set(path)
 

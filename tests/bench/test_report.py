@@ -1,4 +1,5 @@
 """`runbook bench report` as a library: runs found, scored, tabled, charted (a real PNG) and written as CSV."""
+
 from __future__ import annotations
 
 import csv
@@ -15,14 +16,24 @@ from runbook.errors import ConfigError
 def write_run(folder, label, *, latency, phrases, accuracy=None, count=10):
     folder.mkdir(parents=True)
     (folder / "config.json").write_text(json.dumps({"label": label}))
-    metrics = {"name": f"t/{folder.name}", "label": label, "count": count, "budget": 8000, "method": "x",
-               "overall": {"overall_full_set": accuracy}, "memory_query": {"avg_seconds": latency,
-                                                                          "p50_seconds": latency,
-                                                                          "p95_seconds": 2 * latency},
-               "reader_free": {"answer_phrases": phrases, "evidence": phrases / 2},
-               "memory_context": {"avg_final_tokens": 7000.0},
-               "diagnostics": {"read_failures": 3, "utilization_failures": 0, "staleness_failures": 1,
-                               "write_failures": 0, "store_write_failures": 0}}
+    metrics = {
+        "name": f"t/{folder.name}",
+        "label": label,
+        "count": count,
+        "budget": 8000,
+        "method": "x",
+        "overall": {"overall_full_set": accuracy},
+        "memory_query": {"avg_seconds": latency, "p50_seconds": latency, "p95_seconds": 2 * latency},
+        "reader_free": {"answer_phrases": phrases, "evidence": phrases / 2},
+        "memory_context": {"avg_final_tokens": 7000.0},
+        "diagnostics": {
+            "read_failures": 3,
+            "utilization_failures": 0,
+            "staleness_failures": 1,
+            "write_failures": 0,
+            "store_write_failures": 0,
+        },
+    }
     (folder / "aggregated_metrics.json").write_text(json.dumps(metrics))
 
 
@@ -88,9 +99,17 @@ def test_a_run_still_going_is_read_from_its_records(runs):
     going = runs / "bm25-8k"
     going.mkdir()
     (going / "config.json").write_text(json.dumps({"name": "t/bm25-8k", "label": "BM25 8k"}))
-    records = [{"question_id": f"q{i}", "question_type": "static-environment", "category": "static",
-                "is_abstention_problem": False, "memory_query_duration_seconds": 0.05,
-                "reader_free": {"answer_phrases": i == 0}} for i in range(2)]
+    records = [
+        {
+            "question_id": f"q{i}",
+            "question_type": "static-environment",
+            "category": "static",
+            "is_abstention_problem": False,
+            "memory_query_duration_seconds": 0.05,
+            "reader_free": {"answer_phrases": i == 0},
+        }
+        for i in range(2)
+    ]
     (going / "per_question.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     report = build_report([runs])
     point = next(p for p in report.points if p.name == "BM25 8k (running)")

@@ -1,5 +1,6 @@
 """`run_bench` end to end: real stores and methods from the registry, the reader and the judge over the real
 OpenAI client against the loopback fake server, run folders with the harness's field names, resuming."""
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,17 @@ def fake_models(request: dict) -> Reply:
 
 
 def make_config(tmp_path, questions, methods, **extra):
-    return config_from_dict({"name": "t", "questions": [q if isinstance(q, dict) else str(q) for q in questions],
-                             "methods": methods, "budgets": ["2k"], **extra}, base=tmp_path, name="t")
+    return config_from_dict(
+        {
+            "name": "t",
+            "questions": [q if isinstance(q, dict) else str(q) for q in questions],
+            "methods": methods,
+            "budgets": ["2k"],
+            **extra,
+        },
+        base=tmp_path,
+        name="t",
+    )
 
 
 @pytest.fixture
@@ -48,19 +58,33 @@ def fake_server():
 
 def test_a_reader_scored_run_writes_the_harness_files(generated_set, tmp_path, fake_server, clean_env):
     config = make_config(tmp_path, [generated_set], [{"label": "R", "method": "r"}, {"method": "none"}])
-    config.reader = ReaderSpec(provider="openai", model="reader-model", base_url=fake_server.base_url,
-                               max_output_tokens=64)
+    config.reader = ReaderSpec(
+        provider="openai", model="reader-model", base_url=fake_server.base_url, max_output_tokens=64
+    )
     config.judge = ModelSpec(provider="openai", model="judge-model", base_url=fake_server.base_url)
     results = run_bench(config, RunOptions(insert_workers=1))
     r, none = (res.metrics for res in results)
     folder = tmp_path / "runs" / "t" / "r-2k"
     assert results[0].folder == folder and sorted(p.name for p in folder.iterdir()) == [
-        "aggregated_metrics.json", "config.json", "per_question.jsonl"]
+        "aggregated_metrics.json",
+        "config.json",
+        "per_question.jsonl",
+    ]
     records = {rec["question_id"]: rec for rec in map(json.loads, (folder / "per_question.jsonl").open())}
     static = records["q-static"]
-    for name in ("memory_query_duration_seconds", "memory_context", "memory_context_token_count", "response_raw",
-                 "response_parsed_boxed", "is_unknown", "score", "score_bool", "answer_gold", "category",
-                 "is_abstention_problem"):
+    for name in (
+        "memory_query_duration_seconds",
+        "memory_context",
+        "memory_context_token_count",
+        "response_raw",
+        "response_parsed_boxed",
+        "is_unknown",
+        "score",
+        "score_bool",
+        "answer_gold",
+        "category",
+        "is_abstention_problem",
+    ):
         assert name in static
     assert static["response_parsed_boxed"] == "Are you sure" and static["score"] == 1.0
     assert static["reader_free"]["answer_phrases"] and static["diagnosis"]["read_failure"] is False
@@ -70,12 +94,20 @@ def test_a_reader_scored_run_writes_the_harness_files(generated_set, tmp_path, f
     assert records["q-dynamic"]["reader_free"]["answer_phrases"] and records["q-dynamic"]["score"] == 1.0
     assert r["overall"]["overall_full_set"] == pytest.approx(3 / 4)
     # the gotcha's evidence reached the context and the reader still missed it: a UTILIZATION failure
-    assert records["q-gotcha"]["diagnosis"] == {"write_failure": False, "read_failure": False,
-                                                "utilization_failure": True, "staleness_failure": None}
+    assert records["q-gotcha"]["diagnosis"] == {
+        "write_failure": False,
+        "read_failure": False,
+        "utilization_failure": True,
+        "staleness_failure": None,
+    }
     assert (r["diagnostics"]["utilization_failures"], r["diagnostics"]["read_failures"]) == (1, 0)
     assert r["overall"]["overall_abstention_only"] == 1.0 and r["overall"]["count_abstention"] == 1
-    assert r["non_abstention_by_category"]["static"] == {"count": 1, "pct_correct": 1.0, "pct_answered_wrong": 0.0,
-                                                         "pct_unknown": 0.0}
+    assert r["non_abstention_by_category"]["static"] == {
+        "count": 1,
+        "pct_correct": 1.0,
+        "pct_answered_wrong": 0.0,
+        "pct_unknown": 0.0,
+    }
     assert set(r["memory_query"]) == {"avg_seconds", "p50_seconds", "p95_seconds", "max_seconds", "total_seconds"}
     assert r["diagnostics"]["write_failures"] == 0 and r["diagnostics"]["store_write_failures"] == 0
     # no memory: the reader says UNKNOWN to the phrase questions, which score 0 and count as unknown
@@ -108,8 +140,7 @@ def test_runs_resume_where_they_stopped(dev_set, tmp_path, clean_env):
 def test_a_changed_method_refuses_to_resume_without_fresh(dev_set, tmp_path, clean_env):
     from runbook.errors import ConfigError
 
-    run_bench(make_config(tmp_path, [dev_set], [{"label": "R", "method": "r"}]), RunOptions(limit=1,
-                                                                                            insert_workers=1))
+    run_bench(make_config(tmp_path, [dev_set], [{"label": "R", "method": "r"}]), RunOptions(limit=1, insert_workers=1))
     changed = make_config(tmp_path, [dev_set], [{"label": "R", "method": "r", "options": {"slice_tokens": 300}}])
     with pytest.raises(ConfigError, match="another options"):
         run_bench(changed, RunOptions(limit=1, insert_workers=1))

@@ -1,24 +1,36 @@
 """LongMemEval-V2's scoring rules: normal form, separators, word boundaries, order, choices, spec strings,
 \\boxed{} extraction and UNKNOWN."""
+
 from __future__ import annotations
 
 import pytest
 
-from runbook.bench.scoring import (EvalSpec, mc_choice_match, mc_choice_set_match, norm_phrase_set_match,
-                                   norm_phrase_set_match_ordered, normalize, parse_eval_spec, score_rule,
-                                   split_phrases)
+from runbook.bench.scoring import (
+    EvalSpec,
+    mc_choice_match,
+    mc_choice_set_match,
+    norm_phrase_set_match,
+    norm_phrase_set_match_ordered,
+    normalize,
+    parse_eval_spec,
+    score_rule,
+    split_phrases,
+)
 from runbook.errors import ConfigError
 
 
-@pytest.mark.parametrize("text, normal", [
-    ("Sales > Orders", "sales orders"),
-    ("Check-Out_Page", "check out page"),
-    ("$32.88", "3288"),
-    ("a,b;c", "a b c"),
-    ("  Many   spaces\n\there ", "many spaces here"),
-    ("Don't", "dont"),
-    (None, ""),
-])
+@pytest.mark.parametrize(
+    "text, normal",
+    [
+        ("Sales > Orders", "sales orders"),
+        ("Check-Out_Page", "check out page"),
+        ("$32.88", "3288"),
+        ("a,b;c", "a b c"),
+        ("  Many   spaces\n\there ", "many spaces here"),
+        ("Don't", "dont"),
+        (None, ""),
+    ],
+)
 def test_normal_form(text, normal):
     assert normalize(text) == normal
 
@@ -59,9 +71,10 @@ def test_choice_letters():
 
 
 def test_spec_strings_name_the_function_and_its_options():
-    assert parse_eval_spec("norm_phrase_set_match|separators=,;") == EvalSpec("norm_phrase_set_match",
-                                                                              {"separators": [",", ";"]})
-    spec = parse_eval_spec("norm_phrase_set_match_ordered | separators=[\"/\"] | require_non_empty=false")
+    assert parse_eval_spec("norm_phrase_set_match|separators=,;") == EvalSpec(
+        "norm_phrase_set_match", {"separators": [",", ";"]}
+    )
+    spec = parse_eval_spec('norm_phrase_set_match_ordered | separators=["/"] | require_non_empty=false')
     assert spec.options == {"separators": ["/"], "require_non_empty": False}
     assert parse_eval_spec("llm_gotchas_checker").judged
     for bad in ("", "no_such_function", "norm_phrase_set_match|separators", "mc_choice_match|a=1|a=2"):
@@ -101,5 +114,6 @@ def test_listed_gold_phrases_replace_a_descriptive_answer():
     # each listed phrase is kept whole, even with a separator inside it
     assert not score_rule("norm_phrase_set_match|separators=,;", "\\boxed{$440.64}", "x", ["$440.64, Complete"])
     assert score_rule("norm_phrase_set_match_ordered", "\\boxed{Catalog then Products}", "x", ["catalog", "products"])
-    assert not score_rule("norm_phrase_set_match_ordered", "\\boxed{Products then Catalog}", "x",
-                          ["catalog", "products"])
+    assert not score_rule(
+        "norm_phrase_set_match_ordered", "\\boxed{Products then Catalog}", "x", ["catalog", "products"]
+    )

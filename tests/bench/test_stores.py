@@ -1,4 +1,5 @@
 """One store per distinct haystack: keyed by content, built once in haystack order, reused, never half-built."""
+
 from __future__ import annotations
 
 import shutil
@@ -39,8 +40,10 @@ def test_a_subset_haystack_is_inserted_in_its_order(lme_root, tmp_path):
     subset = load_question_set(lme_root).haystacks[1]
     ready = prepare_store(subset, tmp_path / "stores", workers=1)
     assert [row.id for row in ready.store.rows()] == ["t-filters", "t-cancel"]
-    assert ready.missing_states([StateRef("t-cancel", 2), StateRef("t-cancel", 3), StateRef("t-new-price", 0)]) \
-        == [StateRef("t-cancel", 3), StateRef("t-new-price", 0)]
+    assert ready.missing_states([StateRef("t-cancel", 2), StateRef("t-cancel", 3), StateRef("t-new-price", 0)]) == [
+        StateRef("t-cancel", 3),
+        StateRef("t-new-price", 0),
+    ]
     assert not list((tmp_path / "stores").glob("*.jsonl"))  # the subset file is gone
 
 

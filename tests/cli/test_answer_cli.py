@@ -1,4 +1,5 @@
 """`runbook answer` and `runbook replay` through click, with the fake servers standing in for both models."""
+
 from __future__ import annotations
 
 import json
@@ -49,8 +50,10 @@ def test_answer_prints_the_answer_and_the_evidence_it_used(store_path, monkeypat
     lines = result.output.splitlines()
     assert lines[0] == "answer: $41.00"
     assert "  analysis: The total is on wa-1 state 1." in lines
-    assert any(line.startswith("  1. trajectory wa-1, state 1 (") and line.endswith("trajectories/wa-1/states/0001.md")
-               for line in lines)
+    assert any(
+        line.startswith("  1. trajectory wa-1, state 1 (") and line.endswith("trajectories/wa-1/states/0001.md")
+        for line in lines
+    )
     user = reader.requests[0]["messages"][1]["content"]
     assert "Grand Total $41.00" in "".join(part.get("text", "") for part in user)
 

@@ -1,4 +1,5 @@
 """`runbook bench run` and `runbook bench report` through the real CLI, on a set `runbook generate` wrote."""
+
 from __future__ import annotations
 
 import json

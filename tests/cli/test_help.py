@@ -1,4 +1,5 @@
 """Every command documents itself: a --help text with an Example block."""
+
 from __future__ import annotations
 
 import click

@@ -1,4 +1,5 @@
 """`runbook insert` / `stats` through the real CLI: summaries, bad input left out whole, kill -9 mid-insert."""
+
 from __future__ import annotations
 
 import gzip
@@ -25,8 +26,11 @@ def store_snapshot(root):
     """Every file under the store with its size: 'the store exactly as it was'."""
     if not root.exists():
         return None
-    return sorted((str(p.relative_to(root)), p.stat().st_size) for p in root.rglob("*")
-                  if p.is_file() and not p.name.startswith("catalog.sqlite-"))
+    return sorted(
+        (str(p.relative_to(root)), p.stat().st_size)
+        for p in root.rglob("*")
+        if p.is_file() and not p.name.startswith("catalog.sqlite-")
+    )
 
 
 def test_insert_then_stats(tmp_path):
@@ -55,10 +59,16 @@ def test_gzip_and_folder_input(tmp_path):
 BAD_CASES = {
     "malformed JSON": ('{"id": "x", "states": [', "in.jsonl:2", "malformed JSON"),
     "missing field": (json.dumps({"id": "nostates", "goal": "g"}), "nostates", "'states'"),
-    "mistyped field": (json.dumps({"id": "typed", "states": [{"state_index": 0, "url": 5.5j if False else ["x"]}]}),
-                       "typed", "states[0].url"),
-    "missing screenshot": (json.dumps({"id": "shot", "states": [{"state_index": 0, "screenshot": "nope.png"}]}),
-                           "shot", "states[0].screenshot"),
+    "mistyped field": (
+        json.dumps({"id": "typed", "states": [{"state_index": 0, "url": 5.5j if False else ["x"]}]}),
+        "typed",
+        "states[0].url",
+    ),
+    "missing screenshot": (
+        json.dumps({"id": "shot", "states": [{"state_index": 0, "screenshot": "nope.png"}]}),
+        "shot",
+        "states[0].screenshot",
+    ),
 }
 
 
@@ -160,8 +170,11 @@ def _alive(pid: int) -> bool:
 
 def store_bytes(root):
     """Every file under the store with its bytes: 'byte-identical', stricter than store_snapshot."""
-    return sorted((str(p.relative_to(root)), p.read_bytes()) for p in root.rglob("*")
-                  if p.is_file() and not p.name.startswith("catalog.sqlite-"))
+    return sorted(
+        (str(p.relative_to(root)), p.read_bytes())
+        for p in root.rglob("*")
+        if p.is_file() and not p.name.startswith("catalog.sqlite-")
+    )
 
 
 def _shot_case(tmp_path, case: str) -> str:
@@ -195,8 +208,10 @@ def _shot_case(tmp_path, case: str) -> str:
 def test_a_screenshot_from_outside_or_not_an_image_is_refused_and_the_store_is_byte_identical(tmp_path, case):
     (tmp_path / "src").mkdir()
     shot = _shot_case(tmp_path, case)
-    bad = {"id": "evil", "states": [{"state_index": 0, "url": "http://a/"},
-                                    {"state_index": 1, "url": "http://a/b", "screenshot": shot}]}
+    bad = {
+        "id": "evil",
+        "states": [{"state_index": 0, "url": "http://a/"}, {"state_index": 1, "url": "http://a/b", "screenshot": shot}],
+    }
     src = tmp_path / "src" / "in.jsonl"
     src.write_text(json.dumps(make_trajectory("good").to_dict()) + "\n" + json.dumps(bad) + "\n")
     store = tmp_path / "s"
@@ -223,5 +238,6 @@ def test_screenshot_root_lets_a_source_name_images_kept_elsewhere(tmp_path):
     assert refused.exit_code == 1 and "--screenshot-root" in refused.output
     result = run(tmp_path / "s", "insert", "--screenshot-root", str(shots), str(src))
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "s" / "trajectories" / "kept" / "screenshots" / "0000.png").read_bytes() == \
-        (shots / "a.png").read_bytes()
+    assert (tmp_path / "s" / "trajectories" / "kept" / "screenshots" / "0000.png").read_bytes() == (
+        shots / "a.png"
+    ).read_bytes()

@@ -1,5 +1,6 @@
 """`runbook query` and `runbook answer` refuse an empty question and an --image that is not an image, with a clear
 error and a non-zero exit, before any work (no sandbox, no transcript, no reader call)."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,8 +17,12 @@ from tests.conftest import make_trajectory, write_jsonl
 @pytest.fixture
 def store_path(tmp_path, clean_env):
     store = Store(tmp_path / "store", create=True)
-    insert_paths(store, [write_jsonl(tmp_path / "a.jsonl", [make_trajectory("wa-1", 2)])],
-                 listeners=[insert_listener(store)], workers=1)
+    insert_paths(
+        store,
+        [write_jsonl(tmp_path / "a.jsonl", [make_trajectory("wa-1", 2)])],
+        listeners=[insert_listener(store)],
+        workers=1,
+    )
     return str(store.root)
 
 
@@ -46,8 +51,9 @@ def _image_case(tmp_path, case: str) -> str:
 
 
 @pytest.mark.parametrize("command", ["query", "answer"])
-@pytest.mark.parametrize("case,says", [("missing", "does not exist"), ("folder", "is a folder"),
-                                       ("not an image", "not an image")])
+@pytest.mark.parametrize(
+    "case,says", [("missing", "does not exist"), ("folder", "is a folder"), ("not an image", "not an image")]
+)
 def test_a_bad_image_is_a_clear_error_naming_the_file(store_path, tmp_path, command, case, says):
     image = _image_case(tmp_path, case)
     result = run(store_path, command, "Which page is this?", "--image", image, "--sandbox", "local")

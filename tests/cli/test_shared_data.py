@@ -1,4 +1,5 @@
 """Acceptance on the real shared data: 928 trajectories, 8,537 states, 734 screenshots; a re-run is a no-op."""
+
 from __future__ import annotations
 
 import json
@@ -26,7 +27,9 @@ def test_insert_shared_data_then_rerun_then_grep(tmp_path):
     assert second.returncode == 0 and second.stdout.startswith("0 inserted, 928 unchanged, 0 refused")
     rg = shutil.which("rg")
     assert rg, "ripgrep must be installed"
-    hits = subprocess.run([rg, "-l", "-g", "*.md", "WS05-XS-Black", str(store / "trajectories")], capture_output=True, text=True)
+    hits = subprocess.run(
+        [rg, "-l", "-g", "*.md", "WS05-XS-Black", str(store / "trajectories")], capture_output=True, text=True
+    )
     paths = hits.stdout.split()
     assert paths and all("/trajectories/wa-shopping_admin-" in p and "/states/" in p for p in paths)
     assert any(p.endswith("wa-shopping_admin-782/states/0009.md") for p in paths)

@@ -1,21 +1,25 @@
 """Question analysis: kinds, terms, exact phrases, latest-value cues, premise hints."""
+
 import pytest
 
 from runbook.core.question import KINDS, analyze, normalize_term
 
 
-@pytest.mark.parametrize("question, kind", [
-    ("How many customer accounts does the Customers > All Customers grid contain?", "static"),
-    ("What price does the admin currently list for SKU WS05-XS-Black?", "dynamic"),
-    ("What was the default home view most recently set to?", "dynamic"),
-    ("How is a pending order canceled in this admin?", "procedure"),
-    ("How do you revoke one of your personal API keys?", "procedure"),
-    ("What went wrong in the failed newsletter task?", "gotcha"),
-    ("Why do clicks on the checkbox time out, and what is the fix?", "gotcha"),
-    ("When the agent looked up the order, what was in the way and how was it handled?", "gotcha"),
-    ("What do you have to do before 'Show Report' gives results?", "gotcha"),
-    ("What must be set before the Bestsellers report shows any data?", "gotcha"),
-])
+@pytest.mark.parametrize(
+    "question, kind",
+    [
+        ("How many customer accounts does the Customers > All Customers grid contain?", "static"),
+        ("What price does the admin currently list for SKU WS05-XS-Black?", "dynamic"),
+        ("What was the default home view most recently set to?", "dynamic"),
+        ("How is a pending order canceled in this admin?", "procedure"),
+        ("How do you revoke one of your personal API keys?", "procedure"),
+        ("What went wrong in the failed newsletter task?", "gotcha"),
+        ("Why do clicks on the checkbox time out, and what is the fix?", "gotcha"),
+        ("When the agent looked up the order, what was in the way and how was it handled?", "gotcha"),
+        ("What do you have to do before 'Show Report' gives results?", "gotcha"),
+        ("What must be set before the Bestsellers report shows any data?", "gotcha"),
+    ],
+)
 def test_kind(question, kind):
     assert analyze(question).kind == kind
     assert kind in KINDS
@@ -31,8 +35,10 @@ def test_terms_drop_stop_and_question_words_and_normalise():
 
 
 def test_phrases_quoted_ids_urls_and_names():
-    a = analyze("What URL key does the 'Shipping Policy' page at /f/books use for order #000000148 of Desiree "
-                "Fitness Tee (SKU WS05-XS-Black) costing $32.88?")
+    a = analyze(
+        "What URL key does the 'Shipping Policy' page at /f/books use for order #000000148 of Desiree "
+        "Fitness Tee (SKU WS05-XS-Black) costing $32.88?"
+    )
     for expected in ("Shipping Policy", "/f/books", "000000148", "Desiree Fitness Tee", "WS05-XS-Black", "$32.88"):
         assert expected in a.phrases, expected
 
@@ -64,8 +70,9 @@ def test_wants_latest():
 def test_premise_hints():
     a = analyze("How many subscribers does the Karaoke forum that the agent created have?")
     assert any("Karaoke forum" in h for h in a.possible_false_premise)
-    assert any("Wishlist" in h for h in analyze("At what priority is the 'Wishlist' page monitored?")
-               .possible_false_premise)
+    assert any(
+        "Wishlist" in h for h in analyze("At what priority is the 'Wishlist' page monitored?").possible_false_premise
+    )
     assert analyze("Which post is at the top of the forum?").possible_false_premise == ()
 
 

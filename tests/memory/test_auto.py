@@ -1,5 +1,6 @@
 """Method auto: R's context when R's own signals say its evidence is strong, C's when they say it is weak. Real
 store, real pools, real R; C runs the offline planner in a local sandbox (the isolation is tested elsewhere)."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,8 +12,10 @@ from runbook.pools.build import insert_with_pools
 from runbook.store import Store
 from tests.conftest import make_trajectory
 
-PRICE_PAGE = ("RootWebArea 'Edit Product'\n\t[900] textbox 'Price' value='$24.00'\n"
-              "\tStaticText 'Quest Lumaflex Band'\n\tStaticText 'SKU QLB-24'")
+PRICE_PAGE = (
+    "RootWebArea 'Edit Product'\n\t[900] textbox 'Price' value='$24.00'\n"
+    "\tStaticText 'Quest Lumaflex Band'\n\tStaticText 'SKU QLB-24'"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -22,10 +25,21 @@ def _no_machine_settings(clean_env):
 
 @pytest.fixture
 def store(tmp_path) -> Store:
-    price = make_trajectory("wa-admin-1", 3, site="shopping_admin", goal="Check the price of Quest Lumaflex Band",
-                            texts=["RootWebArea 'Dashboard'", "RootWebArea 'Catalog'", PRICE_PAGE])
-    other = make_trajectory("wa-admin-2", 2, site="shopping_admin", goal="Open the customer grid", start=20,
-                            texts=["RootWebArea 'Customers'", "RootWebArea 'All Customers'\n\t'70 records found'"])
+    price = make_trajectory(
+        "wa-admin-1",
+        3,
+        site="shopping_admin",
+        goal="Check the price of Quest Lumaflex Band",
+        texts=["RootWebArea 'Dashboard'", "RootWebArea 'Catalog'", PRICE_PAGE],
+    )
+    other = make_trajectory(
+        "wa-admin-2",
+        2,
+        site="shopping_admin",
+        goal="Open the customer grid",
+        start=20,
+        texts=["RootWebArea 'Customers'", "RootWebArea 'All Customers'\n\t'70 records found'"],
+    )
     store = Store(tmp_path / "store", create=True)
     for trajectory in (price, other):
         insert_with_pools(store, trajectory)
@@ -47,8 +61,7 @@ def test_signals_name_what_r_misses():
     missing = weakness(Context(question, 4000, items=[item("Price $24.00 admin list")]))
     assert missing.weak and missing.missing_phrases == ["Quest Lumaflex Band"]
     assert "not in R's evidence: 'Quest Lumaflex Band'" in missing.reasons()
-    thin = weakness(Context("Which warehouse ships the heavy pallets overnight?", 4000,
-                            items=[item("warehouse")]))
+    thin = weakness(Context("Which warehouse ships the heavy pallets overnight?", 4000, items=[item("warehouse")]))
     assert thin.term_coverage < MIN_TERM_COVERAGE and thin.weak
 
 

@@ -1,4 +1,5 @@
 """The no-memory and full-trajectories baselines, taken from the registry by name over a real store."""
+
 from __future__ import annotations
 
 from runbook.budget import count_tokens
@@ -9,8 +10,15 @@ from tests.conftest import make_trajectory
 def _fill(store, n=3, states=4):
     memory = get_memory("full", store)
     for k in range(n):
-        assert memory.insert(make_trajectory(f"t-{k}", states, start=10 * k, goal=f"goal {k}",
-                                             texts=[f"page {k}.{i} " + "filler " * 80 for i in range(states)]))
+        assert memory.insert(
+            make_trajectory(
+                f"t-{k}",
+                states,
+                start=10 * k,
+                goal=f"goal {k}",
+                texts=[f"page {k}.{i} " + "filler " * 80 for i in range(states)],
+            )
+        )
     return memory
 
 

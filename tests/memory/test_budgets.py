@@ -1,5 +1,6 @@
 """No method ever returns more tokens than its budget, however small: fewer items, down to none, and it says so.
 Checked over budgets 1..N on a real store for methods r, bm25 and c, in all three renderings."""
+
 from __future__ import annotations
 
 import json
@@ -19,10 +20,12 @@ from runbook.pools import insert_listener
 from tests.conftest import make_trajectory, write_jsonl
 
 QUESTION = "How is a pending order canceled in this admin?"
-PAGES = ["RootWebArea 'Orders'\n\t[736] button 'Cancel'\n\t[737] button 'Hold'",
-         "RootWebArea 'Orders'\n\tdialog ''\n\t\tStaticText 'Are you sure you want to cancel this order?'\n"
-         "\t\t[2741] button 'OK'",
-         "RootWebArea 'Orders'\n\tStaticText 'You canceled the order.'\n\tgridcell 'Canceled'"]
+PAGES = [
+    "RootWebArea 'Orders'\n\t[736] button 'Cancel'\n\t[737] button 'Hold'",
+    "RootWebArea 'Orders'\n\tdialog ''\n\t\tStaticText 'Are you sure you want to cancel this order?'\n"
+    "\t\t[2741] button 'OK'",
+    "RootWebArea 'Orders'\n\tStaticText 'You canceled the order.'\n\tgridcell 'Canceled'",
+]
 BUDGETS = list(range(1, 121)) + [150, 200, 333, 500, 800, 1200, 2000, 4000]
 
 
@@ -32,8 +35,9 @@ def filled(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("budgets")
     store = Store(tmp / "store", create=True)
-    trajectories = [make_trajectory(f"wa-admin-{n}", 3, texts=PAGES, goal="Cancel order 305", start=10 * n)
-                    for n in range(4)]
+    trajectories = [
+        make_trajectory(f"wa-admin-{n}", 3, texts=PAGES, goal="Cancel order 305", start=10 * n) for n in range(4)
+    ]
     insert_paths(store, [write_jsonl(tmp / "a.jsonl", trajectories)], listeners=[insert_listener(store)], workers=1)
     return store
 
@@ -43,11 +47,15 @@ def assert_within(context, budget: int) -> None:
     assert context.tokens <= budget, f"{context.tokens} of {budget} tokens"
     data = json.loads(context.to_json_text())
     assert data["tokens"] == context.tokens and data["budget"] == budget
-    assert data["tokens"] == (count_tokens(f"Analysis: {data['analysis']}") if data["analysis"] else 0) + \
-        sum(item["tokens"] for item in data["items"])
+    assert data["tokens"] == (count_tokens(f"Analysis: {data['analysis']}") if data["analysis"] else 0) + sum(
+        item["tokens"] for item in data["items"]
+    )
     lme = context.to_lme_items()
-    assert sum(count_tokens(p["value"]) for p in lme if p["type"] == "text") + \
-        IMAGE_TOKENS * sum(p["type"] == "image" for p in lme) == context.tokens
+    assert (
+        sum(count_tokens(p["value"]) for p in lme if p["type"] == "text")
+        + IMAGE_TOKENS * sum(p["type"] == "image" for p in lme)
+        == context.tokens
+    )
     shown = re.search(r"_(\d+) items?, ([\d,]+) of ([\d,]+) tokens", context.to_markdown())
     assert shown and int(shown.group(2).replace(",", "")) <= int(shown.group(3).replace(",", "")) == budget
     if not context.items:
@@ -64,9 +72,17 @@ def test_r_and_bm25_fit_every_budget(filled, method):
 
 def test_c_fits_every_budget(filled, clean_env):
     memory = get_memory("c", filled, sandbox="local")
-    run = AgentRun(stop=Finished("The Cancel button, then OK in the dialog (wa-admin-0 states 0-2).",
-                                 [Span("wa-admin-0", 0, 2), Span("wa-admin-1", 1, 1), Span("wa-admin-3", 2, 2)]),
-                   steps=2, seconds=0.1, tokens={}, cost=None, seen=[])
+    run = AgentRun(
+        stop=Finished(
+            "The Cancel button, then OK in the dialog (wa-admin-0 states 0-2).",
+            [Span("wa-admin-0", 0, 2), Span("wa-admin-1", 1, 1), Span("wa-admin-3", 2, 2)],
+        ),
+        steps=2,
+        seconds=0.1,
+        tokens={},
+        cost=None,
+        seen=[],
+    )
     for budget in BUDGETS:
         assert_within(memory.context_of(QUESTION, budget, run), budget)
 
@@ -78,7 +94,8 @@ def test_c_offline_query_with_a_budget_of_one(filled, clean_env):
 
 
 def test_the_cli_says_nothing_fit_a_budget_of_one(filled):
-    result = CliRunner().invoke(main, ["--store", str(filled.root), "query", QUESTION, "--method", "r",
-                                       "--budget", "1"], catch_exceptions=False)
+    result = CliRunner().invoke(
+        main, ["--store", str(filled.root), "query", QUESTION, "--method", "r", "--budget", "1"], catch_exceptions=False
+    )
     assert result.exit_code == 0, result.output
     assert "0 of 1 tokens" in result.output and "did not fit" in result.output

@@ -1,6 +1,7 @@
 """Method C end to end: fake OpenAI-compatible and Anthropic servers on loopback replay scripted tool calls, which
 drive the real SDK clients through the real loop, a real sandbox and a real store; the context is checked item by
 item."""
+
 from __future__ import annotations
 
 import base64
@@ -10,23 +11,26 @@ from pathlib import Path
 
 import pytest
 
-from runbook.policies import POLICIES, get_policy
 from runbook.agent.loop import NUDGE
 from runbook.agent.transcript import read_transcript
 from runbook.errors import ConfigError
-from runbook.models.fakes import FakeAnthropicServer, FakeOpenAIServer, call, fail, finish, raw_call, text
 from runbook.memory.coding_agent import NOT_CHOSEN, CodingAgentMemory
 from runbook.memory.spans import focus_page, water_level
+from runbook.models.fakes import FakeAnthropicServer, FakeOpenAIServer, call, fail, finish, raw_call, text
+from runbook.policies import POLICIES, get_policy
 from runbook.store import Store
 from tests.conftest import make_trajectory, sandbox_missing
 
-PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmM"
-                       "IQAAAABJRU5ErkJggg==")
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
 FILLER = "\n".join(f"\t[{200 + n}] link 'Menu entry {n}'" for n in range(300))
-PRICE_PAGE = ("RootWebArea 'Edit Product'\n{filler}\n\t[900] textbox 'Price' value='{price}'\n"
-              "\tStaticText 'Quest Lumaflex Band'")
+PRICE_PAGE = (
+    "RootWebArea 'Edit Product'\n{filler}\n\t[900] textbox 'Price' value='{price}'\n\tStaticText 'Quest Lumaflex Band'"
+)
 PRICE_OLD = PRICE_PAGE.format(filler=FILLER, price="$19.00")
 PRICE_NEW = PRICE_PAGE.format(filler=FILLER, price="$24.00")
+
 
 @pytest.fixture(autouse=True)
 def _no_machine_settings(clean_env):
@@ -38,15 +42,31 @@ def store(tmp_path) -> Store:
     """Three trajectories: a price seen at 06:02 and changed by 06:21, and an app page with a screenshot."""
     shot = tmp_path / "shot.png"
     shot.write_bytes(PNG)
-    older = make_trajectory("wa-admin-1", 4, site="shopping_admin", goal="Check the price of Quest Lumaflex Band",
-                            texts=["RootWebArea 'Dashboard'", "RootWebArea 'Catalog'", PRICE_OLD,
-                                   "RootWebArea 'Saved'"])
-    newer = make_trajectory("wa-admin-2", 3, site="shopping_admin", goal="Set the price of Quest Lumaflex Band to 24",
-                            start=20, texts=["RootWebArea 'Catalog'", PRICE_NEW, "RootWebArea 'Saved'"],
-                            outcome="success (reward 1.0)")
-    app = make_trajectory("inf-app-1", 2, site="linear", goal="Rename the team", start=40,
-                          texts=["[1]<button>Team settings</button>", "[2]<input value='Platform'>"],
-                          outcome="failure (reward 0.0)")
+    older = make_trajectory(
+        "wa-admin-1",
+        4,
+        site="shopping_admin",
+        goal="Check the price of Quest Lumaflex Band",
+        texts=["RootWebArea 'Dashboard'", "RootWebArea 'Catalog'", PRICE_OLD, "RootWebArea 'Saved'"],
+    )
+    newer = make_trajectory(
+        "wa-admin-2",
+        3,
+        site="shopping_admin",
+        goal="Set the price of Quest Lumaflex Band to 24",
+        start=20,
+        texts=["RootWebArea 'Catalog'", PRICE_NEW, "RootWebArea 'Saved'"],
+        outcome="success (reward 1.0)",
+    )
+    app = make_trajectory(
+        "inf-app-1",
+        2,
+        site="linear",
+        goal="Rename the team",
+        start=40,
+        texts=["[1]<button>Team settings</button>", "[2]<input value='Platform'>"],
+        outcome="failure (reward 0.0)",
+    )
     app.states[0].screenshot = str(shot)
     root = tmp_path / "store"
     store = Store(root, create=True)
@@ -70,27 +90,36 @@ def openai_memory(store, server, **options):
 PRICE_SCRIPT = [
     call("search", pattern="Lumaflex", field="text"),
     call("show", trajectory_id="wa-admin-2", states="1", max_chars=300),
-    finish("The latest price is $24.00 (wa-admin-2 state 1, 06:21); it was $19.00 before (wa-admin-1 state 2).",
-           [("wa-admin-2", 1, 1), ("wa-admin-1", 2, 3)]),
+    finish(
+        "The latest price is $24.00 (wa-admin-2 state 1, 06:21); it was $19.00 before (wa-admin-1 state 2).",
+        [("wa-admin-2", 1, 1), ("wa-admin-1", 2, 3)],
+    ),
 ]
 
 
 def test_openai_policy_drives_the_real_loop_and_the_context_is_checked_item_by_item(store):
     with FakeOpenAIServer(PRICE_SCRIPT) as server:
-        context = openai_memory(store, server).query("What is the current price of Quest Lumaflex Band?",
-                                                     budget=4000)
+        context = openai_memory(store, server).query("What is the current price of Quest Lumaflex Band?", budget=4000)
     first, second = context.items
     assert context.analysis.startswith("The latest price is $24.00")
-    assert (first.kind, first.trajectory_id, first.state_index, first.end_state_index) == ("state", "wa-admin-2", 1,
-                                                                                            None)
+    assert (first.kind, first.trajectory_id, first.state_index, first.end_state_index) == (
+        "state",
+        "wa-admin-2",
+        1,
+        None,
+    )
     assert first.url == "http://localhost:7770/page/1" and first.timestamp == "2025-12-16T06:21:00.000Z"
     assert first.path == "trajectories/wa-admin-2/states/0001.md" and first.goal.startswith("Set the price")
     assert first.label == "successful run" and first.screenshot is None
     assert first.text.startswith("state 1 | 2025-12-16T06:21:00.000Z | http://localhost:7770/page/1\n")
     assert "action: click('11')" in first.text and "error: TimeoutError: Locator.click" in first.text
     assert "thought: step 1\nsecond line" in first.text and "value='$24.00'" in first.text
-    assert (second.kind, second.trajectory_id, second.state_index, second.end_state_index) == ("span", "wa-admin-1",
-                                                                                               2, 3)
+    assert (second.kind, second.trajectory_id, second.state_index, second.end_state_index) == (
+        "span",
+        "wa-admin-1",
+        2,
+        3,
+    )
     assert second.path == "trajectories/wa-admin-1/states/0002.md" and "value='$19.00'" in second.text
     assert "\n\nstate 3 | 2025-12-16T06:03:00.000Z" in second.text and "action: send_msg_to_user('done')" in second.text
     assert context.tokens <= 4000 and context.method == "c"
@@ -110,13 +139,14 @@ def test_openai_policy_drives_the_real_loop_and_the_context_is_checked_item_by_i
 
 
 def test_anthropic_policy_returns_a_screenshot_with_its_state(store):
-    script = [call("search", pattern="Team settings"),
-              finish("The team settings page is inf-app-1 state 0.", [("inf-app-1", 0, 0)])]
+    script = [
+        call("search", pattern="Team settings"),
+        finish("The team settings page is inf-app-1 state 0.", [("inf-app-1", 0, 0)]),
+    ]
     with FakeAnthropicServer(script, api_key="test-key") as server:
         os.environ["ANTHROPIC_API_KEY"] = "test-key"
         os.environ["ANTHROPIC_BASE_URL"] = server.base_url
-        context = memory(store, policy="anthropic", model="claude-test").query("Where are team settings?",
-                                                                                 budget=3000)
+        context = memory(store, policy="anthropic", model="claude-test").query("Where are team settings?", budget=3000)
     (item,) = context.items
     assert (item.trajectory_id, item.state_index, item.kind) == ("inf-app-1", 0, "state")
     assert item.screenshot == "trajectories/inf-app-1/screenshots/0000.png" and item.label == "failed run"
@@ -146,8 +176,12 @@ def test_a_429_then_success_is_retried_inside_the_loop(store):
 
 
 def test_a_loop_that_never_finishes_returns_what_it_saw_marked_as_such(store):
-    script = [call("search", pattern="Lumaflex"), call("show", trajectory_id="wa-admin-2", states="1"),
-              call("search", pattern="Price"), call("search", pattern="Saved")]
+    script = [
+        call("search", pattern="Lumaflex"),
+        call("show", trajectory_id="wa-admin-2", states="1"),
+        call("search", pattern="Price"),
+        call("search", pattern="Saved"),
+    ]
     with FakeOpenAIServer(script) as server:
         context = openai_memory(store, server, max_steps=3).query("What is the price?", budget=4000)
     assert context.meta["finished"] is False and context.meta["stop"] == "steps"
@@ -159,20 +193,24 @@ def test_a_loop_that_never_finishes_returns_what_it_saw_marked_as_such(store):
 
 
 def test_a_malformed_call_is_reported_to_the_model_which_recovers(store):
-    script = [raw_call("search", '{"pattern": "Lumaflex"'), call("search", pattern="Lumaflex", bogus=1),
-              *PRICE_SCRIPT]
+    script = [raw_call("search", '{"pattern": "Lumaflex"'), call("search", pattern="Lumaflex", bogus=1), *PRICE_SCRIPT]
     with FakeOpenAIServer(script) as server:
         context = openai_memory(store, server).query("What is the price?", budget=4000)
     told = [m["content"] for m in server.requests[2]["messages"] if m["role"] == "tool"]
     assert told[0].startswith("error: the arguments of 'search' could not be parsed (not valid JSON")
-    assert told[1] == "error: search: unknown argument(s) bogus; expected pattern, ignore_case, fixed, field, " \
-                      "trajectory, site, outcome, since, until, sort, max_results, context, summaries, count"
+    assert (
+        told[1] == "error: search: unknown argument(s) bogus; expected pattern, ignore_case, fixed, field, "
+        "trajectory, site, outcome, since, until, sort, max_results, context, summaries, count"
+    )
     assert context.meta["finished"] and context.meta["steps"] == 5
 
 
 def test_the_repeated_call_catch_and_span_checks_reach_the_model(store):
     script = [call("search", pattern="Lumaflex")] * 3 + [
-        finish("x", [("wa-admin-9", 0, 0)]), finish("x", [("wa-admin-2", 1, 7)]), finish("ok", [("wa-admin-2", 1, 2)])]
+        finish("x", [("wa-admin-9", 0, 0)]),
+        finish("x", [("wa-admin-2", 1, 7)]),
+        finish("ok", [("wa-admin-2", 1, 2)]),
+    ]
     with FakeOpenAIServer(script) as server:
         context = openai_memory(store, server).query("price?", budget=4000)
     last_tool = [[m["content"] for m in r["messages"] if m["role"] == "tool"][-1] for r in server.requests[1:]]
@@ -192,8 +230,7 @@ def test_text_without_a_tool_call_is_nudged(store):
 def test_a_small_budget_cuts_pages_around_the_answer_not_at_their_head(store):
     script = [finish("The latest price is $24.00.", [("wa-admin-2", 1, 1), ("wa-admin-1", 2, 2)])]
     with FakeOpenAIServer(script) as server:
-        context = openai_memory(store, server).query("What is the current price of Quest Lumaflex Band?",
-                                                     budget=1200)
+        context = openai_memory(store, server).query("What is the current price of Quest Lumaflex Band?", budget=1200)
     assert context.tokens <= 1200 and len(context.items) == 2
     first, second = context.items
     assert "value='$24.00'" in first.text and "value='$19.00'" in second.text
@@ -209,8 +246,11 @@ def test_focus_page_and_water_level():
 
 def test_a_missing_policy_module_is_a_clear_config_error(monkeypatch):
     monkeypatch.setitem(POLICIES, "ghost", "runbook.policies.ghost_planner:Ghost")
-    with pytest.raises(ConfigError, match=r"the ghost policy is not part of this installation "
-                                          r"\(runbook.policies.ghost_planner is missing\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"the ghost policy is not part of this installation "
+        r"\(runbook.policies.ghost_planner is missing\)",
+    ):
         get_policy("ghost")
     with pytest.raises(ConfigError, match="unknown policy 'nope': choose one of offline, anthropic, openai"):
         get_policy("nope")
@@ -239,7 +279,9 @@ def test_the_same_query_in_the_docker_sandbox(store, docker_ready):
         context = openai_memory(store, server, sandbox="docker").query("What is the current price?", budget=4000)
     assert context.meta["sandbox"] == "docker" and context.meta["finished"]
     assert [(i.trajectory_id, i.state_index, i.end_state_index) for i in context.items] == [
-        ("wa-admin-2", 1, None), ("wa-admin-1", 2, 3)]
+        ("wa-admin-2", 1, None),
+        ("wa-admin-1", 2, 3),
+    ]
     tool_messages = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert "wa-admin-2 state 1 @" in tool_messages[0]["content"]
     assert json.loads(json.dumps(context.to_json()))["items"][0]["path"] == "trajectories/wa-admin-2/states/0001.md"

@@ -1,4 +1,5 @@
 """SandboxSupply: one fresh sandbox per query, a spare started ahead only when warm, nothing left after close."""
+
 from __future__ import annotations
 
 import threading
@@ -28,6 +29,7 @@ def supply(name: str, warm: bool):
     def make():
         made.append(Recorded(name, log))
         return made[-1]
+
     return SandboxSupply(make, warm=warm), made, log
 
 

@@ -1,8 +1,8 @@
 """Every llm test runs with no runbook or provider settings from the machine: no keys, no config file."""
+
 from __future__ import annotations
 
 import pytest
-
 
 
 @pytest.fixture(autouse=True)

@@ -1,14 +1,15 @@
 """The anthropic policy through the real anthropic SDK against the fake Anthropic server on loopback."""
+
 from __future__ import annotations
 
 import pytest
 
 from runbook.agent.tools import TOOL_SPECS
-from runbook.models.messages import Message, ToolCall, ToolResult
 from runbook.errors import ConfigError
 from runbook.models.anthropic import AnthropicModel
-from runbook.models.fakes import FakeAnthropicServer, call, calls, fail, raw_call, text
 from runbook.models.client import WaitPolicy
+from runbook.models.fakes import FakeAnthropicServer, call, calls, fail, raw_call, text
+from runbook.models.messages import Message, ToolCall, ToolResult
 
 FAST = WaitPolicy(base=0.01, cap=0.05)
 CALLS = [ToolCall("toolu_a", "search", {"pattern": "x"}), ToolCall("toolu_b", "show", {"trajectory_id": "t-1"})]
@@ -31,22 +32,30 @@ def test_messages_are_sent_in_anthropic_shape_with_cache_breakpoints():
         reply = policy(server).next(CONVERSATION, TOOL_SPECS)
     request = server.requests[0]
     assert request["model"] == "claude-test" and request["max_tokens"] == 4096
-    assert request["system"] == [{"type": "text", "text": "you gather evidence",
-                                  "cache_control": {"type": "ephemeral"}}]
+    assert request["system"] == [
+        {"type": "text", "text": "you gather evidence", "cache_control": {"type": "ephemeral"}}
+    ]
     assert [m["role"] for m in request["messages"]] == ["user", "assistant", "user"]
     assistant, results = request["messages"][1], request["messages"][2]
-    assert assistant["content"] == [{"type": "text", "text": "two looks"},
-                                    {"type": "tool_use", "id": "toolu_a", "name": "search", "input": {"pattern": "x"}},
-                                    {"type": "tool_use", "id": "toolu_b", "name": "show",
-                                     "input": {"trajectory_id": "t-1"}}]
+    assert assistant["content"] == [
+        {"type": "text", "text": "two looks"},
+        {"type": "tool_use", "id": "toolu_a", "name": "search", "input": {"pattern": "x"}},
+        {"type": "tool_use", "id": "toolu_b", "name": "show", "input": {"trajectory_id": "t-1"}},
+    ]
     # both results and the nudge ride in one user turn; the moving breakpoint sits on its last block
     assert results["content"][0] == {"type": "tool_result", "tool_use_id": "toolu_a", "content": "t-1 state 2 @ ..."}
     assert results["content"][1]["is_error"] is True
-    assert results["content"][2] == {"type": "text", "text": "Reply with a tool call.",
-                                     "cache_control": {"type": "ephemeral"}}
+    assert results["content"][2] == {
+        "type": "text",
+        "text": "Reply with a tool call.",
+        "cache_control": {"type": "ephemeral"},
+    }
     assert sum("cache_control" in b for m in request["messages"] for b in m["content"]) == 1
-    assert request["tools"][0] == {"name": TOOL_SPECS[0].name, "description": TOOL_SPECS[0].description,
-                                   "input_schema": TOOL_SPECS[0].parameters}
+    assert request["tools"][0] == {
+        "name": TOOL_SPECS[0].name,
+        "description": TOOL_SPECS[0].description,
+        "input_schema": TOOL_SPECS[0].parameters,
+    }
     assert reply.tool_calls[0].name == "finish" and reply.tool_calls[0].arguments == {"analysis": "a", "spans": []}
 
 
@@ -94,8 +103,11 @@ def test_images_travel_as_base64_blocks(tmp_path):
         policy(server).next([Message("system", "s"), message], [])
     (turn,) = server.requests[0]["messages"]
     assert turn["content"][0] == {"type": "text", "text": "Question: which page?"}
-    assert turn["content"][1]["source"] == {"type": "base64", "media_type": "image/jpeg",
-                                            "data": "/9j/4GZha2UtanBlZw=="}
+    assert turn["content"][1]["source"] == {
+        "type": "base64",
+        "media_type": "image/jpeg",
+        "data": "/9j/4GZha2UtanBlZw==",
+    }
 
 
 def test_the_reply_tokens_setting_caps_each_turn(monkeypatch):

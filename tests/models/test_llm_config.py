@@ -1,12 +1,13 @@
 """Settings: defaults < config file < environment < arguments; secrets masked; clear errors."""
+
 from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
 
 from runbook.cli.config import config
-from runbook.errors import ConfigError
 from runbook.config import load_settings, mask
+from runbook.errors import ConfigError
 
 
 def write_config(tmp_path, text):
@@ -23,8 +24,11 @@ def test_defaults_without_file_or_environment():
 
 
 def test_file_then_environment_then_arguments(tmp_path, monkeypatch):
-    path = write_config(tmp_path, 'policy = "openai"\nmodel = "qwen"\n[reader]\nprovider = "anthropic"\n'
-                                  'model = "claude-x"\n[limits]\nmax_steps = 12\nmax_seconds = 60\n')
+    path = write_config(
+        tmp_path,
+        'policy = "openai"\nmodel = "qwen"\n[reader]\nprovider = "anthropic"\n'
+        'model = "claude-x"\n[limits]\nmax_steps = 12\nmax_seconds = 60\n',
+    )
     monkeypatch.setenv("RUNBOOK_MODEL", "qwen-big")
     monkeypatch.setenv("RUNBOOK_MAX_STEPS", "20")
     settings = load_settings(max_steps=5)
@@ -45,12 +49,15 @@ def test_runbook_config_names_the_file(tmp_path, monkeypatch):
         load_settings()
 
 
-@pytest.mark.parametrize("text, message", [
-    ('polcy = "openai"\n', "unknown setting 'polcy'; known: policy, model"),
-    ('[reader]\nmodle = "x"\n', "unknown setting 'reader_modle'"),
-    ('max_steps = "many"\n', "max_steps must be a int, got 'many'"),
-    ('policy = \n', "not a readable TOML file"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('polcy = "openai"\n', "unknown setting 'polcy'; known: policy, model"),
+        ('[reader]\nmodle = "x"\n', "unknown setting 'reader_modle'"),
+        ('max_steps = "many"\n', "max_steps must be a int, got 'many'"),
+        ("policy = \n", "not a readable TOML file"),
+    ],
+)
 def test_bad_config_files_say_what_is_wrong(tmp_path, text, message):
     write_config(tmp_path, text)
     with pytest.raises(ConfigError, match=message):
@@ -59,8 +66,9 @@ def test_bad_config_files_say_what_is_wrong(tmp_path, text, message):
 
 def test_a_bad_environment_value_names_the_variable(monkeypatch):
     monkeypatch.setenv("RUNBOOK_MAX_TOKENS", "lots")
-    with pytest.raises(ConfigError, match="max_tokens must be a int, got 'lots' .from the environment variable "
-                                          "RUNBOOK_MAX_TOKENS"):
+    with pytest.raises(
+        ConfigError, match="max_tokens must be a int, got 'lots' .from the environment variable RUNBOOK_MAX_TOKENS"
+    ):
         load_settings()
 
 

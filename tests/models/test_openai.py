@@ -1,14 +1,15 @@
 """The openai policy through the real openai SDK against the fake OpenAI-compatible server on loopback."""
+
 from __future__ import annotations
 
 import pytest
 
 from runbook.agent.tools import TOOL_SPECS
-from runbook.models.messages import Message, ToolCall, ToolResult
 from runbook.errors import ConfigError
-from runbook.models.fakes import FakeOpenAIServer, Reply, call, fail, raw_call, text
-from runbook.models.openai import OpenAIModel, calls_from_text, to_openai
 from runbook.models.client import WaitPolicy
+from runbook.models.fakes import FakeOpenAIServer, Reply, call, fail, raw_call, text
+from runbook.models.messages import Message, ToolCall, ToolResult
+from runbook.models.openai import OpenAIModel, calls_from_text, to_openai
 
 FAST = WaitPolicy(base=0.01, cap=0.05)
 CONVERSATION = [
@@ -30,8 +31,9 @@ def test_messages_and_tools_are_sent_in_openai_shape():
     assert request["model"] == "fake-model" and request["max_tokens"] == 4096
     assert [m["role"] for m in request["messages"]] == ["system", "user", "assistant", "tool"]
     assistant, tool = request["messages"][2], request["messages"][3]
-    assert assistant["tool_calls"] == [{"id": "call_a", "type": "function",
-                                        "function": {"name": "search", "arguments": '{"pattern": "x"}'}}]
+    assert assistant["tool_calls"] == [
+        {"id": "call_a", "type": "function", "function": {"name": "search", "arguments": '{"pattern": "x"}'}}
+    ]
     assert tool == {"role": "tool", "tool_call_id": "call_a", "content": "t-1 state 2 @ ..."}
     assert [t["function"]["name"] for t in request["tools"]] == ["recall", "search", "show", "read", "python", "finish"]
     assert request["tool_choice"] == "auto"
@@ -107,16 +109,21 @@ def test_tool_calls_written_as_text_are_understood():
     assert broken.name == "show" and broken.arguments == {} and "not valid JSON" in broken.error
     functions_form = 'functions.show:\n{"trajectory_id": "t-1", "states": "2"}\nfunctions.search:\n{"pattern": "x"}'
     assert [(c.name, c.arguments) for c in calls_from_text(functions_form, {"show", "search"})] == [
-        ("show", {"trajectory_id": "t-1", "states": "2"}), ("search", {"pattern": "x"})]
+        ("show", {"trajectory_id": "t-1", "states": "2"}),
+        ("search", {"pattern": "x"}),
+    ]
     nested = '```json\n{"function": {"name": "search", "arguments": {"pattern": "Cancel"}}}\n```'
     assert [(c.name, c.arguments) for c in calls_from_text(nested, {"search"})] == [("search", {"pattern": "Cancel"})]
     schemas = {t.name: t.parameters for t in TOOL_SPECS}
     only_arguments = '```json\n{"analysis": "none found", "spans": []}\n```'
     assert [(c.name, c.arguments) for c in calls_from_text(only_arguments, schemas)] == [
-        ("finish", {"analysis": "none found", "spans": []})]
+        ("finish", {"analysis": "none found", "spans": []})
+    ]
     assert calls_from_text('{"pattern": "x", "colour": "red"}', schemas) == []  # fits no tool: not a call
-    twice = only_arguments + '\n```json\n{"name": "finish", "arguments": "{\\"analysis\\": \\"none found\\", ' \
-                             '\\"spans\\": []}"}\n```'
+    twice = (
+        only_arguments + '\n```json\n{"name": "finish", "arguments": "{\\"analysis\\": \\"none found\\", '
+        '\\"spans\\": []}"}\n```'
+    )
     assert len(calls_from_text(twice, schemas)) == 1  # one call written in two forms is one call
     (bare_name,) = calls_from_text("functions.search:", {"search"})
     assert bare_name.error == "the call has no arguments object"
@@ -142,7 +149,7 @@ def test_the_query_deadline_bounds_a_slow_request_and_its_retries():
         agent = policy(server, timeout=60.0)
         agent.deadline = time.monotonic() + 1.0
         started = time.monotonic()
-        with pytest.raises(Exception):
+        with pytest.raises(Exception):  # noqa: B017  (whatever the SDK raises on a timeout: the point is when)
             agent.next(CONVERSATION, TOOL_SPECS)
     assert time.monotonic() - started < 2.9, "the request should be cut at the deadline, with no retry after it"
 
@@ -167,8 +174,10 @@ def test_tool_results_can_travel_as_user_messages_for_templates_that_drop_tool_m
         OpenAIModel.from_settings(load_settings(), model="fake-model", wait=FAST).next(turns, TOOL_SPECS)
     sent = server.requests[0]["messages"]
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
-    assert sent[3] == {"role": "user", "content": "Output of search (call_a):\nt-1 state 2 @ ...\n\n"
-                                                  "Output of show (call_b):\nstate 3 text"}
+    assert sent[3] == {
+        "role": "user",
+        "content": "Output of search (call_a):\nt-1 state 2 @ ...\n\nOutput of show (call_b):\nstate 3 text",
+    }
     with pytest.raises(ConfigError, match="tool_results must be one of tool, user"):
         OpenAIModel("m", base_url=server.base_url, tool_results="system")
 

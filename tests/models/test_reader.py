@@ -1,28 +1,33 @@
 """The reader: LongMemEval-V2's prompt and message layout, \\boxed{} extraction, and set-up instructions."""
+
 from __future__ import annotations
 
 import base64
 
 import pytest
 
+from runbook.config import load_settings
 from runbook.context import Context, EvidenceItem
 from runbook.errors import ConfigError
-from runbook.config import load_settings
 from runbook.models.fakes import FakeOpenAIServer, text
 from runbook.models.openai import OpenAIModel
 from runbook.models.reader import READER_PROMPTS, Reader, extract_boxed
 
-PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmM"
-                       "IQAAAABJRU5ErkJggg==")
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
 
 
-@pytest.mark.parametrize("response, answer", [
-    ("The price is \\boxed{$32.00}.", "$32.00"),
-    ("first \\boxed{a} then \\boxed{b}", "b"),
-    ("\\boxed{The premise is wrong: {nested} braces}", "The premise is wrong: {nested} braces"),
-    ("no box at all", "no box at all"),
-    ("\\boxed{}", "\\boxed{}"),
-])
+@pytest.mark.parametrize(
+    "response, answer",
+    [
+        ("The price is \\boxed{$32.00}.", "$32.00"),
+        ("first \\boxed{a} then \\boxed{b}", "b"),
+        ("\\boxed{The premise is wrong: {nested} braces}", "The premise is wrong: {nested} braces"),
+        ("no box at all", "no box at all"),
+        ("\\boxed{}", "\\boxed{}"),
+    ],
+)
 def test_the_answer_is_the_last_boxed(response, answer):
     assert extract_boxed(response) == answer
 
@@ -36,8 +41,13 @@ def test_the_benchmark_prompts_keep_their_rules():
 def test_reader_sends_memory_items_then_the_question_and_its_image(tmp_path):
     shot = tmp_path / "s.png"
     shot.write_bytes(PNG)
-    context = Context("What is the price?", 1000, analysis="The latest price is on state 3.", store_root=str(tmp_path),
-                      items=[EvidenceItem("t-1", "price: $32.00", state_index=3, screenshot="s.png")])
+    context = Context(
+        "What is the price?",
+        1000,
+        analysis="The latest price is on state 3.",
+        store_root=str(tmp_path),
+        items=[EvidenceItem("t-1", "price: $32.00", state_index=3, screenshot="s.png")],
+    )
     with FakeOpenAIServer([text("It costs \\boxed{$32.00}")]) as server:
         reader = Reader(OpenAIModel("reader", base_url=server.base_url), domain="web")
         result = reader.answer(context, image=str(shot))
@@ -45,9 +55,14 @@ def test_reader_sends_memory_items_then_the_question_and_its_image(tmp_path):
     system, user = server.requests[0]["messages"]
     assert system == {"role": "system", "content": READER_PROMPTS["web"]}
     kinds = [(p["type"], p.get("text", "")[:22]) for p in user["content"]]
-    assert kinds == [("text", "### Memory context:\n"), ("text", "Analysis: The latest p"),
-                     ("text", "[state] trajectory t-1"), ("image_url", ""), ("text", "\n\n### Question to answ"),
-                     ("image_url", "")]
+    assert kinds == [
+        ("text", "### Memory context:\n"),
+        ("text", "Analysis: The latest p"),
+        ("text", "[state] trajectory t-1"),
+        ("image_url", ""),
+        ("text", "\n\n### Question to answ"),
+        ("image_url", ""),
+    ]
     assert user["content"][-2]["text"].endswith("What is the price?")
     assert user["content"][3]["image_url"]["url"].startswith("data:image/png;base64,")
     assert "tools" not in server.requests[0]
@@ -91,8 +106,9 @@ def test_the_context_is_cut_to_whole_items_as_the_harness_cuts_it():
     with FakeOpenAIServer([text("\\boxed{x}")]) as server:
         result = Reader(OpenAIModel("r", base_url=server.base_url)).answer(context, max_context_tokens=2 * one + 1)
     sent = [p["text"] for p in server.requests[0]["messages"][1]["content"]]
-    assert sent[1].startswith("[state] trajectory t-1, state 0") and sent[2].startswith("[state] trajectory t-1, "
-                                                                                        "state 1")
+    assert sent[1].startswith("[state] trajectory t-1, state 0") and sent[2].startswith(
+        "[state] trajectory t-1, state 1"
+    )
     assert sent[3].startswith("\n\n### Question to answer:")
     assert (result.original_tokens, result.context_tokens) == (lme_items_tokens(lme), lme_items_tokens(lme[:2]))
 
@@ -100,8 +116,9 @@ def test_the_context_is_cut_to_whole_items_as_the_harness_cuts_it():
 def test_a_text_only_reader_is_sent_no_images(tmp_path):
     shot = tmp_path / "s.png"
     shot.write_bytes(PNG)
-    context = Context("q?", 1000, store_root=str(tmp_path),
-                      items=[EvidenceItem("t-1", "price", state_index=3, screenshot="s.png")])
+    context = Context(
+        "q?", 1000, store_root=str(tmp_path), items=[EvidenceItem("t-1", "price", state_index=3, screenshot="s.png")]
+    )
     with FakeOpenAIServer([text("\\boxed{x}")]) as server:
         Reader(OpenAIModel("r", base_url=server.base_url), images=False).answer(context, image=str(shot))
     assert [p["type"] for p in server.requests[0]["messages"][1]["content"]] == ["text", "text", "text"]

@@ -1,33 +1,34 @@
 """The offline planner: its patterns, its reading of tool outputs, its choices per question kind, and whole queries
 through the real loop, the `local` sandbox and a store of the quick-start sample (no model, no key)."""
+
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 import os
 import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
-from runbook.policies import get_policy
-from runbook.policies.offline.planner import OfflinePlanner
-from runbook.policies.offline.analysis import write_analysis
-from runbook.policies.offline.spans import spans_of
+from runbook.agent.prompts import user_prompt
+from runbook.agent.types import Task
 from runbook.core.choice import MAX_STATES, choice_record, choose, read_choice
 from runbook.core.hits import Hit
-from runbook.core.scanout import read_scan, read_steps
-from runbook.core.patterns import pattern_regex, python_regex
-from runbook.policies.offline.terms import patterns_for, stem, without_common, word_pairs
-from runbook.agent.prompts import user_prompt
-from runbook.models.messages import Message, ToolResult
-from runbook.agent.types import Task
-from runbook.errors import ConfigError
+from runbook.core.patterns import pattern_regex, pattern_stem, python_regex
 from runbook.core.question import analyze
+from runbook.core.scanout import read_scan, read_steps
+from runbook.errors import ConfigError
+from runbook.ingest import insert_paths
+from runbook.models.messages import Message, ToolResult
+from runbook.policies import get_policy
+from runbook.policies.offline.analysis import write_analysis
+from runbook.policies.offline.planner import OfflinePlanner
+from runbook.policies.offline.spans import spans_of
+from runbook.policies.offline.terms import patterns_for, without_common, word_pairs
 from runbook.sandbox.sources import programs_dir
 from runbook.store import Store
-from runbook.ingest import insert_paths
 from runbook.trajectory.readers.jsonl import read as read_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,12 +42,22 @@ def recall_hit(**fields) -> Hit:
 
 
 # -- patterns --------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("word, expected", [("canceled", "cancel"), ("cancelled", "cancel"), ("added", "add"),
-                                            ("subscription", "subscri"), ("customers", "custome"),
-                                            ("opening", "open"), ("reviews", "review"), ("shell", "shell"),
-                                            ("stopped", "stop")])
+@pytest.mark.parametrize(
+    "word, expected",
+    [
+        ("canceled", "cancel"),
+        ("cancelled", "cancel"),
+        ("added", "add"),
+        ("subscription", "subscri"),
+        ("customers", "custome"),
+        ("opening", "open"),
+        ("reviews", "review"),
+        ("shell", "shell"),
+        ("stopped", "stop"),
+    ],
+)
 def test_stem(word, expected):
-    assert stem(word) == expected
+    assert pattern_stem(word) == expected
 
 
 def matches(item: dict, text: str) -> bool:
@@ -75,7 +86,10 @@ def test_ripgrep_regexes_stay_ascii_for_speed():
 def test_patterns_for_a_question():
     patterns = patterns_for(analyze("What price does the admin currently list for Desiree Fitness Tee-XS-Black?"))
     texts = {p["text"]: p for p in patterns}
-    assert texts["Desiree Fitness Tee-XS-Black"]["kind"] == "phrase" and not texts["Desiree Fitness Tee-XS-Black"]["derived"]
+    assert (
+        texts["Desiree Fitness Tee-XS-Black"]["kind"] == "phrase"
+        and not texts["Desiree Fitness Tee-XS-Black"]["derived"]
+    )
     assert texts["price"]["kind"] == "term" and texts["price"]["stem"] == "suffix"
     assert "currently" not in texts and "what" not in texts
     assert all(p["derived"] for p in patterns if p["weight"] < 0.5)  # word pairs are extra, never the question's own
@@ -93,7 +107,7 @@ def scan_output(states, runs=(), latest=(), missing=()) -> str:
     lines += [{"type": "latest", **s} for s in latest]
     lines += [{"type": "state", **s} for s in states]
     lines += [{"type": "traj", **r} for r in runs]
-    return "\n".join(json.dumps(x) for x in lines) + "\n[… 12 tokens elided …]\n{\"type\": \"state\", \"t\""
+    return "\n".join(json.dumps(x) for x in lines) + '\n[… 12 tokens elided …]\n{"type": "state", "t"'
 
 
 def plan_output(policy: OfflinePlanner, scan_lines: str) -> str:
@@ -108,28 +122,40 @@ def test_read_scan_skips_what_is_not_a_whole_json_line():
 
 
 def test_dynamic_questions_put_the_newest_strong_state_first_and_label_older_ones():
-    scan = read_scan(scan_output(
-        states=[{"t": "old", "i": 4, "s": 9.0, "time": "2025-12-17T19:18:00"}],
-        latest=[{"t": "new", "i": 9, "s": 7.0, "time": "2025-12-18T22:17:00"},
-                {"t": "new", "i": 10, "s": 7.0, "time": "2025-12-18T22:20:00"}]))
+    scan = read_scan(
+        scan_output(
+            states=[{"t": "old", "i": 4, "s": 9.0, "time": "2025-12-17T19:18:00"}],
+            latest=[
+                {"t": "new", "i": 9, "s": 7.0, "time": "2025-12-18T22:17:00"},
+                {"t": "new", "i": 10, "s": 7.0, "time": "2025-12-18T22:20:00"},
+            ],
+        )
+    )
     choice = choose("dynamic", True, scan)
     assert choice.keys[:2] == [("new", 10), ("new", 9)] and choice.notes[("new", 10)] == "latest sighting"
     assert choice.notes[("old", 4)] == "older"
-    assert [s.to_json() for s in spans_of(choice.keys)][0] == {"trajectory_id": "new", "start_state_index": 9,
-                                                               "end_state_index": 10}
+    assert [s.to_json() for s in spans_of(choice.keys)][0] == {
+        "trajectory_id": "new",
+        "start_state_index": 9,
+        "end_state_index": 10,
+    }
 
 
 def test_procedures_take_the_successful_run_whose_goal_names_the_task():
-    runs = [{"t": "notify", "s": 80.0, "gs": 6.0, "head": 0, "ok": 1, "n": 12, "ne": 1, "goal": "Notify a customer"},
-            {"t": "cancel", "s": 78.0, "gs": 5.8, "head": 2, "ok": 1, "n": 8, "ne": 1, "goal": "Cancel order 305"},
-            {"t": "cancel-failed", "s": 79.0, "gs": 5.8, "head": 2, "ok": 0, "n": 8, "ne": 4, "goal": "Cancel order 9"}]
+    runs = [
+        {"t": "notify", "s": 80.0, "gs": 6.0, "head": 0, "ok": 1, "n": 12, "ne": 1, "goal": "Notify a customer"},
+        {"t": "cancel", "s": 78.0, "gs": 5.8, "head": 2, "ok": 1, "n": 8, "ne": 1, "goal": "Cancel order 305"},
+        {"t": "cancel-failed", "s": 79.0, "gs": 5.8, "head": 2, "ok": 0, "n": 8, "ne": 4, "goal": "Cancel order 9"},
+    ]
     choice = choose("procedure", False, read_scan(scan_output([], runs)))
     assert choice.run.t == "cancel" and choice.keys == [("cancel", i) for i in range(8)]
 
 
 def test_gotchas_take_the_failed_run_with_its_errors():
-    runs = [{"t": "ok-run", "s": 50.0, "gs": 3.0, "head": 0, "ok": 1, "n": 30, "ne": 0, "goal": "Browse"},
-            {"t": "failed", "s": 45.0, "gs": 9.0, "head": 2, "ok": 0, "n": 30, "ne": 2, "goal": "Subscribe"}]
+    runs = [
+        {"t": "ok-run", "s": 50.0, "gs": 3.0, "head": 0, "ok": 1, "n": 30, "ne": 0, "goal": "Browse"},
+        {"t": "failed", "s": 45.0, "gs": 9.0, "head": 2, "ok": 0, "n": 30, "ne": 2, "goal": "Subscribe"},
+    ]
     states = [{"t": "failed", "i": 12, "s": 9.0, "err": 1, "n": 30}, {"t": "ok-run", "i": 3, "s": 8.0, "n": 30}]
     choice = choose("gotcha", False, read_scan(scan_output(states, runs)))
     assert choice.run.t == "failed"
@@ -137,8 +163,10 @@ def test_gotchas_take_the_failed_run_with_its_errors():
 
 
 def test_a_gotchas_best_matching_run_comes_first_even_without_an_error():
-    runs = [{"t": "lookup-175", "s": 60.0, "gs": 9.0, "head": 0, "ok": 1, "n": 6, "ne": 0, "goal": "Look up order 175"},
-            {"t": "other", "s": 40.0, "gs": 8.0, "head": 0, "ok": 0, "n": 6, "ne": 3, "goal": "Find an order"}]
+    runs = [
+        {"t": "lookup-175", "s": 60.0, "gs": 9.0, "head": 0, "ok": 1, "n": 6, "ne": 0, "goal": "Look up order 175"},
+        {"t": "other", "s": 40.0, "gs": 8.0, "head": 0, "ok": 0, "n": 6, "ne": 3, "goal": "Find an order"},
+    ]
     states = [{"t": "other", "i": 2, "s": 5.0, "err": 1, "n": 6}]
     choice = choose("gotcha", False, read_scan(scan_output(states, runs)))
     assert [run.t for run in choice.runs] == ["lookup-175", "other"]  # a stale filter shows in its steps
@@ -146,11 +174,16 @@ def test_a_gotchas_best_matching_run_comes_first_even_without_an_error():
 
 
 def test_a_gotchas_best_states_lead_even_when_two_runs_fill_the_choice():
-    runs = [{"t": "matched", "s": 60.0, "gs": 9.0, "head": 1, "ok": 1, "n": 8, "ne": 0, "goal": "Find a route"},
-            {"t": "failed", "s": 50.0, "gs": 9.0, "head": 1, "ok": 0, "n": 8, "ne": 3, "goal": "Show a route"}]
+    runs = [
+        {"t": "matched", "s": 60.0, "gs": 9.0, "head": 1, "ok": 1, "n": 8, "ne": 0, "goal": "Find a route"},
+        {"t": "failed", "s": 50.0, "gs": 9.0, "head": 1, "ok": 0, "n": 8, "ne": 3, "goal": "Show a route"},
+    ]
     # the thoughts that name what was in the way are in two other runs' first states
-    states = [{"t": "drive", "i": 0, "s": 21.4, "n": 6}, {"t": "theatre", "i": 0, "s": 21.3, "n": 9},
-              {"t": "failed", "i": 3, "s": 18.5, "err": 1, "n": 8}]
+    states = [
+        {"t": "drive", "i": 0, "s": 21.4, "n": 6},
+        {"t": "theatre", "i": 0, "s": 21.3, "n": 9},
+        {"t": "failed", "i": 3, "s": 18.5, "err": 1, "n": 8},
+    ]
     choice = choose("gotcha", False, read_scan(scan_output(states, runs)))
     assert choice.keys[:2] == [("drive", 0), ("theatre", 0)]
     assert choice.notes[("drive", 0)] == "matches the question best"
@@ -199,42 +232,74 @@ def test_the_plan_is_one_program_call_then_finish():
     first = policy.next(messages, [])
     assert first.tool_calls[0].name == "plan" and first.tool_calls[0].arguments["request"]["kind"] == "dynamic"
     # the program prints its choice, the scan's lines, then the chosen states' details
-    output = scan_output([{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}],
-                         latest=[{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}])
-    output += "\n" + json.dumps({"type": "step", "t": "a", "i": 1, "time": "2025-12-16",
-                                 "lines": ["textbox 'Price' value='$5'"]})
+    output = scan_output(
+        [{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}],
+        latest=[{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}],
+    )
+    output += "\n" + json.dumps(
+        {"type": "step", "t": "a", "i": 1, "time": "2025-12-16", "lines": ["textbox 'Price' value='$5'"]}
+    )
     messages += [first, tool_message("plan", plan_output(policy, output))]
     second = policy.next(messages, [])
     call = second.tool_calls[0]
-    assert call.name == "finish" and call.arguments["spans"] == [{"trajectory_id": "a", "start_state_index": 1,
-                                                                  "end_state_index": 1}]
+    assert call.name == "finish" and call.arguments["spans"] == [
+        {"trajectory_id": "a", "start_state_index": 1, "end_state_index": 1}
+    ]
     assert "value='$5'" in call.arguments["analysis"] and "latest" in call.arguments["analysis"]
 
 
 def test_the_finish_keeps_method_rs_evidence_and_adds_only_states_it_does_not_show():
-    recall = [recall_hit(id='n4', pool='notes', trajectory_id='a', state_index=0, end_state_index=5, packed=True),
-              recall_hit(id='s7', pool='slices', trajectory_id='a', state_index=1, packed=True),
-              recall_hit(id='s9', pool='slices', trajectory_id='b', state_index=3)]
+    recall = [
+        recall_hit(id="n4", pool="notes", trajectory_id="a", state_index=0, end_state_index=5, packed=True),
+        recall_hit(id="s7", pool="slices", trajectory_id="a", state_index=1, packed=True),
+        recall_hit(id="s9", pool="slices", trajectory_id="b", state_index=3),
+    ]
     policy = OfflinePlanner()
     policy.begin(Task("What price does the admin list now?", recall=recall))
     messages = [Message("user", "q"), policy.next([Message("user", "q")], [])]
-    messages.append(tool_message("plan", plan_output(policy, scan_output(
-        [{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}, {"t": "b", "i": 3, "s": 2.0, "time": "2025"}]))))
+    messages.append(
+        tool_message(
+            "plan",
+            plan_output(
+                policy,
+                scan_output(
+                    [
+                        {"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"},
+                        {"t": "b", "i": 3, "s": 2.0, "time": "2025"},
+                    ]
+                ),
+            ),
+        )
+    )
     finish = policy.next(messages, []).tool_calls[0]
     assert finish.name == "finish" and finish.arguments["recall"] == ["n4", "s7"]  # R's own, in R's order
     assert finish.arguments["spans"] == [{"trajectory_id": "b", "start_state_index": 3, "end_state_index": 3}]
 
 
 def test_a_name_found_nowhere_leaves_method_rs_ranking_whole_and_says_so():
-    recall = [recall_hit(id='s7', pool='slices', trajectory_id='a', state_index=1, packed=True),
-              recall_hit(id='s9', pool='slices', trajectory_id='b', state_index=3)]
+    recall = [
+        recall_hit(id="s7", pool="slices", trajectory_id="a", state_index=1, packed=True),
+        recall_hit(id="s9", pool="slices", trajectory_id="b", state_index=3),
+    ]
     question = "What is the SKU of 'Glacier Canvas Hammock'?"
     policy = OfflinePlanner()
     policy.begin(Task(question, recall=recall))
     messages = [Message("user", "q"), policy.next([Message("user", "q")], [])]
-    messages.append(tool_message("plan", plan_output(policy, scan_output(
-        [{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}, {"t": "c", "i": 2, "s": 2.0, "time": "2025"}],
-        missing=["Glacier Canvas Hammock"]))))
+    messages.append(
+        tool_message(
+            "plan",
+            plan_output(
+                policy,
+                scan_output(
+                    [
+                        {"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"},
+                        {"t": "c", "i": 2, "s": 2.0, "time": "2025"},
+                    ],
+                    missing=["Glacier Canvas Hammock"],
+                ),
+            ),
+        )
+    )
     finish = policy.next(messages, []).tool_calls[0]
     assert finish.arguments["recall"] == ["s7"] and finish.arguments["spans"] == []  # no closest states of its own
     assert "'Glacier Canvas Hammock'" in finish.arguments["analysis"]
@@ -249,16 +314,26 @@ def test_words_on_most_states_stay_out_of_the_scan_but_the_rarest_two_are_kept()
     assert "product" not in kept and "account" not in kept
     only_common = patterns_for(analyze("Which product is on the account page?"))
     assert {p["label"].lower() for p in without_common(only_common, {"product": 0.9, "account": 0.8})} >= {
-        "product", "account"}
+        "product",
+        "account",
+    }
 
 
 def test_the_scan_is_scoped_to_the_sites_of_rs_own_evidence():
     from runbook.policies.offline.planner import scope_sites
 
-    hits = [recall_hit(id='n1', site='shopping', packed=True, pool='slices', trajectory_id='a', state_index=0), recall_hit(id='s2', site='shopping_admin', packed=True, pool='slices', trajectory_id='a', state_index=0),
-            recall_hit(id='s3', site='gitlab', pool='slices', trajectory_id='a', state_index=0)]  # not R's own: does not widen the scope
+    hits = [
+        recall_hit(id="n1", site="shopping", packed=True, pool="slices", trajectory_id="a", state_index=0),
+        recall_hit(id="s2", site="shopping_admin", packed=True, pool="slices", trajectory_id="a", state_index=0),
+        recall_hit(id="s3", site="gitlab", pool="slices", trajectory_id="a", state_index=0),
+    ]  # not R's own: does not widen the scope
     assert scope_sites(hits) == ["shopping", "shopping_admin"]
-    assert scope_sites(hits + [recall_hit(id='s4', site='reddit', packed=True, pool='slices', trajectory_id='a', state_index=0)]) == []  # spread: the whole store
+    assert (
+        scope_sites(
+            hits + [recall_hit(id="s4", site="reddit", packed=True, pool="slices", trajectory_id="a", state_index=0)]
+        )
+        == []
+    )  # spread: the whole store
     assert scope_sites([]) == []
     policy = OfflinePlanner()
     policy.begin(Task("What price does the admin list now?", recall=hits))
@@ -267,14 +342,25 @@ def test_the_scan_is_scoped_to_the_sites_of_rs_own_evidence():
 
 
 def test_a_current_value_questions_added_states_come_newest_first():
-    recall = [recall_hit(id='s1', pool='slices', trajectory_id='a', state_index=1, packed=True, site='shop')]
+    recall = [recall_hit(id="s1", pool="slices", trajectory_id="a", state_index=1, packed=True, site="shop")]
     policy = OfflinePlanner()
     policy.begin(Task("What price does the admin list now?", recall=recall))
     messages = [Message("user", "q"), policy.next([Message("user", "q")], [])]
-    messages.append(tool_message("plan", plan_output(policy, scan_output(
-        [{"t": "old", "i": 2, "s": 9.0, "time": "2025-12-16T06:00:00"},
-         {"t": "a", "i": 1, "s": 8.0, "time": "2025-12-18T06:00:00"}],
-        latest=[{"t": "new", "i": 5, "s": 7.0, "time": "2025-12-17T06:00:00"}]))))
+    messages.append(
+        tool_message(
+            "plan",
+            plan_output(
+                policy,
+                scan_output(
+                    [
+                        {"t": "old", "i": 2, "s": 9.0, "time": "2025-12-16T06:00:00"},
+                        {"t": "a", "i": 1, "s": 8.0, "time": "2025-12-18T06:00:00"},
+                    ],
+                    latest=[{"t": "new", "i": 5, "s": 7.0, "time": "2025-12-17T06:00:00"}],
+                ),
+            ),
+        )
+    )
     spans = policy.next(messages, []).tool_calls[0].arguments["spans"]
     assert [span["trajectory_id"] for span in spans] == ["new", "old"]  # 'a' 1 is R's own, shown already
 
@@ -304,16 +390,18 @@ def sample_store(tmp_path_factory) -> Store:
     return store
 
 
-
-
 def run_program(store: Store, entry: str, params: dict) -> list[dict]:
     """One of the planner's programs as the sandbox runs it: `rbplan --request JSON`, or scan / detail alone."""
     env = dict(os.environ, RUNBOOK_STORE_DIR=str(store.root), PYTHONPATH=str(TOOLS))
     if entry == "plan":
         argv = [sys.executable, str(TOOLS / "rbplan"), "--request", json.dumps(params)]
     else:
-        argv = [sys.executable, "-c", f"import json, sys; from runbook.core.{entry} import {entry}; "
-                                      f"{entry}(json.loads(sys.argv[1]))", json.dumps(params)]
+        argv = [
+            sys.executable,
+            "-c",
+            f"import json, sys; from runbook.core.{entry} import {entry}; {entry}(json.loads(sys.argv[1]))",
+            json.dumps(params),
+        ]
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]
@@ -335,8 +423,15 @@ def test_a_scoped_scan_reads_only_its_sites_and_looks_elsewhere_before_calling_a
     store = Store(tmp_path / "store", create=True)
     with store.writer() as writer:
         writer.insert(make_trajectory("shop-1", 2, site="shop", texts=["'Lumaflex Band' price", "'Lumaflex' cart"]))
-        writer.insert(make_trajectory("git-1", 2, site="gitlab", texts=["'Lumaflex' repo", "'zorblax' issue"],
-                                      goal="Star the Lumaflex zorblax repo"))
+        writer.insert(
+            make_trajectory(
+                "git-1",
+                2,
+                site="gitlab",
+                texts=["'Lumaflex' repo", "'zorblax' issue"],
+                goal="Star the Lumaflex zorblax repo",
+            )
+        )
     patterns = patterns_for(analyze("Where is the Lumaflex zorblax quibbit?"))
     out = run_program(store, "scan", {"patterns": patterns, "max_chars": 4000, "scope_sites": ["shop"]})
     assert out[0]["scope"] == ["shop"] and out[0]["n_states"] == 2
@@ -352,10 +447,21 @@ def test_a_menu_path_the_question_gives_ranks_the_page_it_names_first(tmp_path):
     # every admin page carries the menu ('Sales', 'Orders', 'Customers'); the dashboard says them more often
     menu = "[1] link 'SALES' [2] link 'Orders' [3] link 'CUSTOMERS' [4] link 'All Customers'"
     busy = "\n".join(f"row 'Order {n}' 'Sales' 'first look' 'check'" for n in range(6))
-    pages = [("Dashboard / Admin", f"{menu}\nheading 'Last Orders'\n{busy}"),
-             ("Orders / Operations / Sales / Admin", f"{menu}\nStaticText 'Active filters:' button 'Clear all'")]
-    states = [State(index=i, url=f"http://localhost:7780/admin/{i}", title=title, text=text, action="noop()",
-                    timestamp=f"2025-12-16T06:0{i}:00.000Z") for i, (title, text) in enumerate(pages)]
+    pages = [
+        ("Dashboard / Admin", f"{menu}\nheading 'Last Orders'\n{busy}"),
+        ("Orders / Operations / Sales / Admin", f"{menu}\nStaticText 'Active filters:' button 'Clear all'"),
+    ]
+    states = [
+        State(
+            index=i,
+            url=f"http://localhost:7780/admin/{i}",
+            title=title,
+            text=text,
+            action="noop()",
+            timestamp=f"2025-12-16T06:0{i}:00.000Z",
+        )
+        for i, (title, text) in enumerate(pages)
+    ]
     store = Store(tmp_path / "store", create=True)
     with store.writer() as writer:
         writer.insert(Trajectory(id="adm-1", states=states, goal="look around", site="shop_admin"))
@@ -366,8 +472,9 @@ def test_a_menu_path_the_question_gives_ranks_the_page_it_names_first(tmp_path):
     assert params["pages"] == [["Sales", "Orders"]]
     ranked = [r["i"] for r in run_program(store, "scan", {**params, "max_chars": 4000}) if r["type"] == "state"]
     assert ranked[0] == 1
-    without = [r["i"] for r in run_program(store, "scan", {**params, "pages": [], "max_chars": 4000})
-               if r["type"] == "state"]
+    without = [
+        r["i"] for r in run_program(store, "scan", {**params, "pages": [], "max_chars": 4000}) if r["type"] == "state"
+    ]
     assert without[0] == 0  # the menu's words alone favour the dashboard
 
 
@@ -390,10 +497,11 @@ def test_the_plan_program_details_the_states_the_planner_chooses_from_its_output
     output = "\n".join(json.dumps(r) for r in out)
     choice = read_choice(output, read_scan(output))
     # printed once, and it is the choice made on the printed scan
-    assert choice_record(choice) == choice_record(choose(policy.plan.kind, policy.plan.analysis.wants_latest,
-                                                         read_scan(output)))
+    assert choice_record(choice) == choice_record(
+        choose(policy.plan.kind, policy.plan.analysis.wants_latest, read_scan(output))
+    )
     detailed = [(s.t, s.i) for s in read_steps(output)]
-    assert detailed and detailed == choice.keys[:len(detailed)]  # the planner's own choice, within detail's budget
+    assert detailed and detailed == choice.keys[: len(detailed)]  # the planner's own choice, within detail's budget
     walked = {run.t for run in choice.runs}
     assert walked and all("lines" not in r for r in out if r["type"] == "step" and r["t"] in walked)
     choice_line = len(json.dumps(out[0])) + 1
@@ -403,23 +511,39 @@ def test_the_plan_program_details_the_states_the_planner_chooses_from_its_output
 def test_detail_quotes_the_thought_sentence_that_says_more_than_the_page(tmp_path):
     from runbook.trajectory import State, Trajectory
 
-    thought = ("The user wants a driving time. The current map is centered on Singapore, but that does not matter "
-               "since directions accept names. Next I open the directions panel.")
-    states = [State(index=0, url="https://osm.example/#map=12/1.36/103.82", title="OpenStreetMap",
-                    text="RootWebArea 'OpenStreetMap'\n[1] link 'Directions'", action="click('1')", thought=thought,
-                    timestamp="2025-12-16T06:00:00.000Z")]
+    thought = (
+        "The user wants a driving time. The current map is centered on Singapore, but that does not matter "
+        "since directions accept names. Next I open the directions panel."
+    )
+    states = [
+        State(
+            index=0,
+            url="https://osm.example/#map=12/1.36/103.82",
+            title="OpenStreetMap",
+            text="RootWebArea 'OpenStreetMap'\n[1] link 'Directions'",
+            action="click('1')",
+            thought=thought,
+            timestamp="2025-12-16T06:00:00.000Z",
+        )
+    ]
     store = Store(tmp_path / "store", create=True)
     with store.writer() as writer:
         writer.insert(Trajectory(id="map-1", states=states, goal="Driving time", site="map"))
     patterns = patterns_for(analyze("Where is the map view centered when a map task starts?"))
     step = run_program(store, "detail", {"states": [["map-1", 0, 2]], "patterns": patterns})[0]
-    assert step["thought"] == "The current map is centered on Singapore, but that does not matter since directions " \
-                              "accept names."
+    assert (
+        step["thought"] == "The current map is centered on Singapore, but that does not matter since directions "
+        "accept names."
+    )
     plain = run_program(store, "detail", {"states": [["map-1", 0, 0]], "patterns": patterns})[0]
     assert "thought" not in plain  # a walked-through run's states speak through their actions
-    analysis = write_analysis("static", False, read_scan(scan_output([{"t": "map-1", "i": 0, "s": 5.0}])),
-                              choose("static", False, read_scan(scan_output([{"t": "map-1", "i": 0, "s": 5.0}]))),
-                              read_steps(json.dumps({"type": "step", **step})))
+    analysis = write_analysis(
+        "static",
+        False,
+        read_scan(scan_output([{"t": "map-1", "i": 0, "s": 5.0}])),
+        choose("static", False, read_scan(scan_output([{"t": "map-1", "i": 0, "s": 5.0}]))),
+        read_steps(json.dumps({"type": "step", **step})),
+    )
     assert "centered on Singapore" in analysis
 
 
@@ -449,8 +573,9 @@ def test_the_same_question_gives_the_same_context(sample_store, clean_env):
     memory = CodingAgentMemory(sample_store, sandbox="local")
     question = "After the recent edits, what does Quartz Thermal Pant cost now?"
     first, second = (memory.query(question, budget=4000) for _ in range(2))
-    assert first.analysis == second.analysis and [i.citation() for i in first.items] == \
-        [i.citation() for i in second.items]
+    assert first.analysis == second.analysis and [i.citation() for i in first.items] == [
+        i.citation() for i in second.items
+    ]
 
 
 def test_a_question_image_finds_its_screenshot(sample_store, clean_env):
@@ -458,8 +583,9 @@ def test_a_question_image_finds_its_screenshot(sample_store, clean_env):
     from runbook.memory.coding_agent import CodingAgentMemory
 
     q = next(q for q in sample_questions() if q.get("image"))
-    context = CodingAgentMemory(sample_store, sandbox="local").query(q["question"], budget=8000,
-                                                                     image=str(SAMPLE / q["image"]))
+    context = CodingAgentMemory(sample_store, sandbox="local").query(
+        q["question"], budget=8000, image=str(SAMPLE / q["image"])
+    )
     trajectory, state = Path(q["image"]).parts[-2], int(Path(q["image"]).stem)
     first = context.items[0]
     assert first.trajectory_id == trajectory
@@ -471,16 +597,20 @@ def test_the_probe_finds_where_the_site_shows_another_value_than_the_one_typed()
     from runbook.core.scanout import Step
     from runbook.policies.offline.probe import probe_pattern, read_probe, typed_values
 
-    steps = [Step("run", 0, act="fill('1910', 'emma.lopez@example.com')  [1910 = textbox 'Newsletter']"),
-             Step("run", 1, act="click('1912')")]
+    steps = [
+        Step("run", 0, act="fill('1910', 'emma.lopez@example.com')  [1910 = textbox 'Newsletter']"),
+        Step("run", 1, act="click('1912')"),
+    ]
     typed = typed_values(steps, "run")
     assert typed == ["emma.lopez@example.com"] and probe_pattern(typed) == r"emma\.lopez"
-    output = ("# 'emma\\.lopez' (-i) in field text: 3 matching lines in 3 states of 2 trajectories\n"
-              "run state 0 @ 2025-12-18T13:11:14Z http://localhost:7770/\n  L5: value='emma.lopez@example.com'\n"
-              "acct state 1 @ 2025-12-22T06:25:53Z http://localhost:7770/customer/account/\n"
-              "  L89: StaticText 'emma.lopez@gmail.com'\n"
-              "acct state 2 @ 2025-12-22T06:26:00Z http://localhost:7770/customer/account/\n"
-              "  L89: StaticText 'emma.lopez@gmail.com'\n")
+    output = (
+        "# 'emma\\.lopez' (-i) in field text: 3 matching lines in 3 states of 2 trajectories\n"
+        "run state 0 @ 2025-12-18T13:11:14Z http://localhost:7770/\n  L5: value='emma.lopez@example.com'\n"
+        "acct state 1 @ 2025-12-22T06:25:53Z http://localhost:7770/customer/account/\n"
+        "  L89: StaticText 'emma.lopez@gmail.com'\n"
+        "acct state 2 @ 2025-12-22T06:26:00Z http://localhost:7770/customer/account/\n"
+        "  L89: StaticText 'emma.lopez@gmail.com'\n"
+    )
     sightings = read_probe(output, "run", typed)
     assert [(s.key, s.seen) for s in sightings] == [(("acct", 1), "StaticText 'emma.lopez@gmail.com'")]
 
@@ -492,12 +622,19 @@ def test_a_gotcha_whose_run_typed_a_value_searches_for_it():
     messages.append(policy.next(messages, []))
     runs = [{"t": "run", "s": 9.0, "gs": 9.0, "head": 2, "ok": 0, "n": 2, "ne": 1, "goal": "Subscribe"}]
     step = json.dumps({"type": "step", "t": "run", "i": 0, "act": "fill('1', 'emma.lopez@example.com')"})
-    messages.append(tool_message("plan", plan_output(policy, scan_output([{"t": "run", "i": 0, "s": 9.0, "n": 2}], runs))
-                                 + "\n" + step))
+    messages.append(
+        tool_message(
+            "plan", plan_output(policy, scan_output([{"t": "run", "i": 0, "s": 9.0, "n": 2}], runs)) + "\n" + step
+        )
+    )
     probe = policy.next(messages, [])
     assert probe.tool_calls[0].name == "search" and probe.tool_calls[0].arguments["pattern"] == r"emma\.lopez"
-    messages += [probe, tool_message("search", "acct state 1 @ 2025-12-22T06:25:53Z http://x/\n"
-                                               "  L89: StaticText 'emma.lopez@gmail.com'\n")]
+    messages += [
+        probe,
+        tool_message(
+            "search", "acct state 1 @ 2025-12-22T06:25:53Z http://x/\n  L89: StaticText 'emma.lopez@gmail.com'\n"
+        ),
+    ]
     finish = policy.next(messages, []).tool_calls[0]
     assert finish.name == "finish" and "emma.lopez@gmail.com" in finish.arguments["analysis"]
     assert {"trajectory_id": "acct", "start_state_index": 1, "end_state_index": 1} in finish.arguments["spans"]

@@ -1,4 +1,5 @@
 """The event diff on real consecutive states, and on pages whose element ids were renumbered."""
+
 import gzip
 import json
 

@@ -1,4 +1,5 @@
 """Method R and the BM25 baseline behind the Memory interface."""
+
 import pytest
 
 from runbook.errors import StoreError
@@ -8,10 +9,12 @@ from runbook.pools import insert_listener
 from runbook.pools.actions import describe, error_gist
 from tests.conftest import make_trajectory, write_jsonl
 
-PAGES = ["RootWebArea 'Orders'\n\t[736] button 'Cancel'\n\t[737] button 'Hold'",
-         "RootWebArea 'Orders'\n\tdialog ''\n\t\tStaticText 'Are you sure you want to cancel this order?'\n"
-         "\t\t[2741] button 'OK'",
-         "RootWebArea 'Orders'\n\tStaticText 'You canceled the order.'\n\tgridcell 'Canceled'"]
+PAGES = [
+    "RootWebArea 'Orders'\n\t[736] button 'Cancel'\n\t[737] button 'Hold'",
+    "RootWebArea 'Orders'\n\tdialog ''\n\t\tStaticText 'Are you sure you want to cancel this order?'\n"
+    "\t\t[2741] button 'OK'",
+    "RootWebArea 'Orders'\n\tStaticText 'You canceled the order.'\n\tgridcell 'Canceled'",
+]
 
 
 @pytest.fixture
@@ -19,8 +22,9 @@ def filled(store, tmp_path):
     traj = make_trajectory("wa-admin-1", 3, texts=PAGES, goal="Cancel order 305")
     traj.states[0].action, traj.states[1].action = "click('736')", "click('2741')"
     other = make_trajectory("wa-admin-2", 2, goal="Find the newest review", start=30)
-    insert_paths(store, [write_jsonl(tmp_path / "a.jsonl", [traj, other])], listeners=[insert_listener(store)],
-                 workers=1)
+    insert_paths(
+        store, [write_jsonl(tmp_path / "a.jsonl", [traj, other])], listeners=[insert_listener(store)], workers=1
+    )
     return store
 
 
@@ -62,8 +66,10 @@ def test_actions_are_described_by_their_controls():
 
 
 def test_error_gist_keeps_the_reason():
-    error = ("TimeoutError: Locator.click: Timeout 500ms exceeded.\nCall log:\nwaiting for get_by_test_id(\"1150\")\n"
-             "  -   locator resolved to <input bid=\"1150\" type=\"checkbox\"/>\n  - attempting click action\n"
-             "  -   <label for=\"1\" bid=\"1151\">…</label> intercepts pointer events\n  - retrying click action")
+    error = (
+        'TimeoutError: Locator.click: Timeout 500ms exceeded.\nCall log:\nwaiting for get_by_test_id("1150")\n'
+        '  -   locator resolved to <input bid="1150" type="checkbox"/>\n  - attempting click action\n'
+        '  -   <label for="1" bid="1151">…</label> intercepts pointer events\n  - retrying click action'
+    )
     gist = error_gist(error)
     assert gist.startswith("TimeoutError") and "intercepts pointer events" in gist and "retrying" not in gist

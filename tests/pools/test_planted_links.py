@@ -1,5 +1,6 @@
 """Method R and the BM25 baseline skip store files that are symlinks (with a warning) instead of reading the host
 file they point to."""
+
 from __future__ import annotations
 
 import logging
@@ -19,10 +20,13 @@ PAGE = "RootWebArea 'Edit Product'\n\t[900] textbox 'Price' value='$24.00'\n\tSt
 
 @pytest.fixture
 def filled(store, tmp_path):
-    trajectories = [make_trajectory(f"wa-admin-{n}", 2, texts=[PAGE, PAGE], goal="Check the Lumaflex price",
-                                    start=10 * n) for n in range(3)]
-    insert_paths(store, [write_jsonl(tmp_path / "a.jsonl", trajectories)], listeners=[insert_listener(store)],
-                 workers=1)
+    trajectories = [
+        make_trajectory(f"wa-admin-{n}", 2, texts=[PAGE, PAGE], goal="Check the Lumaflex price", start=10 * n)
+        for n in range(3)
+    ]
+    insert_paths(
+        store, [write_jsonl(tmp_path / "a.jsonl", trajectories)], listeners=[insert_listener(store)], workers=1
+    )
     host = tmp_path / "host"
     host.mkdir()
     (host / "secret.md").write_text(f"trajectory: wa-admin-0\n---\n{SECRET}\n" * 5)
@@ -40,7 +44,7 @@ def _plant(store, tmp_path, where: str) -> None:
         link = folder / "states" if where == "states folder" else folder
         target = host / "copy"
         os.rename(link, target)
-        for state in (target.rglob("*.md") if where == "trajectory folder" else target.glob("*.md")):
+        for state in target.rglob("*.md") if where == "trajectory folder" else target.glob("*.md"):
             state.write_text((host / "secret.md").read_text())
     os.symlink(target, link)
 

@@ -1,4 +1,5 @@
 """Pools are built incrementally on insert, survive a killed writer, and rebuild identically with reindex."""
+
 from runbook.ingest import insert_paths
 from runbook.pools import Retriever, insert_listener, reindex
 from runbook.pools.storage import PoolWriter, open_snapshot

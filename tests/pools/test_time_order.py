@@ -1,21 +1,36 @@
 """Time awareness: the latest view of a page comes first, older views are labelled as older."""
+
 from runbook.ingest import insert_paths
 from runbook.memory import get_memory
 from runbook.pools import insert_listener
 from runbook.trajectory import State, Trajectory
 from tests.conftest import write_jsonl
 
-GRID = ("RootWebArea 'Products / Catalog / Admin'\n\t[5] heading 'Products'\n\t[9] row ''\n"
-        "\t\t[10] gridcell 'Desiree Fitness Tee-XS-Black'\n\t\t[11] gridcell 'WS05-XS-Black'\n"
-        "\t\t[12] gridcell '{price}'\n\t\t[13] gridcell 'Enabled'")
+GRID = (
+    "RootWebArea 'Products / Catalog / Admin'\n\t[5] heading 'Products'\n\t[9] row ''\n"
+    "\t\t[10] gridcell 'Desiree Fitness Tee-XS-Black'\n\t\t[11] gridcell 'WS05-XS-Black'\n"
+    "\t\t[12] gridcell '{price}'\n\t\t[13] gridcell 'Enabled'"
+)
 
 
 def _visit(tid: str, day: int, price: str) -> Trajectory:
-    states = [State(index=0, url="http://localhost:7780/admin/catalog/product/", title="Products / Catalog / Admin",
-                    text=GRID.format(price=price), action="send_msg_to_user('seen')",
-                    timestamp=f"2025-12-{day:02d}T10:00:00.000Z")]
-    return Trajectory(id=tid, states=states, goal=f"check the tee price ({tid})", site="shopping_admin",
-                      outcome="success (reward 1.0)")
+    states = [
+        State(
+            index=0,
+            url="http://localhost:7780/admin/catalog/product/",
+            title="Products / Catalog / Admin",
+            text=GRID.format(price=price),
+            action="send_msg_to_user('seen')",
+            timestamp=f"2025-12-{day:02d}T10:00:00.000Z",
+        )
+    ]
+    return Trajectory(
+        id=tid,
+        states=states,
+        goal=f"check the tee price ({tid})",
+        site="shopping_admin",
+        outcome="success (reward 1.0)",
+    )
 
 
 def _store_with_three_prices(store, tmp_path):
@@ -26,8 +41,9 @@ def _store_with_three_prices(store, tmp_path):
 
 def test_latest_value_first_and_older_labelled(store, tmp_path):
     _store_with_three_prices(store, tmp_path)
-    context = get_memory("r", store).query("What price does the admin currently list for SKU WS05-XS-Black?",
-                                           budget=4000)
+    context = get_memory("r", store).query(
+        "What price does the admin currently list for SKU WS05-XS-Black?", budget=4000
+    )
     states = [item for item in context.items if item.kind == "state"]
     assert [s.trajectory_id for s in states] == ["v-new", "v-mid", "v-old"]
     assert "$32.88" in states[0].text and states[0].label.startswith("latest of 3 views")
@@ -36,8 +52,9 @@ def test_latest_value_first_and_older_labelled(store, tmp_path):
 
 def test_relevance_order_kept_for_static_questions_but_labels_stay(store, tmp_path):
     _store_with_three_prices(store, tmp_path)
-    context = get_memory("r", store).query("Which status does the WS05-XS-Black row show in the Products grid?",
-                                           budget=4000)
+    context = get_memory("r", store).query(
+        "Which status does the WS05-XS-Black row show in the Products grid?", budget=4000
+    )
     states = [item for item in context.items if item.kind == "state"]
     labels = {s.trajectory_id: s.label for s in states}
     assert labels["v-new"].startswith("latest") and labels["v-old"].startswith("older view")

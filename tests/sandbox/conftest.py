@@ -1,5 +1,6 @@
 """Sandbox fixtures: a tiny store, and backends that FAIL when their engine is missing (skipped only where
 RUNBOOK_TEST_ALLOW_SKIP=1 says so, never in CI)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from runbook.errors import SandboxError
-
 from tests.conftest import sandbox_missing as missing
 
 TEST_LIMITS = dict(memory_mb=128, pids=64, output_bytes=4_000, scratch_mb=16)
@@ -18,6 +18,7 @@ TEST_LIMITS = dict(memory_mb=128, pids=64, output_bytes=4_000, scratch_mb=16)
 def docker_engine():
     from runbook.sandbox.engine import connect
     from runbook.sandbox.image import ensure_image
+
     try:
         engine = connect()
     except SandboxError as exc:
@@ -32,6 +33,7 @@ def docker_engine():
 @pytest.fixture(scope="session")
 def bwrap_ready() -> None:
     from runbook.sandbox.select import bwrap_works
+
     ok, why = bwrap_works()
     if not ok:
         missing(why)
@@ -50,8 +52,9 @@ def tiny_store(tmp_path) -> Path:
     return store
 
 
-@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker),
-                        pytest.param("bwrap", marks=pytest.mark.bwrap)])
+@pytest.fixture(
+    params=[pytest.param("docker", marks=pytest.mark.docker), pytest.param("bwrap", marks=pytest.mark.bwrap)]
+)
 def backend(request) -> str:
     request.getfixturevalue("docker_engine" if request.param == "docker" else "bwrap_ready")
     return request.param
@@ -61,6 +64,7 @@ def backend(request) -> str:
 def make_box(backend, tiny_store, request):
     """make_box(**limits) -> a started sandbox of the parametrized backend over tiny_store, stopped after the test."""
     from runbook.sandbox import get_sandbox
+
     boxes = []
 
     def make(store: Path | None = None, **limits):

@@ -1,13 +1,13 @@
 """Picking a backend by name, limits, auto's fallbacks, the fake, and how results are read."""
+
 from __future__ import annotations
 
 import pytest
 
 from runbook.errors import SandboxError
-from runbook.sandbox import ExecResult, Sandbox, SandboxLimits, get_sandbox
-from runbook.sandbox import select
-from runbook.sandbox.output import STDIN_CHUNK, stdin_env, to_result
+from runbook.sandbox import ExecResult, Sandbox, SandboxLimits, get_sandbox, select
 from runbook.sandbox.inside import COUNT_CAP
+from runbook.sandbox.output import STDIN_CHUNK, stdin_env, to_result
 
 
 def test_unknown_backend_and_limit_are_named(tmp_path):
@@ -34,6 +34,7 @@ def test_fake_sandbox_records_calls(tmp_path):
 def test_auto_without_engine_or_bwrap_says_how_to_get_one(monkeypatch, tmp_path):
     def no_engine(*a, **k):
         raise SandboxError("no Docker engine answers")
+
     monkeypatch.setattr("runbook.sandbox.engine.connect", no_engine)
     monkeypatch.setattr(select, "bwrap_works", lambda: (False, "bubblewrap is not installed"))
     with pytest.raises(SandboxError) as info:
@@ -46,6 +47,7 @@ def test_auto_without_engine_or_bwrap_says_how_to_get_one(monkeypatch, tmp_path)
 def test_auto_falls_back_to_bwrap(monkeypatch, tmp_path):
     def no_engine(*a, **k):
         raise SandboxError("no Docker engine answers")
+
     monkeypatch.setattr("runbook.sandbox.engine.connect", no_engine)
     monkeypatch.setattr(select, "bwrap_works", lambda: (True, "works"))
     assert get_sandbox("auto", tmp_path).name == "bwrap"
@@ -60,8 +62,9 @@ NONCE = "0123456789abcdef"
 
 
 def parse(raw: bytes, **options):
-    return to_result(raw, **{"nonce": NONCE, "fallback_exit": None, "timeout": 5, "seconds": 0.1,
-                             "output_bytes": 100, **options})
+    return to_result(
+        raw, **{"nonce": NONCE, "fallback_exit": None, "timeout": 5, "seconds": 0.1, "output_bytes": 100, **options}
+    )
 
 
 def test_result_parsing():
@@ -76,8 +79,11 @@ def test_result_parsing():
     oom = parse(b"\x1erunbook-%s 137 0 0" % NONCE.encode())
     assert not oom.timed_out and oom.exit_code == 137
     no_trailer = parse(b"x" * 50, fallback_exit=9, output_bytes=10)
-    assert no_trailer.exit_code == 9 and no_trailer.cut_bytes == 40 and "killed before it could report" in \
-        no_trailer.output
+    assert (
+        no_trailer.exit_code == 9
+        and no_trailer.cut_bytes == 40
+        and "killed before it could report" in no_trailer.output
+    )
     late = parse(b"partial", late=True)
     assert late.timed_out and late.exit_code == 137 and late.output.startswith("partial\n[runbook: timed out")
 

@@ -1,4 +1,5 @@
 """A query's sandbox never outlives it: not after success, not after an error, not after SIGTERM or SIGINT."""
+
 from __future__ import annotations
 
 import os
@@ -9,10 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import TEST_LIMITS  # noqa: E402  (tests/sandbox/conftest.py)
 
 from runbook.sandbox import get_sandbox
-
-from conftest import TEST_LIMITS  # noqa: E402  (tests/sandbox/conftest.py)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -31,12 +31,14 @@ print("FINISHED", flush=True)
 def gone(backend: str, handle: str, engine=None) -> bool:
     if backend == "docker":
         import docker.errors
+
         try:
             engine.client.containers.get(handle)
             return False
         except docker.errors.NotFound:
             return True
     from runbook.sandbox.cgroup import find
+
     if find(handle):
         return False  # the jail's cgroup is still there
     # no jail process still names this query's jail (its init has the name on its command line)
@@ -85,10 +87,15 @@ def interruptible() -> None:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_nothing_left_after_a_killed_query(backend, tiny_store, request, sig):
     engine = engine_for(backend, request)
-    proc = subprocess.Popen([sys.executable, "-c", QUERY_SCRIPT, backend, str(tiny_store)], cwd=REPO,
-                            preexec_fn=interruptible,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", QUERY_SCRIPT, backend, str(tiny_store)],
+        cwd=REPO,
+        preexec_fn=interruptible,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     try:
         line = proc.stdout.readline()
         assert line.startswith("READY"), line + proc.stderr.read()
@@ -111,10 +118,16 @@ def test_nothing_left_after_a_killed_query(backend, tiny_store, request, sig):
 def test_leftover_of_a_dead_owner_is_reaped(docker_engine, tiny_store):
     """A container whose owner was SIGKILLed (no cleanup possible) is removed by the next sandbox start."""
     from runbook.sandbox.docker import LABEL
+
     engine = docker_engine[0]
-    proc = subprocess.Popen([sys.executable, "-c", QUERY_SCRIPT, "docker", str(tiny_store)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", QUERY_SCRIPT, "docker", str(tiny_store)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     handle = proc.stdout.readline().split(None, 1)[1].strip()
     proc.kill()
     proc.wait()
@@ -129,17 +142,24 @@ def test_leftover_of_a_dead_owner_is_reaped(docker_engine, tiny_store):
 def test_a_bwrap_query_killed_with_sigkill_leaves_nothing(bwrap_ready, tiny_store, tmp_path, monkeypatch):
     """kill -9 allows no cleanup: the jail dies with its owner, and the next start removes what it left."""
     import tempfile
+
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    proc = subprocess.Popen([sys.executable, "-c", QUERY_SCRIPT, "bwrap", str(tiny_store)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmpdir)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", QUERY_SCRIPT, "bwrap", str(tiny_store)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmpdir)},
+    )
     line = proc.stdout.readline()
     assert line.startswith("READY"), line + proc.stderr.read()
     handle = line.split(None, 1)[1].strip()
     proc.kill()
     proc.wait()
     from runbook.sandbox.cgroup import find
+
     left = find(handle)  # the cgroup outlives its owner: only the next start can remove it
     monkeypatch.setenv("TMPDIR", str(tmpdir))
     monkeypatch.setattr(tempfile, "tempdir", None)

@@ -1,4 +1,5 @@
 """`runbook sandbox ...` through click, as a user types it."""
+
 from __future__ import annotations
 
 import json
@@ -16,6 +17,7 @@ def cli(store) -> click.Group:
     def main(ctx):
         ctx.ensure_object(dict)
         ctx.obj["store_path"] = str(store)
+
     main.add_command(sandbox)
     return main
 
@@ -32,14 +34,16 @@ def test_exec_local_exits_with_the_command_code(tiny_store):
     assert result.exit_code == 0
     result = runner.invoke(cli(tiny_store), ["sandbox", "exec", "--sandbox", "local", "--", "echo hi; exit 5"])
     assert result.exit_code == 5 and "hi" in result.output
-    result = runner.invoke(cli(tiny_store), ["sandbox", "exec", "--sandbox", "local", "--stdin", "--", "cat"],
-                           input="from stdin")
+    result = runner.invoke(
+        cli(tiny_store), ["sandbox", "exec", "--sandbox", "local", "--stdin", "--", "cat"], input="from stdin"
+    )
     assert result.output.startswith("from stdin")
 
 
 def test_exec_in_a_real_sandbox(backend, tiny_store):
-    result = CliRunner().invoke(cli(tiny_store), ["sandbox", "exec", "--sandbox", backend, "--",
-                                                  "rg", "-c", "Checkout", "/store"])
+    result = CliRunner().invoke(
+        cli(tiny_store), ["sandbox", "exec", "--sandbox", backend, "--", "rg", "-c", "Checkout", "/store"]
+    )
     assert result.exit_code == 0, result.output
     assert result.output.strip() == "/store/trajectories/t-1/states/0000.md:1"
 
@@ -49,11 +53,21 @@ def test_check_reports_every_limit_and_runs_every_agent_tool(backend, tiny_store
     report = json.loads(result.output)
     assert report["backend"] == backend and report["passed"] and result.exit_code == 0, result.output
     status = {limit["name"]: limit["status"] for limit in report["limits"]}
-    for name in ("no DNS", "store read-only", "no connection to the host's loopback",
-                 "timeout ends every process (setsid child)", "a stopped wrapper still ends near its timeout",
-                 "output cap holds on the host (300 MB)", "output cannot forge the exit code",
-                 "no new user namespace or mount", "no unbounded tmpfs at /dev/shm",
-                 "agent tool search runs", "agent tool show runs", "agent tool read runs", "agent tool python runs"):
+    for name in (
+        "no DNS",
+        "store read-only",
+        "no connection to the host's loopback",
+        "timeout ends every process (setsid child)",
+        "a stopped wrapper still ends near its timeout",
+        "output cap holds on the host (300 MB)",
+        "output cannot forge the exit code",
+        "no new user namespace or mount",
+        "no unbounded tmpfs at /dev/shm",
+        "agent tool search runs",
+        "agent tool show runs",
+        "agent tool read runs",
+        "agent tool python runs",
+    ):
         assert status.get(name) == "enforced", (name, status.get(name))
     assert set(status.values()) <= {"enforced", "NOT ENFORCED"}
     if backend == "docker":
@@ -64,6 +78,7 @@ def test_check_reports_every_limit_and_runs_every_agent_tool(backend, tiny_store
 def test_check_without_a_store_still_probes(tmp_path):
     from runbook.checks.sandbox import check_sandbox
     from runbook.sandbox.probes import Probe, command
+
     echo = Probe("timeout", "echo runs", command(["echo", "hi"], lambda r: r.output == "hi\n"))
     report = check_sandbox("local", tmp_path / "none", probes=[echo], tools=False)
     assert "missing" in report.store and report.passed and report.limits[0].status == "enforced"
@@ -71,6 +86,7 @@ def test_check_without_a_store_still_probes(tmp_path):
 
 def test_check_exits_1_when_a_claimed_limit_does_not_hold(tiny_store, monkeypatch):
     from runbook.sandbox import probes
+
     broken = probes.Probe("timeout", "a limit that does not hold", lambda box: (False, "the attack worked"))
     unclaimed = probes.Probe("network", "no network", lambda box: (True, "not run: local claims no network"))
     monkeypatch.setattr(probes, "probes", lambda limits: [broken, unclaimed])

@@ -1,6 +1,7 @@
 """A hostile call knows the wrapper and the backends: it double-forks, stops its parents, writes to other
 processes' stdout, forges the trailer, fills scratch and memory, and makes namespaces. Each attack here ran against
 the real engine and the real bwrap, and each used to succeed (issue 9)."""
+
 from __future__ import annotations
 
 import os
@@ -9,13 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import TEST_LIMITS  # noqa: E402  (tests/sandbox/conftest.py)
 
 REPO = Path(__file__).resolve().parents[2]
 
-SURVIVORS = ("import os\nfor p in os.listdir('/proc'):\n if p.isdigit():\n  try: c = open(f'/proc/{p}/cmdline','rb')"
-             ".read()\n  except OSError: continue\n  if b'sleep' in c: print('SURVIVOR', p, c)\n")
+SURVIVORS = (
+    "import os\nfor p in os.listdir('/proc'):\n if p.isdigit():\n  try: c = open(f'/proc/{p}/cmdline','rb')"
+    ".read()\n  except OSError: continue\n  if b'sleep' in c: print('SURVIVOR', p, c)\n"
+)
 """Python that names every process still running `sleep` in the sandbox."""
 
 
@@ -67,10 +69,11 @@ def test_a_fork_bomb_behind_a_stopped_wrapper_leaves_room_for_the_next_call(make
 
 def test_a_query_whose_call_leaves_a_setsid_child_ends_at_its_time_limit(make_box):
     from runbook.agent.loop import AgentLoop
-    from runbook.config import Limits
     from runbook.agent.tools import ToolBox
+    from runbook.config import Limits
     from runbook.models.fakes import call
     from runbook.policies.scripted import ScriptedPolicy
+
     box = make_box()
     code = "import os, time\nos.system('setsid -f sleep 30')\nprint('started', flush=True)\ntime.sleep(30)\n"
     policy = ScriptedPolicy([call("python", code=code)], repeat_last=True)
@@ -81,6 +84,7 @@ def test_a_query_whose_call_leaves_a_setsid_child_ends_at_its_time_limit(make_bo
 
 def _user(text: str):
     from runbook.models.messages import Message
+
     return Message("user", text)
 
 
@@ -121,8 +125,14 @@ with open("/proc/self/status") as status:  # this process's own peak, not the pr
 
 def peak_rss_mb(backend: str, store: Path, stdin: str) -> tuple[float, str]:
     """Run one call in a fresh process and return that process's peak RSS (MB) and what it printed."""
-    done = subprocess.run([sys.executable, "-c", EXEC_SCRIPT, backend, str(store)], cwd=REPO, input=stdin,
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    done = subprocess.run(
+        [sys.executable, "-c", EXEC_SCRIPT, backend, str(store)],
+        cwd=REPO,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     *printed, peak_kb = done.stdout.splitlines()
     return int(peak_kb) / 1024, "\n".join(printed)
@@ -152,6 +162,7 @@ def test_a_forged_trailer_cannot_set_the_exit_code(make_box):
 @pytest.mark.docker
 def test_sandbox_container_keeps_no_log(docker_engine, tiny_store):
     from runbook.sandbox import get_sandbox
+
     with get_sandbox("docker", tiny_store, engine=docker_engine[0], **TEST_LIMITS) as box:
         box.exec("head -c 5000000 /dev/zero > /proc/1/fd/1; head -c 5000000 /dev/zero > /proc/1/fd/2", timeout=20)
         box.container.reload()
@@ -163,6 +174,7 @@ def test_sandbox_container_keeps_no_log(docker_engine, tiny_store):
 @pytest.mark.docker
 def test_cpu_limit_is_capped_at_the_engines_cpus(docker_engine, tiny_store):
     from runbook.sandbox import get_sandbox
+
     engine = docker_engine[0]
     host_cpus = engine.client.info()["NCPU"]
     # docker refuses a limit above the host's CPUs: asking for more gives the host's, and the sandbox starts
@@ -178,8 +190,9 @@ def test_scratch_is_capped_across_files_and_calls(make_box):
     box = make_box(scratch_mb=16)
     first = box.exec("head -c 6000000 /dev/zero > a && head -c 6000000 /dev/zero > b && echo WROTE", timeout=20)
     assert "WROTE" in first.output, first.output
-    second = box.exec("head -c 6000000 /dev/zero > c && head -c 6000000 /dev/zero > d && echo WROTE; "
-                      "du -sk /scratch", timeout=20)
+    second = box.exec(
+        "head -c 6000000 /dev/zero > c && head -c 6000000 /dev/zero > d && echo WROTE; du -sk /scratch", timeout=20
+    )
     assert "WROTE" not in second.output, second.output
     used_kb = int(second.output.split()[-2])
     assert used_kb <= 16 * 1024 + 64, second.output
@@ -213,7 +226,7 @@ def test_new_namespaces_and_mounts_are_refused(make_box):
 def test_memory_is_limited_for_the_whole_sandbox(make_box):
     box = make_box(memory_mb=128)
     hold = "import time; b = bytearray(48 * 2**20); time.sleep(4); print('HELD', flush=True)"
-    result = box.exec(f"for i in 1 2 3 4 5; do python3 -c \"{hold}\" & done; wait", timeout=30)
+    result = box.exec(f'for i in 1 2 3 4 5; do python3 -c "{hold}" & done; wait', timeout=30)
     held = [line for line in result.output.splitlines() if line == "HELD"]  # 48 MB held 4 s, then printed
     assert len(held) <= 2, result.output
 
@@ -221,6 +234,7 @@ def test_memory_is_limited_for_the_whole_sandbox(make_box):
 # -- 6: a NUL byte in an argument is refused at the boundary ---------------------------------------------------------
 def test_nul_in_argv_or_stdin_is_a_sandbox_error(make_box):
     from runbook.errors import SandboxError
+
     box = make_box()
     with pytest.raises(SandboxError, match="NUL"):
         box.exec(["echo", "a\0b"], timeout=5)

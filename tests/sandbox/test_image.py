@@ -1,5 +1,6 @@
 """The image tag follows the programs and the Dockerfile; the build context holds only them; the mirror comes from
 apt."""
+
 from __future__ import annotations
 
 import shutil
@@ -12,6 +13,7 @@ from runbook.errors import SandboxError
 from runbook.sandbox.image import build_context, ensure_image, image_tag
 from runbook.sandbox.rootfs import RootfsSpec, apt_mirror
 from runbook.sandbox.sources import content_hash, core_dir, dockerfile, iter_files, programs_dir
+
 
 @pytest.fixture
 def checkout(tmp_path, monkeypatch) -> Path:
@@ -59,11 +61,13 @@ def test_mirror_from_deb822_and_one_line_sources(tmp_path, monkeypatch):
     (apt / "sources.list.d" / "debian.sources").write_text(
         "Types: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\nComponents: main\n\n"
         "Types: deb\n# a comment\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\n"
-        "Components: main\n")
+        "Components: main\n"
+    )
     assert apt_mirror("bookworm", apt) == "http://mirror.example/debian"
     (apt / "sources.list.d" / "debian.sources").unlink()
-    (apt / "sources.list").write_text("# deb http://old/debian bookworm main\n"
-                                      "deb [arch=amd64] http://one.example/debian bookworm main contrib\n")
+    (apt / "sources.list").write_text(
+        "# deb http://old/debian bookworm main\ndeb [arch=amd64] http://one.example/debian bookworm main contrib\n"
+    )
     assert apt_mirror("bookworm", apt) == "http://one.example/debian"
     monkeypatch.setenv("RUNBOOK_DEBIAN_MIRROR", "http://override/debian")
     assert apt_mirror("bookworm", apt) == "http://override/debian"
@@ -85,11 +89,18 @@ def test_image_has_python_ripgrep_tools_core_and_user_1000(docker_engine):
     engine = docker_engine[0]
     image = ensure_image(engine)
     out = engine.client.containers.run(
-        image, ["bash", "-c", "id -u; python3 --version; python --version; rg --version | head -1; "
-                              "echo $PATH; echo $PYTHONPATH; ls /opt/runbook/lib/runbook; "
-                              "python3 -c 'import runbook.core.question as q; print(q.__file__)'; "
-                              "ls /opt/runbook/tools"],
-        remove=True, network_mode="none").decode()
+        image,
+        [
+            "bash",
+            "-c",
+            "id -u; python3 --version; python --version; rg --version | head -1; "
+            "echo $PATH; echo $PYTHONPATH; ls /opt/runbook/lib/runbook; "
+            "python3 -c 'import runbook.core.question as q; print(q.__file__)'; "
+            "ls /opt/runbook/tools",
+        ],
+        remove=True,
+        network_mode="none",
+    ).decode()
     lines = out.splitlines()
     assert lines[0] == "1000" and lines[1].startswith("Python 3") and lines[3].startswith("ripgrep")
     assert lines[4].startswith("/opt/runbook/tools:") and lines[5] == "/opt/runbook/tools:/opt/runbook/lib"

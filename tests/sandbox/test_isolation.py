@@ -1,4 +1,5 @@
 """The promises a query sandbox makes, checked against docker and bwrap alike."""
+
 from __future__ import annotations
 
 import socket
@@ -54,8 +55,13 @@ def test_dns_fails(make_box):
 
 def test_writing_into_the_store_fails(make_box, tiny_store):
     box = make_box()
-    for cmd in ["echo x > /store/new.txt", "echo x >> /store/runbook.json", "rm /store/runbook.json",
-                "mkdir /store/d", "mv /store/runbook.json /store/r.json"]:
+    for cmd in [
+        "echo x > /store/new.txt",
+        "echo x >> /store/runbook.json",
+        "rm /store/runbook.json",
+        "mkdir /store/d",
+        "mv /store/runbook.json /store/r.json",
+    ]:
         assert box.exec(cmd, timeout=10).exit_code != 0, cmd
     assert sorted(p.name for p in tiny_store.iterdir()) == ["runbook.json", "trajectories"]
     assert (tiny_store / "runbook.json").read_text() == '{"format": 1}\n'
@@ -102,8 +108,10 @@ def test_fork_bomb_is_stopped_by_the_process_limit(make_box):
 
 
 def test_process_limit_refuses_forks_beyond_it(make_box):
-    script = ("import os,time\nn=0\ntry:\n for i in range(500):\n  if os.fork()==0:\n   time.sleep(2); os._exit(0)\n"
-              "  n+=1\n print('ALL', n)\nexcept OSError as e:\n print('STOPPED', n)\n")
+    script = (
+        "import os,time\nn=0\ntry:\n for i in range(500):\n  if os.fork()==0:\n   time.sleep(2); os._exit(0)\n"
+        "  n+=1\n print('ALL', n)\nexcept OSError as e:\n print('STOPPED', n)\n"
+    )
     result = make_box(pids=64).exec(["python3", "-"], timeout=20, stdin=script)
     assert "STOPPED" in result.output, result.output
     assert int(result.output.split("STOPPED")[1].split()[0]) <= 64
@@ -144,9 +152,13 @@ def test_endless_output_is_stopped(make_box):
 def test_exit_code_stdin_and_tools_path(make_box):
     box = make_box()
     assert box.exec("exit 7", timeout=10).exit_code == 7
-    assert box.exec(["python3", "-c", "import sys; print(sys.stdin.read()[::-1])"], timeout=10,
-                    stdin="abc").output == "cba\n"
+    assert (
+        box.exec(["python3", "-c", "import sys; print(sys.stdin.read()[::-1])"], timeout=10, stdin="abc").output
+        == "cba\n"
+    )
     big = "line\n" * 40_000  # 200 kB: over one environment string, so docker splits it
     assert box.exec(["wc", "-c"], timeout=10, stdin=big).output.strip() == str(len(big))
-    assert box.exec(["python3", "-c", "import sys; print('/opt/runbook/tools' in sys.path)"],
-                    timeout=10).output == "True\n"
+    assert (
+        box.exec(["python3", "-c", "import sys; print('/opt/runbook/tools' in sys.path)"], timeout=10).output
+        == "True\n"
+    )

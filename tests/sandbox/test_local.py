@@ -1,4 +1,5 @@
 """The local backend: no isolation, but the same commands, limits on time and output, and the same env."""
+
 from __future__ import annotations
 
 import logging

@@ -1,4 +1,5 @@
 """The sandbox programs (search, show, rbk.py in runbook/sandbox/programs) run as subprocesses over a small store."""
+
 from __future__ import annotations
 
 import json
@@ -22,40 +23,81 @@ NOBODY = 65534
 
 
 def _state(i, text, *, time, action="click('5')", error="", thought=None, url=None):
-    return State(index=i, url=url or f"http://localhost:7780/admin/page/{i}", title=f"Admin page {i}", text=text,
-                 action=action, action_error=error, thought=thought, timestamp=time)
+    return State(
+        index=i,
+        url=url or f"http://localhost:7780/admin/page/{i}",
+        title=f"Admin page {i}",
+        text=text,
+        action=action,
+        action_error=error,
+        thought=thought,
+        timestamp=time,
+    )
 
 
 def _price_page(price: str) -> str:
-    return ("RootWebArea 'Edit Product', focused\n"
-            "\t[10] heading 'Desiree Fitness Tee'\n"
-            "\t\tStaticText 'Price'\n"
-            f"\t[12] textbox 'Price' value='{price}'\n"
-            "\t[13] link 'Grand Total'\n"
-            f"\t\tStaticText '{price}'\n")
+    return (
+        "RootWebArea 'Edit Product', focused\n"
+        "\t[10] heading 'Desiree Fitness Tee'\n"
+        "\t\tStaticText 'Price'\n"
+        f"\t[12] textbox 'Price' value='{price}'\n"
+        "\t[13] link 'Grand Total'\n"
+        f"\t\tStaticText '{price}'\n"
+    )
 
 
 def sample_trajectories() -> list[Trajectory]:
     """Three trajectories, inserted out of time order: a price that changes, an error, a multi-line thought."""
-    later = Trajectory(id="sa-late", site="shop_admin", goal="Raise the tee price to $12.50",
-                       outcome="success (reward 1.0)", start_url="http://localhost:7780/admin", states=[
-                           _state(0, _price_page("$10.00"), time="2025-12-18T09:00:00.000Z",
-                                  action="fill('12', '$12.50')"),
-                           _state(1, _price_page("$12.50"), time="2025-12-18T09:01:00.000Z",
-                                  action="send_msg_to_user('Price is now $12.50')")])
-    earlier = Trajectory(id="sa-early", site="shop_admin", goal="What does the tee cost?",
-                         outcome="failure (reward 0.0)", start_url="http://localhost:7780/admin", states=[
-                             _state(0, "RootWebArea 'Dashboard'\n\t[5] link 'Catalog'\n"
-                                       "\tError: This is a required field.\n", time="2025-12-16T08:00:00.000Z",
-                                    error="TimeoutError: Locator.click: Timeout 500ms exceeded.\nCall log:\n  waiting",
-                                    thought="The catalog link is covered.\nI will retry with the menu."),
-                             _state(1, _price_page("$10.00"), time="2025-12-16T08:01:00.000Z",
-                                    action="send_msg_to_user('$10.00')")])
+    later = Trajectory(
+        id="sa-late",
+        site="shop_admin",
+        goal="Raise the tee price to $12.50",
+        outcome="success (reward 1.0)",
+        start_url="http://localhost:7780/admin",
+        states=[
+            _state(0, _price_page("$10.00"), time="2025-12-18T09:00:00.000Z", action="fill('12', '$12.50')"),
+            _state(
+                1,
+                _price_page("$12.50"),
+                time="2025-12-18T09:01:00.000Z",
+                action="send_msg_to_user('Price is now $12.50')",
+            ),
+        ],
+    )
+    earlier = Trajectory(
+        id="sa-early",
+        site="shop_admin",
+        goal="What does the tee cost?",
+        outcome="failure (reward 0.0)",
+        start_url="http://localhost:7780/admin",
+        states=[
+            _state(
+                0,
+                "RootWebArea 'Dashboard'\n\t[5] link 'Catalog'\n\tError: This is a required field.\n",
+                time="2025-12-16T08:00:00.000Z",
+                error="TimeoutError: Locator.click: Timeout 500ms exceeded.\nCall log:\n  waiting",
+                thought="The catalog link is covered.\nI will retry with the menu.",
+            ),
+            _state(1, _price_page("$10.00"), time="2025-12-16T08:01:00.000Z", action="send_msg_to_user('$10.00')"),
+        ],
+    )
     busy = "\n".join(f"\t[{100 + k}] row 'Tee Price row {k}'" for k in range(10))
-    forum = Trajectory(id="fo-mid", site="forum", goal="Find posts about tee prices", outcome="success (reward 1.0)",
-                       start_url="http://localhost:9999/", states=[
-                           _state(0, "RootWebArea 'Forum'\n" + busy + "\n", time="2025-12-17T12:00:00.000Z",
-                                  url="http://localhost:9999/f/tees", action="send_msg_to_user('found 10')")])
+    forum = Trajectory(
+        id="fo-mid",
+        site="forum",
+        goal="Find posts about tee prices",
+        outcome="success (reward 1.0)",
+        start_url="http://localhost:9999/",
+        states=[
+            _state(
+                0,
+                "RootWebArea 'Forum'\n" + busy + "\n",
+                time="2025-12-17T12:00:00.000Z",
+                url="http://localhost:9999/f/tees",
+                action="send_msg_to_user('found 10')",
+            )
+        ],
+    )
     return [later, earlier, forum]
 
 
@@ -71,8 +113,9 @@ def store_dir(tmp_path_factory) -> Path:
 
 def run_tool(name: str, *args: str, store: Path, check: bool = True) -> subprocess.CompletedProcess:
     env = dict(os.environ, RUNBOOK_STORE_DIR=str(store))
-    proc = subprocess.run([sys.executable, str(TOOLS / name), *args], env=env, capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        [sys.executable, str(TOOLS / name), *args], env=env, capture_output=True, text=True, timeout=60
+    )
     if check:
         assert proc.returncode == 0, proc.stderr
     return proc
@@ -121,8 +164,9 @@ def test_search_output_byte_cap(store_dir):
     proc = run_tool("search", "Price", "--per-state", "20", "--max-bytes", "400", store=store_dir)
     assert len(proc.stdout.encode()) < 700
     assert "(output byte cap)" in proc.stdout.splitlines()[-1]
-    capped = json.loads(run_tool("search", "Price", "--per-state", "20", "--max-bytes", "1500", "--json",
-                                 store=store_dir).stdout)
+    capped = json.loads(
+        run_tool("search", "Price", "--per-state", "20", "--max-bytes", "1500", "--json", store=store_dir).stdout
+    )
     assert capped["truncated"] is True and 0 < len(capped["hits"]) < capped["total_lines"]
 
 
@@ -152,8 +196,9 @@ def test_search_fixed_word_ignore_case_and_filters(store_dir):
     assert [h["field"] for h in fixed["hits"]] == ["action"]
     assert run_tool("search", "-F", "-i", "GRAND TOTAL", "--json", store=store_dir).stdout.count('"field"') == 3
     assert run_tool("search", "-w", "Pric", store=store_dir, check=False).returncode == 1
-    scoped = json.loads(run_tool("search", "Price", "--trajectory", "sa-*", "--json", "-n", "100",
-                                 store=store_dir).stdout)
+    scoped = json.loads(
+        run_tool("search", "Price", "--trajectory", "sa-*", "--json", "-n", "100", store=store_dir).stdout
+    )
     assert {h["trajectory"] for h in scoped["hits"]} == {"sa-early", "sa-late"}
     failed = json.loads(run_tool("search", "Price", "--outcome", "failure", "--json", store=store_dir).stdout)
     assert {h["trajectory"] for h in failed["hits"]} == {"sa-early"}
@@ -172,8 +217,9 @@ def test_search_count_shows_where_hits_concentrate(store_dir):
 
 def test_search_context_and_summaries(store_dir):
     out = run_tool("search", "textbox 'Price'", "-C", "1", "--trajectory", "sa-early", store=store_dir).stdout
-    assert ("  L13- StaticText 'Price'\n  L14: [12] textbox 'Price' value='$10.00'\n"
-            "  L15- [13] link 'Grand Total'") in out
+    assert (
+        "  L13- StaticText 'Price'\n  L14: [12] textbox 'Price' value='$10.00'\n  L15- [13] link 'Grand Total'"
+    ) in out
     data = json.loads(run_tool("search", "Raise the tee", "--summaries", "--json", store=store_dir).stdout)
     owners = {(h["path"], h["trajectory"]) for h in data["summary_hits"]}
     assert ("summaries/actions.txt", "sa-late") in owners and ("summaries/trajectories.tsv", "sa-late") in owners
@@ -185,8 +231,10 @@ def test_search_no_match_and_bad_pattern(store_dir):
     bad = run_tool("search", "(unclosed", store=store_dir, check=False)
     assert bad.returncode == 2 and "ripgrep failed" in bad.stderr and "unclosed" in bad.stderr
     escaped = run_tool("search", "Edit Product&#39;", store=store_dir)
-    assert escaped.stdout.startswith("# no matches for 'Edit Product&#39;'; it looks HTML-escaped, so its unescaped "
-                                     "form \"Edit Product'\" was searched\n# \"Edit Product'\": 3 matching lines")
+    assert escaped.stdout.startswith(
+        "# no matches for 'Edit Product&#39;'; it looks HTML-escaped, so its unescaped "
+        'form "Edit Product\'" was searched\n# "Edit Product\'": 3 matching lines'
+    )
     missing = run_tool("search", "x", "--store", str(store_dir / "nope"), store=store_dir, check=False)
     assert missing.returncode == 2 and "no runbook store" in missing.stderr
 
@@ -194,14 +242,20 @@ def test_search_no_match_and_bad_pattern(store_dir):
 # -- show ------------------------------------------------------------------------------------------------------------
 def test_show_overview(store_dir):
     out = run_tool("show", "sa-early", store=store_dir).stdout.splitlines()
-    assert out[0] == ("sa-early | site shop_admin | failure (reward 0.0) | 2 states | "
-                      "2025-12-16T08:00:00.000Z -> 2025-12-16T08:01:00.000Z")
+    assert out[0] == (
+        "sa-early | site shop_admin | failure (reward 0.0) | 2 states | "
+        "2025-12-16T08:00:00.000Z -> 2025-12-16T08:01:00.000Z"
+    )
     assert out[1] == "goal: What does the tee cost?"
-    assert out[4] == ("  0 08:00:00 click('5')  @ http://localhost:7780/admin/page/0  !! TimeoutError: "
-                      "Locator.click: Timeout 500ms exceeded. Call log: waiting")
+    assert out[4] == (
+        "  0 08:00:00 click('5')  @ http://localhost:7780/admin/page/0  !! TimeoutError: "
+        "Locator.click: Timeout 500ms exceeded. Call log: waiting"
+    )
     assert out[5] == "  1 08:01:00 send_msg_to_user('$10.00')  @ http://localhost:7780/admin/page/1"
-    assert "thought: The catalog link is covered. I will retry" in run_tool("show", "sa-ea", "--thoughts",
-                                                                             store=store_dir).stdout
+    assert (
+        "thought: The catalog link is covered. I will retry"
+        in run_tool("show", "sa-ea", "--thoughts", store=store_dir).stdout
+    )
 
 
 def test_show_state_span_and_cuts(store_dir):
@@ -215,8 +269,11 @@ def test_show_state_span_and_cuts(store_dir):
     cut = run_tool("show", "fo-mid", "0", "--max-chars", "60", store=store_dir).stdout
     assert "Tee Price row 0" in cut and "Tee Price row 9" not in cut and "more chars" in cut
     lines = run_tool("show", "sa-late", "1", "--lines", "14-15", store=store_dir).stdout.splitlines()
-    assert lines[1:] == ["L14: \t[12] textbox 'Price' value='$12.50'", "L15: \t[13] link 'Grand Total'",
-                         "[lines 14-15 of 16]"]
+    assert lines[1:] == [
+        "L14: \t[12] textbox 'Price' value='$12.50'",
+        "L15: \t[13] link 'Grand Total'",
+        "[lines 14-15 of 16]",
+    ]
     data = json.loads(run_tool("show", "sa-late", "0-1", "--json", store=store_dir).stdout)
     assert [s["index"] for s in data["states"]] == [0, 1] and data["states"][1]["time"].startswith("2025-12-18")
 
@@ -226,8 +283,11 @@ def test_show_grep_lists_matching_states_with_lines(store_dir):
     assert out[0] == r"# sa-late: '12\\.50' matches 4 lines in 2 of 2 states"
     assert out[1] == "== state 0 @ 2025-12-18T09:00:00.000Z http://localhost:7780/admin/page/0"
     assert out[2] == "  action: fill('12', '$12.50')"
-    assert out[4:7] == ["  action: send_msg_to_user('Price is now $12.50')",
-                        "  L14: [12] textbox 'Price' value='$12.50'", "  L16: StaticText '$12.50'"]
+    assert out[4:7] == [
+        "  action: send_msg_to_user('Price is now $12.50')",
+        "  L14: [12] textbox 'Price' value='$12.50'",
+        "  L16: StaticText '$12.50'",
+    ]
     none = run_tool("show", "sa-late", "--grep", "zebra", store=store_dir, check=False)
     assert none.returncode == 1
 
@@ -267,9 +327,12 @@ def check_rbk_output(stdout: str) -> None:
     out = json.loads(stdout)
     assert out["trajectories"] == ["sa-early", "fo-mid", "sa-late"]  # recording order, not insertion order
     assert out["shop"] == ["sa-late"]
-    assert out["state"] == ["2025-12-16T08:00:00.000Z", "TimeoutError: Locator.click: Timeout 500ms exceeded.\n"
-                            "Call log:\n  waiting", "The catalog link is covered.\nI will retry with the menu.",
-                            "RootWebArea 'Dashboard'"]
+    assert out["state"] == [
+        "2025-12-16T08:00:00.000Z",
+        "TimeoutError: Locator.click: Timeout 500ms exceeded.\nCall log:\n  waiting",
+        "The catalog link is covered.\nI will retry with the menu.",
+        "RootWebArea 'Dashboard'",
+    ]
     assert out["states"] == [0, 1]
     assert out["grep"] == [["sa-early", 1, "text"], ["sa-late", 0, "text"], ["sa-late", 1, "text"]]
     assert out["latest"] == ["sa-late", 1, "$12.50"]
@@ -295,8 +358,10 @@ def test_values_reads_inputs_label_value_pairs_and_next_lines():
     finally:
         sys.path.remove(str(TOOLS))
     assert rbk.values("\t[556] textbox 'Website url'\n\t\tStaticText 'Location'", "Website url") == [""]
-    dom = ("Full name\n|SHADOW(open)|*[451]<input type=text id=profileName value=Jordan R. Rivera "
-           "placeholder=Enter your full name />\nDisplay full names\nShow full names instead of usernames")
+    dom = (
+        "Full name\n|SHADOW(open)|*[451]<input type=text id=profileName value=Jordan R. Rivera "
+        "placeholder=Enter your full name />\nDisplay full names\nShow full names instead of usernames"
+    )
     assert rbk.values(dom, "Full name") == ["Jordan R. Rivera"]
     assert rbk.values("[10738] StaticText 'Default Stock: 100'", "Default Stock") == ["100"]
     assert rbk.values("[171] link 'To-Do List'\n\t[172] image ''\n\tStaticText '5'", "To-Do List") == ["5"]
@@ -357,11 +422,19 @@ def test_rbk_on_a_read_only_store(store_dir, stale_wal):
             python = _python_for(NOBODY)
             if python is None:
                 pytest.skip("no Python interpreter that user nobody can run")
-            proc = run_python(RBK_CHECKS, store=copy, python=python, tools=copy.parent / "tools",
-                              library=copy.parent / "lib", env=env, user=NOBODY, group=NOBODY, cwd="/")
+            proc = run_python(
+                RBK_CHECKS,
+                store=copy,
+                python=python,
+                tools=copy.parent / "tools",
+                library=copy.parent / "lib",
+                env=env,
+                user=NOBODY,
+                group=NOBODY,
+                cwd="/",
+            )
         else:
-            proc = run_python(RBK_CHECKS, store=copy, tools=copy.parent / "tools", library=copy.parent / "lib",
-                              env=env)
+            proc = run_python(RBK_CHECKS, store=copy, tools=copy.parent / "tools", library=copy.parent / "lib", env=env)
         assert proc.returncode == 0, proc.stderr
         check_rbk_output(proc.stdout)
         assert not (copy / "catalog.sqlite-shm").exists() or not stale_wal  # nothing was written

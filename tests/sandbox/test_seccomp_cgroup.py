@@ -1,5 +1,6 @@
 """The bwrap jail's seccomp program and cgroups, checked without a jail: the syscall tables against the kernel
 headers, the program's shape, and cgroup folders made, entered and reaped."""
+
 from __future__ import annotations
 
 import os
@@ -13,8 +14,10 @@ import pytest
 from runbook.sandbox import seccomp
 from runbook.sandbox.cgroup import PREFIX, Cgroup, find, reap_leftovers
 
-HEADERS = {"x86_64": Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h"),
-           "aarch64": Path("/usr/include/asm-generic/unistd.h")}
+HEADERS = {
+    "x86_64": Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h"),
+    "aarch64": Path("/usr/include/asm-generic/unistd.h"),
+}
 
 
 def header_numbers(path: Path) -> dict[str, int]:
@@ -38,7 +41,7 @@ def test_syscall_numbers_match_the_kernel_headers(arch):
 
 def test_filter_checks_the_architecture_first_and_allows_by_default():
     program = seccomp.build_filter("x86_64")
-    insns = [struct.unpack("<HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
+    insns = [struct.unpack("<HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
     assert insns[0] == (seccomp.LD_W_ABS, 0, 0, seccomp.ARCH_OFFSET)
     assert insns[1][3] == seccomp.AUDIT_ARCH["x86_64"] and insns[2][3] == seccomp.RET_KILL_PROCESS
     assert insns[-1][3] == seccomp.RET_ALLOW
@@ -59,8 +62,9 @@ def test_cgroup_v2_folder_gets_both_limits(tmp_path):
     assert int((folder / "pids.max").read_text()) >= 64
     assert (tmp_path / "runbook" / "cgroup.subtree_control").read_text() == "+memory +pids"
     argv = group.enter(["bwrap", "--", "true"])
-    assert argv[:2] == ["/bin/sh", "-c"] and str(folder / "cgroup.procs") in argv and argv[-3:] == ["bwrap", "--",
-                                                                                                    "true"]
+    assert (
+        argv[:2] == ["/bin/sh", "-c"] and str(folder / "cgroup.procs") in argv and argv[-3:] == ["bwrap", "--", "true"]
+    )
 
 
 def test_without_a_writable_cgroup_it_says_why(tmp_path):

@@ -1,15 +1,15 @@
 """Every agent tool runs in every real backend, through the ToolBox, as a query would call it, over a store inserted
 as `runbook insert` does; a bad argument is a tool error the policy reads, never a crashed query."""
+
 from __future__ import annotations
 
 import pytest
+from conftest import TEST_LIMITS  # noqa: E402  (tests/sandbox/conftest.py)
 
 from runbook.agent.tools import TOOL_SPECS, ToolBox
+from runbook.checks.sandbox import SAMPLE_ARGUMENTS, SAMPLE_ID, sample_store, tools_with_commands
 from runbook.models.messages import ToolCall
 from runbook.sandbox import get_sandbox
-from runbook.checks.sandbox import SAMPLE_ARGUMENTS, SAMPLE_ID, sample_store, tools_with_commands
-
-from conftest import TEST_LIMITS  # noqa: E402  (tests/sandbox/conftest.py)
 
 TOOLS = tools_with_commands()
 """(tool, arguments) for every tool of TOOL_SPECS that runs a sandbox command: a tool added later is run too."""
@@ -37,7 +37,10 @@ def test_every_agent_tool_runs(make_box, small_store, tool, args):
 def test_a_nul_byte_in_an_argument_is_a_tool_error(tiny_store):
     with get_sandbox("local", tiny_store, **TEST_LIMITS) as box:
         toolbox = ToolBox(box)
-        for name, args in [("search", {"pattern": "a\0b"}), ("python", {"code": "print(1)\0"}),
-                           ("read", {"path": "runbook.json\0"})]:
+        for name, args in [
+            ("search", {"pattern": "a\0b"}),
+            ("python", {"code": "print(1)\0"}),
+            ("read", {"path": "runbook.json\0"}),
+        ]:
             result = toolbox.run(ToolCall("c1", name, args))
             assert result.error and "NUL" in result.error, result.output

@@ -1,5 +1,6 @@
 """bwrap run by an unprivileged user (the usual host without an engine): a user namespace instead of uid 65534, no
 cgroup. Every limit it claims must hold, and the whole-sandbox ones it cannot have are reported NOT ENFORCED."""
+
 from __future__ import annotations
 
 import json
@@ -29,10 +30,12 @@ def test_bwrap_as_an_unprivileged_user_holds_what_it_claims(bwrap_ready):
     """As root, drop to nobody first; as any other user, this is already the unprivileged path."""
     work = Path(tempfile.mkdtemp(prefix="runbook-unprivileged-"))
     try:
-        shutil.copytree(REPO / "runbook" / "sandbox", work / "runbook" / "sandbox",
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copytree(REPO / "runbook" / "core", work / "runbook" / "core",
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            REPO / "runbook" / "sandbox", work / "runbook" / "sandbox", ignore=shutil.ignore_patterns("__pycache__")
+        )
+        shutil.copytree(
+            REPO / "runbook" / "core", work / "runbook" / "core", ignore=shutil.ignore_patterns("__pycache__")
+        )
         for module in ("errors.py", "protocols.py"):  # what the sandbox package imports of runbook's base
             shutil.copy(REPO / "runbook" / module, work / "runbook" / module)
         store = work / "store"
@@ -41,9 +44,14 @@ def test_bwrap_as_an_unprivileged_user_holds_what_it_claims(bwrap_ready):
         for path in [work, *work.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
         drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
-        done = subprocess.run([*drop, "/usr/bin/python3", "-I", "-c", SCRIPT, str(work), str(store)],
-                              capture_output=True, text=True, timeout=240, cwd=work,
-                              env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work)})
+        done = subprocess.run(
+            [*drop, "/usr/bin/python3", "-I", "-c", SCRIPT, str(work), str(store)],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            cwd=work,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work)},
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     assert done.returncode == 0, done.stderr[-2000:]

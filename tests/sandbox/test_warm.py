@@ -1,5 +1,6 @@
 """Method C kept warm on the real Docker engine: each query gets a container of its own, started ahead, and none is
 left once the memory is closed."""
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,11 @@ pytestmark = pytest.mark.docker
 
 def running_containers(engine) -> set[str]:
     """This process's sandbox containers (other test runs may share the engine)."""
-    return {c["Id"] for c in engine.client.api.containers(all=True, filters={"label": f"{LABEL}=1"})
-            if (c.get("Labels") or {}).get("runbook.owner_pid") == str(os.getpid())}
+    return {
+        c["Id"]
+        for c in engine.client.api.containers(all=True, filters={"label": f"{LABEL}=1"})
+        if (c.get("Labels") or {}).get("runbook.owner_pid") == str(os.getpid())
+    }
 
 
 @pytest.fixture

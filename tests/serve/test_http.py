@@ -1,4 +1,5 @@
 """The HTTP API end to end: uvicorn on a loopback port, a real HTTP client (httpx), a real store with pools."""
+
 from __future__ import annotations
 
 import socket
@@ -50,16 +51,27 @@ def service(tmp_path, clean_env):
 
 
 def state_json(state) -> dict:
-    return {"url": state.url, "title": state.title, "accessibility_tree": state.text, "action": state.action,
-            "action_error": state.action_error, "thought": state.thought, "timestamp": state.timestamp}
+    return {
+        "url": state.url,
+        "title": state.title,
+        "accessibility_tree": state.text,
+        "action": state.action,
+        "action_error": state.action_error,
+        "thought": state.thought,
+        "timestamp": state.timestamp,
+    }
 
 
 def test_an_agent_streams_a_trajectory_in_and_queries_it_with_provenance(service):
-    run = make_trajectory("agent-run-1", 3, site="shopping_admin", goal="Check the price of Quest Lumaflex Band",
-                          texts=["RootWebArea 'Dashboard'", "RootWebArea 'Catalog'", PRICE_PAGE])
+    run = make_trajectory(
+        "agent-run-1",
+        3,
+        site="shopping_admin",
+        goal="Check the price of Quest Lumaflex Band",
+        texts=["RootWebArea 'Dashboard'", "RootWebArea 'Catalog'", PRICE_PAGE],
+    )
     with Server(create_app(service)) as url, httpx.Client(base_url=url, timeout=30) as client:
-        opened = client.post("/trajectories", json={"id": run.id, "stream": True, "goal": run.goal,
-                                                    "site": run.site})
+        opened = client.post("/trajectories", json={"id": run.id, "stream": True, "goal": run.goal, "site": run.site})
         assert opened.status_code == 201 and opened.json()["open"] is True
         for n, state in enumerate(run.states):
             step = client.post(f"/trajectories/{run.id}/states", json=state_json(state))
@@ -69,8 +81,10 @@ def test_an_agent_streams_a_trajectory_in_and_queries_it_with_provenance(service
         closed = client.post(f"/trajectories/{run.id}/close", json={"outcome": "success (reward 1.0)"})
         assert closed.status_code == 200 and closed.json()["status"] == "inserted"
 
-        answer = client.post("/query", json={"question": "What price does the admin list for Quest Lumaflex Band?",
-                                             "budget": "2k", "method": "r"}).json()
+        answer = client.post(
+            "/query",
+            json={"question": "What price does the admin list for Quest Lumaflex Band?", "budget": "2k", "method": "r"},
+        ).json()
         assert answer["tokens"] <= 2000
         cited = [item for item in answer["items"] if item["trajectory_id"] == run.id]
         assert any("$24.00" in item["text"] and item.get("url") and item.get("timestamp") for item in cited)
@@ -82,8 +96,7 @@ def test_an_agent_streams_a_trajectory_in_and_queries_it_with_provenance(service
 def test_a_whole_trajectory_and_step_by_step_visibility(service):
     with Server(create_app(service)) as url, httpx.Client(base_url=url, timeout=30) as client:
         whole = make_trajectory("whole-1", 2, texts=["'Orders'", "'Order 305 canceled'"])
-        body = {"id": whole.id, "goal": whole.goal, "site": whole.site,
-                "states": [state_json(s) for s in whole.states]}
+        body = {"id": whole.id, "goal": whole.goal, "site": whole.site, "states": [state_json(s) for s in whole.states]}
         assert client.post("/trajectories", json=body).json() == {"trajectory_id": "whole-1", "status": "inserted"}
         assert client.post("/trajectories", json=body).json()["status"] == "unchanged"  # idempotent
         client.post("/trajectories", json={"id": "live-1", "stream": True, "visible": "step"})
@@ -96,28 +109,43 @@ def test_a_whole_trajectory_and_step_by_step_visibility(service):
 
 def test_bad_input_gets_a_clear_4xx_and_leaves_the_store_untouched(service):
     with Server(create_app(service, max_body_bytes=50_000)) as url, httpx.Client(base_url=url, timeout=30) as client:
+
         def refused(response, status, *words):
             assert response.status_code == status, response.text
             assert all(word in response.json()["error"] for word in words), response.json()
 
-        refused(client.post("/query", content=b"{not json", headers={"Content-Type": "application/json"}),
-                400, "JSON")
+        refused(client.post("/query", content=b"{not json", headers={"Content-Type": "application/json"}), 400, "JSON")
         refused(client.post("/query", json={"budget": "2k"}), 400, "question")
         refused(client.post("/query", json={"question": "Where?", "budget": 0}), 400, "budget")
         refused(client.post("/query", json={"question": "Where?", "budget": "lots"}), 400, "budget")
         refused(client.post("/query", json={"question": "Where?", "method": "psychic"}), 400, "method")
         refused(client.post("/query", json={"question": "  "}), 400, "question is empty")
         refused(client.post("/trajectories", json={"id": "x-1", "states": []}), 400, "states")
-        refused(client.post("/trajectories", json={"id": "x-2", "states": [{"state_index": 3}]}), 400, "states[0].state_index")
-        refused(client.post("/trajectories", json={"id": "x-3", "states": [
-            {"url": "u", "screenshot": "/etc/passwd"}]}), 400, "screenshot")
-        refused(client.post("/trajectories", content=b"[1, 2]", headers={"Content-Type": "application/json"}),
-                400, "JSON object")
+        refused(
+            client.post("/trajectories", json={"id": "x-2", "states": [{"state_index": 3}]}),
+            400,
+            "states[0].state_index",
+        )
+        refused(
+            client.post("/trajectories", json={"id": "x-3", "states": [{"url": "u", "screenshot": "/etc/passwd"}]}),
+            400,
+            "screenshot",
+        )
+        refused(
+            client.post("/trajectories", content=b"[1, 2]", headers={"Content-Type": "application/json"}),
+            400,
+            "JSON object",
+        )
         refused(client.post("/trajectories/nobody/states", json={"url": "u"}), 404, "nobody")
         refused(client.post("/trajectories/nobody/close"), 404, "nobody")
         refused(client.get("/trajectories/nobody"), 404, "nobody")
-        refused(client.post("/trajectories", content=b"{" + b" " * 60_000 + b"}",
-                            headers={"Content-Type": "application/json"}), 413, "over")
+        refused(
+            client.post(
+                "/trajectories", content=b"{" + b" " * 60_000 + b"}", headers={"Content-Type": "application/json"}
+            ),
+            413,
+            "over",
+        )
         client.post("/trajectories", json={"id": "open-1", "stream": True})
         refused(client.post("/trajectories/open-1/states", json={"url": "u", "colour": "red"}), 400, "colour")
         refused(client.post("/trajectories/open-1/close"), 400, "no steps")
@@ -134,10 +162,16 @@ def test_an_api_key_is_required_when_set(service):
 
 
 def test_concurrent_readers_see_whole_trajectories_while_one_writer_streams(service):
-    service.insert({"id": "seed-1", "goal": "Open the catalog", "states": [
-        {"url": "http://shop/catalog", "accessibility_tree": "'Catalog' 'Quest Lumaflex Band'"}]})
+    service.insert(
+        {
+            "id": "seed-1",
+            "goal": "Open the catalog",
+            "states": [{"url": "http://shop/catalog", "accessibility_tree": "'Catalog' 'Quest Lumaflex Band'"}],
+        }
+    )
     errors, counts = [], []
     with Server(create_app(service)) as url:
+
         def reader():
             with httpx.Client(base_url=url, timeout=60) as client:
                 for _ in range(5):
@@ -157,9 +191,13 @@ def test_concurrent_readers_see_whole_trajectories_while_one_writer_streams(serv
                 tid = f"stream-{n}"
                 writer.post("/trajectories", json={"id": tid, "stream": True, "goal": "Check a price"})
                 for i in range(3):
-                    assert writer.post(f"/trajectories/{tid}/states", json={
-                        "url": f"http://shop/p/{i}", "accessibility_tree": f"'Price' value='${n}{i}.00'"}
-                    ).status_code == 201
+                    assert (
+                        writer.post(
+                            f"/trajectories/{tid}/states",
+                            json={"url": f"http://shop/p/{i}", "accessibility_tree": f"'Price' value='${n}{i}.00'"},
+                        ).status_code
+                        == 201
+                    )
                 assert writer.post(f"/trajectories/{tid}/close").status_code == 200
         for thread in threads:
             thread.join(60)

@@ -1,5 +1,6 @@
 """The MCP server driven by the SDK's own client: over stdio (the client starts `runbook serve mcp`) and over
 streamable HTTP (`runbook serve mcp --transport http` on a loopback port)."""
+
 from __future__ import annotations
 
 import json
@@ -34,20 +35,39 @@ async def stream_and_query(session: ClientSession) -> None:
     await session.initialize()
     names = {tool.name for tool in (await session.list_tools()).tools}
     assert {"query", "insert", "open_trajectory", "append_state", "close_trajectory", "stats", "show"} <= names
-    result(await session.call_tool("open_trajectory", {"trajectory_id": "mcp-run-1", "goal": "Check a price",
-                                                       "site": "shopping_admin"}))
+    result(
+        await session.call_tool(
+            "open_trajectory", {"trajectory_id": "mcp-run-1", "goal": "Check a price", "site": "shopping_admin"}
+        )
+    )
     for n, page in enumerate(["RootWebArea 'Dashboard'", "RootWebArea 'Catalog'", PRICE_PAGE]):
-        step = result(await session.call_tool("append_state", {"trajectory_id": "mcp-run-1", "state": {
-            "url": f"http://admin/p/{n}", "accessibility_tree": page, "timestamp": f"2025-12-16T06:0{n}:00Z"}}))
+        step = result(
+            await session.call_tool(
+                "append_state",
+                {
+                    "trajectory_id": "mcp-run-1",
+                    "state": {
+                        "url": f"http://admin/p/{n}",
+                        "accessibility_tree": page,
+                        "timestamp": f"2025-12-16T06:0{n}:00Z",
+                    },
+                },
+            )
+        )
         assert step["states"] == n + 1
     assert result(await session.call_tool("close_trajectory", {"trajectory_id": "mcp-run-1"}))["status"] == "inserted"
 
-    context = result(await session.call_tool("query", {"question": "What price does the admin list for Quest "
-                                                                   "Lumaflex Band?", "budget": "2k"}))
+    context = result(
+        await session.call_tool(
+            "query", {"question": "What price does the admin list for Quest Lumaflex Band?", "budget": "2k"}
+        )
+    )
     cited = [item for item in context["items"] if item["trajectory_id"] == "mcp-run-1"]
     assert any("$24.00" in item["text"] and item.get("url") for item in cited)
-    assert result(await session.call_tool("show", {"trajectory_id": "mcp-run-1", "state_index": 2}))[
-        "url"] == "http://admin/p/2"
+    assert (
+        result(await session.call_tool("show", {"trajectory_id": "mcp-run-1", "state_index": 2}))["url"]
+        == "http://admin/p/2"
+    )
     resource = await session.read_resource("runbook://trajectories/mcp-run-1")
     assert json.loads(resource.contents[0].text)["n_states"] == 3
 
@@ -72,8 +92,12 @@ def test_mcp_over_streamable_http(env):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "runbook.cli", "serve", "mcp", "--transport", "http",
-                               "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "runbook.cli", "serve", "mcp", "--transport", "http", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -84,8 +108,10 @@ def test_mcp_over_streamable_http(env):
             time.sleep(0.1)
 
         async def main():
-            async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, _), \
-                    ClientSession(read, write) as session:
+            async with (
+                streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, _),
+                ClientSession(read, write) as session,
+            ):
                 await stream_and_query(session)
 
         anyio.run(main)

@@ -1,4 +1,5 @@
 """The service's limits: one writer at a time with a bounded wait, a cap on method C's sandboxes."""
+
 from __future__ import annotations
 
 import time

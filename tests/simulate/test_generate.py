@@ -1,4 +1,5 @@
 """runbook.simulate: determinism, schema, and that every gold answer is grounded in the states it cites."""
+
 from __future__ import annotations
 
 import re
@@ -11,8 +12,15 @@ from PIL import Image
 from runbook.simulate import generate_world, state_text, write_dataset
 from runbook.trajectory import trajectory_from_dict
 
-TYPES = {"static-environment", "dynamic-environment", "procedure", "errors-gotchas",
-         "static-environment-abs", "dynamic-environment-abs", "procedure-abs"}
+TYPES = {
+    "static-environment",
+    "dynamic-environment",
+    "procedure",
+    "errors-gotchas",
+    "static-environment-abs",
+    "dynamic-environment-abs",
+    "procedure-abs",
+}
 
 
 # Same normalisation as ../shared/tools/score_contexts.py (LongMemEval-V2's phrase match).
@@ -140,7 +148,8 @@ def test_cli(tmp_path):
 
     res = CliRunner().invoke(generate, ["--help"])
     assert res.exit_code == 0 and "Example" in res.output
-    res = CliRunner().invoke(generate, [str(tmp_path / "out"), "--seed", "2", "--trajectories", "5",
-                                        "--no-screenshots"])
+    res = CliRunner().invoke(
+        generate, [str(tmp_path / "out"), "--seed", "2", "--trajectories", "5", "--no-screenshots"]
+    )
     assert res.exit_code == 0, res.output
     assert (tmp_path / "out" / "questions.jsonl").is_file() and "5 trajectories" in res.output

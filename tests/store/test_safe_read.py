@@ -1,5 +1,6 @@
 """Store files are read without following links: a symlink planted in the store cannot put a host file into a
 context, and the store root itself may still be a link the user chose."""
+
 from __future__ import annotations
 
 import os

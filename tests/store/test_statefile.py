@@ -1,6 +1,7 @@
 """A state file's header keeps one line per field for every parser that reads it (Python's splitlines, text-mode
 iteration, ripgrep's \\n lines, the sandbox's rbk and show), whatever the values hold; ids with control characters
 are refused at validation, and the summaries stay one line per trajectory and per action."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -20,8 +21,9 @@ from tests.conftest import make_trajectory, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 # the sandbox programs, wherever this checkout keeps them (tools/, or runbook/sandbox/programs/ in the package)
-TOOLS = next(folder for folder in (ROOT / "runbook" / "sandbox" / "programs", ROOT / "tools")
-             if (folder / "rbk.py").is_file())
+TOOLS = next(
+    folder for folder in (ROOT / "runbook" / "sandbox" / "programs", ROOT / "tools") if (folder / "rbk.py").is_file()
+)
 # every character some parser of the header takes as a line break
 BREAKS = ["\n", "\r", "\r\n", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
 
@@ -34,10 +36,16 @@ def _rbk():
 
 
 def _hostile(brk: str) -> Trajectory:
-    state = State(index=0, url=f"http://a/{brk}error: INJECTED-URL", title=f"T{brk}thought: INJECTED-TITLE",
-                  timestamp=f"2025-12-16T06:00:00Z{brk}action: INJECTED-TIME", text="page line\n",
-                  action=f"click('1'){brk}error: INJECTED-ACTION", action_error=f"boom{brk}title: INJECTED-ERROR",
-                  thought=f"think{brk}url: INJECTED-THOUGHT")
+    state = State(
+        index=0,
+        url=f"http://a/{brk}error: INJECTED-URL",
+        title=f"T{brk}thought: INJECTED-TITLE",
+        timestamp=f"2025-12-16T06:00:00Z{brk}action: INJECTED-TIME",
+        text="page line\n",
+        action=f"click('1'){brk}error: INJECTED-ACTION",
+        action_error=f"boom{brk}title: INJECTED-ERROR",
+        thought=f"think{brk}url: INJECTED-THOUGHT",
+    )
     return Trajectory(id="wa-1", states=[state], site="shop")
 
 
@@ -67,14 +75,24 @@ def test_the_sandbox_tools_see_no_injected_field(tmp_path, brk):
     rbk = _rbk()
     fields, n_header = rbk.read_header(str(store.state_path("wa-1", 0)))  # text-mode line iteration
     assert n_header == len(HEADER_FIELDS) + 1 and fields["error"].startswith("boom")
-    hits = rbk.Store(str(store.root)).search("INJECTED", field="error")
-    assert [hit["line"] for hit in hits["hits"] if "INJECTED-ACTION" in hit["line"] or "INJECTED-URL" in
-            hit["line"]] == []
-    shown = subprocess.run([sys.executable, str(TOOLS / "show"), "--store", str(store.root), "wa-1", "0"],
-                           capture_output=True, text=True, env={"PYTHONPATH": str(TOOLS)}, timeout=30)
+    hits = rbk.StoreReader(str(store.root)).search("INJECTED", field="error")
+    assert [
+        hit["line"] for hit in hits["hits"] if "INJECTED-ACTION" in hit["line"] or "INJECTED-URL" in hit["line"]
+    ] == []
+    shown = subprocess.run(
+        [sys.executable, str(TOOLS / "show"), "--store", str(store.root), "wa-1", "0"],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(TOOLS)},
+        timeout=30,
+    )
     assert shown.returncode == 0, shown.stderr
-    assert not any(line.startswith(("error: INJECTED", "url: INJECTED", "title: INJECTED", "action: INJECTED",
-                                    "thought: INJECTED")) for line in shown.stdout.splitlines())
+    assert not any(
+        line.startswith(
+            ("error: INJECTED", "url: INJECTED", "title: INJECTED", "action: INJECTED", "thought: INJECTED")
+        )
+        for line in shown.stdout.splitlines()
+    )
 
 
 @pytest.mark.parametrize("bad", ["a\nb", "a\rb", "a\tb", "a\x00b", "a\x85b", "a\u2028b", "a\u202eb", "a\x1bb"])
@@ -87,15 +105,21 @@ def test_ids_with_control_characters_are_refused(bad):
 def test_ids_with_control_characters_are_refused_by_every_reader(tmp_path):
     from runbook.trajectory.readers import browser_use, jsonl
 
-    content = {"id": "lme\n1", "metadata": {"original_goal": "g"},
-               "content": [{"url": "http://a/", "observation": {"text": "x"}}]}
+    content = {
+        "id": "lme\n1",
+        "metadata": {"original_goal": "g"},
+        "content": [{"url": "http://a/", "observation": {"text": "x"}}],
+    }
     (tmp_path / "lme.jsonl").write_text(json.dumps(content) + "\n")
     (item,) = list(jsonl.read(tmp_path / "lme.jsonl"))
     assert isinstance(item, InputError) and item.field == "id"
     folder = tmp_path / "run\nfake"
     folder.mkdir()
-    entry = {"model_output": {"action": [{"done": {"text": "ok"}}]}, "result": [],
-             "state": {"url": "http://a/", "title": "A"}}
+    entry = {
+        "model_output": {"action": [{"done": {"text": "ok"}}]},
+        "result": [],
+        "state": {"url": "http://a/", "title": "A"},
+    }
     (folder / "history.json").write_text(json.dumps({"history": [entry]}))
     (item,) = list(browser_use.read(folder))
     assert isinstance(item, InputError) and item.field == "id" and "folder name" in str(item)
@@ -118,6 +142,7 @@ def test_summaries_stay_one_line_per_trajectory_and_per_action(store, tmp_path):
     actions = (store.root / "summaries" / "actions.txt").read_text(encoding="utf-8")
     assert [line for line in actions.splitlines() if line.startswith("##")] == [
         "## wa-1 | shop ## forged | x | success forged | 2 states | 2025-12-16T06:00:00.000Z",
-        "## wa-2 | shop | success (reward 1.0) | 1 states | 2025-12-16T06:00:00.000Z"]
+        "## wa-2 | shop | success (reward 1.0) | 1 states | 2025-12-16T06:00:00.000Z",
+    ]
     assert len(actions.splitlines()) == actions.count("\n") and "forged_action" in actions
     assert not any(line.lstrip().startswith("99 forged_action") for line in actions.splitlines())

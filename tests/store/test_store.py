@@ -1,4 +1,5 @@
 """The store: layout, idempotent atomic insert, conflicts, replace, recovery, catalog and summaries."""
+
 from __future__ import annotations
 
 import os
@@ -131,8 +132,14 @@ def test_concurrent_writers_are_serialised(tmp_path):
     root = tmp_path / "store"
     Store(root, create=True)
     srcs = [write_jsonl(tmp_path / f"in{k}.jsonl", [make_trajectory(f"p{k}-{i}") for i in range(15)]) for k in range(3)]
-    procs = [subprocess.Popen([sys.executable, "-m", "runbook.cli", "--store", str(root), "insert", str(s),
-                               "--workers", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE) for s in srcs]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "runbook.cli", "--store", str(root), "insert", str(s), "--workers", "1"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for s in srcs
+    ]
     assert all(p.wait(timeout=120) == 0 for p in procs)
     assert len(Store(root)) == 45
 
@@ -159,12 +166,12 @@ def test_a_screenshot_swapped_for_a_symlink_after_validation_is_not_copied(tmp_p
     with pytest.raises(InputError, match=r"states\[0\]\.screenshot"), store.writer() as w:
         w.insert(traj)
     assert store.row("swap") is None
-    assert not any("root-only secret" in p.read_text(errors="replace")
-                   for p in store.root.rglob("*") if p.is_file())
+    assert not any("root-only secret" in p.read_text(errors="replace") for p in store.root.rglob("*") if p.is_file())
 
 
 def test_a_screenshot_whose_folder_was_swapped_for_a_symlink_is_not_copied(tmp_path, store):
     from PIL import Image
+
     from runbook.errors import InputError
 
     traj, shot = _shot_trajectory(tmp_path)

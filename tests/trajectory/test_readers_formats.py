@@ -1,4 +1,5 @@
 """Readers of BrowserGym/AgentLab folders, browser-use folders and LongMemEval-V2's content form."""
+
 from __future__ import annotations
 
 import ast
@@ -16,7 +17,7 @@ from PIL import Image
 
 from runbook.errors import InputError
 from runbook.trajectory.model import Trajectory
-from runbook.trajectory.readers import browser_use, browsergym, detect_reader, content_form, jsonl
+from runbook.trajectory.readers import browser_use, browsergym, content_form, detect_reader, jsonl
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 
@@ -43,27 +44,52 @@ def _only(items: list):
 
 # --- BrowserGym / AgentLab ------------------------------------------------------------------------------------
 
+
 def _step(n: int, *, url: str, action, error: str = "", urls=None, active=0, think=None) -> dict:
     urls = urls or [url]
-    return {"step": n,
-            "obs": {"goal": "Find the cheapest shoes", "last_action_error": error,
-                    "open_pages_urls": urls, "open_pages_titles": [f"Title {i}" for i in range(len(urls))],
-                    "active_page_index": [active], "axtree_txt": f"RootWebArea 'page {n}'", "pruned_html": "<html/>"},
-            "reward": 0, "terminated": False, "truncated": False, "action": action,
-            "agent_info": {"think": think} if think else {},
-            "profiling": {"env_start": T0 + 10 * n - 5, "env_stop": T0 + 10 * n}}
+    return {
+        "step": n,
+        "obs": {
+            "goal": "Find the cheapest shoes",
+            "last_action_error": error,
+            "open_pages_urls": urls,
+            "open_pages_titles": [f"Title {i}" for i in range(len(urls))],
+            "active_page_index": [active],
+            "axtree_txt": f"RootWebArea 'page {n}'",
+            "pruned_html": "<html/>",
+        },
+        "reward": 0,
+        "terminated": False,
+        "truncated": False,
+        "action": action,
+        "agent_info": {"think": think} if think else {},
+        "profiling": {"env_start": T0 + 10 * n - 5, "env_stop": T0 + 10 * n},
+    }
 
 
 @pytest.fixture
 def gym_folder(tmp_path: Path) -> Path:
     folder = tmp_path / "results" / "task_7"
     steps = [
-        _step(0, url="http://localhost:7770/",
-              action="<think>\nI should search.\n</think>\n<action>\n```fill('12', 'shoes')```\n</action>"),
-        _step(1, url="http://localhost:7770/search", urls=["http://localhost:7770/", "http://localhost:7770/search"],
-              active=1, action="<think>Open the first result.</think><action>```python\nclick('5')\n```</action>"),
-        _step(2, url="http://localhost:7770/p/1", error="TimeoutError: click('5') timed out",
-              action="send_msg_to_user('$12')", think="  The price is $12.  "),
+        _step(
+            0,
+            url="http://localhost:7770/",
+            action="<think>\nI should search.\n</think>\n<action>\n```fill('12', 'shoes')```\n</action>",
+        ),
+        _step(
+            1,
+            url="http://localhost:7770/search",
+            urls=["http://localhost:7770/", "http://localhost:7770/search"],
+            active=1,
+            action="<think>Open the first result.</think><action>```python\nclick('5')\n```</action>",
+        ),
+        _step(
+            2,
+            url="http://localhost:7770/p/1",
+            error="TimeoutError: click('5') timed out",
+            action="send_msg_to_user('$12')",
+            think="  The price is $12.  ",
+        ),
     ]
     for n, step in enumerate(steps):
         _write_json(folder / f"steps_info_{n}.json", step)
@@ -139,6 +165,7 @@ def test_browsergym_folder_without_steps_raises(tmp_path: Path):
 
 # --- AgentLab pickles, read without AgentLab -------------------------------------------------------------------
 
+
 def _fake_agentlab_module() -> types.ModuleType:
     """Classes named like AgentLab's, to pickle; they are removed again before reading."""
     module = types.ModuleType("agentlab.experiments.loop")
@@ -166,6 +193,7 @@ def _fake_agentlab_module() -> types.ModuleType:
 class _Exploit:
     def __reduce__(self):
         import os
+
         return (os.system, ("touch pwned",))
 
 
@@ -190,15 +218,29 @@ def test_agentlab_pickles_are_read_without_agentlab(tmp_path: Path, monkeypatch)
     np = pytest.importorskip("numpy")
     folder = tmp_path / "2024-05-01_GenericAgent_on_webarena.310_0"
     folder.mkdir()
-    obs = {"goal": "Open the forum", "open_pages_urls": ("http://localhost:9999/",),
-           "open_pages_titles": ("Postmill",), "active_page_index": np.array([0]), "axtree_txt": "[1] link 'Forums'",
-           "last_action_error": "", "elapsed_time": np.array([1.5])}
+    obs = {
+        "goal": "Open the forum",
+        "open_pages_urls": ("http://localhost:9999/",),
+        "open_pages_titles": ("Postmill",),
+        "active_page_index": np.array([0]),
+        "axtree_txt": "[1] link 'Forums'",
+        "last_action_error": "",
+        "elapsed_time": np.array([1.5]),
+    }
     module = _fake_agentlab_module()
-    _write_pickles(folder, module, [
-        {"obs": obs, "action": "click('1')", "agent_info": {"think": "Forums is the link.", "junk": _Exploit()},
-         "profiling": module.StepTimestamps(env_start=T0 - 1, env_stop=T0)},
-        {"obs": {**obs, "last_action_error": "boom"}, "action": None},
-    ])
+    _write_pickles(
+        folder,
+        module,
+        [
+            {
+                "obs": obs,
+                "action": "click('1')",
+                "agent_info": {"think": "Forums is the link.", "junk": _Exploit()},
+                "profiling": module.StepTimestamps(env_start=T0 - 1, env_stop=T0),
+            },
+            {"obs": {**obs, "last_action_error": "boom"}, "action": None},
+        ],
+    )
     _write_json(folder / "summary_info.json", {"n_steps": 1, "cum_reward": 0.0})
     assert "agentlab" not in sys.modules
     assert browsergym.detect(folder)
@@ -209,7 +251,11 @@ def test_agentlab_pickles_are_read_without_agentlab(tmp_path: Path, monkeypatch)
     assert (traj.site, traj.goal, traj.outcome) == ("reddit", "Open the forum", "failure (reward 0.0)")
     s0, s1 = traj.states
     assert (s0.thought, s0.action, s0.action_error, s0.timestamp) == (
-        "Forums is the link.", "click('1')", "boom", "2025-12-16T06:47:36.104Z")
+        "Forums is the link.",
+        "click('1')",
+        "boom",
+        "2025-12-16T06:47:36.104Z",
+    )
     assert s1.action is None and s1.text == "[1] link 'Forums'"
 
 
@@ -223,38 +269,71 @@ def test_unreadable_pickle_raises(tmp_path: Path):
 
 # --- browser-use ----------------------------------------------------------------------------------------------
 
+
 def _entry(n: int, *, url: str, actions, thinking=None, errors=(), shot=None, message=None) -> dict:
-    return {"model_output": {"evaluation_previous_goal": "ok", "memory": "m", "next_goal": "g",
-                             "action": actions, "thinking": thinking},
-            "result": [{"is_done": False, "error": e} for e in errors] or [{"is_done": False, "error": None}],
-            "state": {"tabs": [], "url": url, "title": "Linear" if n else "Initial Actions",
-                      "screenshot_path": shot, "interacted_element": [None]},
-            "metadata": {"step_start_time": 1771467730.5879939 + 10 * n, "step_end_time": 0, "step_number": n},
-            "state_message": message}
+    return {
+        "model_output": {
+            "evaluation_previous_goal": "ok",
+            "memory": "m",
+            "next_goal": "g",
+            "action": actions,
+            "thinking": thinking,
+        },
+        "result": [{"is_done": False, "error": e} for e in errors] or [{"is_done": False, "error": None}],
+        "state": {
+            "tabs": [],
+            "url": url,
+            "title": "Linear" if n else "Initial Actions",
+            "screenshot_path": shot,
+            "interacted_element": [None],
+        },
+        "metadata": {"step_start_time": 1771467730.5879939 + 10 * n, "step_end_time": 0, "step_number": n},
+        "state_message": message,
+    }
 
 
 def _message(body: str) -> str:
-    return ("<agent_history>\nAgent initialized\n</agent_history>\n<agent_state>\n<user_request>\n"
-            "Rename the user.\n</user_request>\n</agent_state>\n<browser_state>\n" + body + "\n</browser_state>\n")
+    return (
+        "<agent_history>\nAgent initialized\n</agent_history>\n<agent_state>\n<user_request>\n"
+        "Rename the user.\n</user_request>\n</agent_state>\n<browser_state>\n" + body + "\n</browser_state>\n"
+    )
 
 
 @pytest.fixture
 def bu_folder(tmp_path: Path) -> Path:
     folder = tmp_path / "task_e1"
     history = [
-        _entry(0, url="http://localhost:8030",
-               actions=[{"navigate": {"url": "http://localhost:8030", "new_tab": False}}]),
-        _entry(1, url="http://localhost:8030/", thinking=" Type the name, then save. ",
-               actions=[{"input": {"index": 16, "text": "Jordan R. Rivera", "clear": True}}, {"click": {"index": 29}}],
-               shot="/tmp/browser_use_agent_gone/screenshots/step_1.png",
-               message=_message("[16]<input />\n[29]<button />")),
-        _entry(2, url="http://localhost:8030/", thinking="Done.", errors=["Element 40 not found", None],
-               actions=[{"done": {"text": "Changed the user's name.", "success": True}}],
-               shot="/tmp/browser_use_agent_gone/screenshots/step_2.png", message=_message("Profile updated")),
+        _entry(
+            0, url="http://localhost:8030", actions=[{"navigate": {"url": "http://localhost:8030", "new_tab": False}}]
+        ),
+        _entry(
+            1,
+            url="http://localhost:8030/",
+            thinking=" Type the name, then save. ",
+            actions=[{"input": {"index": 16, "text": "Jordan R. Rivera", "clear": True}}, {"click": {"index": 29}}],
+            shot="/tmp/browser_use_agent_gone/screenshots/step_1.png",
+            message=_message("[16]<input />\n[29]<button />"),
+        ),
+        _entry(
+            2,
+            url="http://localhost:8030/",
+            thinking="Done.",
+            errors=["Element 40 not found", None],
+            actions=[{"done": {"text": "Changed the user's name.", "success": True}}],
+            shot="/tmp/browser_use_agent_gone/screenshots/step_2.png",
+            message=_message("Profile updated"),
+        ),
     ]
     _write_json(folder / "history.json", {"history": history})
-    _write_json(folder / "result.json", {"task_id": "task_e1", "instruction": "Change the name to 'Jordan R. Rivera'.",
-                                         "passed": True, "errors": [None, None, None]})
+    _write_json(
+        folder / "result.json",
+        {
+            "task_id": "task_e1",
+            "instruction": "Change the name to 'Jordan R. Rivera'.",
+            "passed": True,
+            "errors": [None, None, None],
+        },
+    )
     _png(folder / "screenshots" / "step_1.png")
     return folder
 
@@ -264,12 +343,15 @@ def test_browser_use_folder_maps_every_field(bu_folder: Path):
     assert detect_reader(bu_folder) is browser_use
     traj = _only(list(browser_use.read(bu_folder)))
     assert isinstance(traj, Trajectory)
-    assert (traj.id, traj.goal, traj.outcome) == ("task_e1", "Change the name to 'Jordan R. Rivera'.",
-                                                  "success (reward 1.0)")
+    assert (traj.id, traj.goal, traj.outcome) == (
+        "task_e1",
+        "Change the name to 'Jordan R. Rivera'.",
+        "success (reward 1.0)",
+    )
     assert traj.start_url == "http://localhost:8030"
     s0, s1 = traj.states  # the synthetic "Initial Actions" entry is dropped
     assert s0.action == "input(index=16, text='Jordan R. Rivera', clear=True)\nclick(index=29)"
-    assert s1.action == "done(text=\"Changed the user's name.\", success=True)"
+    assert s1.action == 'done(text="Changed the user\'s name.", success=True)'
     assert (s0.thought, s1.thought) == ("Type the name, then save.", "Done.")
     assert (s0.text, s1.text) == ("[16]<input />\n[29]<button />", "Profile updated")
     assert (s0.action_error, s1.action_error) == ("", "Element 40 not found")
@@ -302,15 +384,33 @@ def test_browser_use_missing_url_and_missing_screenshot(bu_folder: Path):
 
 # --- LongMemEval-V2 content form ------------------------------------------------------------------------------
 
+
 def _content_traj(tid: str) -> dict:
-    return {"id": tid, "outcome": "success", "metadata": {"original_goal": ["Find the order", "of Sarah Miller."],
-                                                          "environment": "shopping_admin", "seed": 3},
-            "content": [
-                {"step": 0, "url": "http://localhost:7780/admin", "action": "click('339')", "thoughts": "Reports.",
-                 "observation": {"text": "[339] link 'REPORTS'", "screenshot": f"screenshots/{tid}/0.png"}},
-                {"step": 1, "url": "http://localhost:7780/admin/reports", "action": None, "thoughts": None,
-                 "observation": {"text": "Orders", "screenshot": f"{tid}/1.png"}},
-            ]}
+    return {
+        "id": tid,
+        "outcome": "success",
+        "metadata": {
+            "original_goal": ["Find the order", "of Sarah Miller."],
+            "environment": "shopping_admin",
+            "seed": 3,
+        },
+        "content": [
+            {
+                "step": 0,
+                "url": "http://localhost:7780/admin",
+                "action": "click('339')",
+                "thoughts": "Reports.",
+                "observation": {"text": "[339] link 'REPORTS'", "screenshot": f"screenshots/{tid}/0.png"},
+            },
+            {
+                "step": 1,
+                "url": "http://localhost:7780/admin/reports",
+                "action": None,
+                "thoughts": None,
+                "observation": {"text": "Orders", "screenshot": f"{tid}/1.png"},
+            },
+        ],
+    }
 
 
 def test_lme_content_form(tmp_path: Path):
@@ -319,12 +419,18 @@ def test_lme_content_form(tmp_path: Path):
     _png(tmp_path / "screenshots" / tid / "1.png")
     file = tmp_path / "trajectories.jsonl"
     file.write_text(json.dumps(_content_traj(tid)) + "\n", encoding="utf-8")
-    assert content_form.is_content_form(_content_traj(tid)) and not content_form.is_content_form({"id": "x", "states": []})
+    assert content_form.is_content_form(_content_traj(tid)) and not content_form.is_content_form(
+        {"id": "x", "states": []}
+    )
     assert detect_reader(file) is jsonl
     traj = _only(list(jsonl.read(file)))
     assert isinstance(traj, Trajectory)
-    assert (traj.id, traj.goal, traj.site, traj.domain) == (tid, "Find the order of Sarah Miller.",
-                                                            "shopping_admin", "web")
+    assert (traj.id, traj.goal, traj.site, traj.domain) == (
+        tid,
+        "Find the order of Sarah Miller.",
+        "shopping_admin",
+        "web",
+    )
     assert traj.start_url == "http://localhost:7780/admin" and traj.outcome == "success"
     s0, s1 = traj.states
     assert (s0.text, s0.action, s0.thought) == ("[339] link 'REPORTS'", "click('339')", "Reports.")
@@ -353,6 +459,7 @@ def test_lme_content_form_errors(tmp_path: Path):
 
 # --- the real shared data, written back into the source formats -----------------------------------------------
 
+
 def _unix(iso: str) -> float:
     # half a millisecond past the stamp, so that float rounding cannot move it to the previous millisecond
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() + 0.0005
@@ -364,11 +471,18 @@ def _as_browsergym(traj: dict, folder: Path) -> None:
         raw = s["action"]
         if raw is not None and s["thought"] is not None:
             raw = f"<think>\n{s['thought']}\n</think>\n<action>\n```{s['action']}```\n</action>"
-        obs = {"goal": traj["goal"], "open_pages_urls": [s["url"]], "open_pages_titles": [s["title"]],
-               "active_page_index": [0], "axtree_txt": s["accessibility_tree"],
-               "last_action_error": states[i - 1]["action_error"] if i else ""}
-        _write_json(folder / f"steps_info_{i}.json",
-                    {"step": i, "obs": obs, "action": raw, "profiling": {"env_stop": _unix(s["timestamp"])}})
+        obs = {
+            "goal": traj["goal"],
+            "open_pages_urls": [s["url"]],
+            "open_pages_titles": [s["title"]],
+            "active_page_index": [0],
+            "axtree_txt": s["accessibility_tree"],
+            "last_action_error": states[i - 1]["action_error"] if i else "",
+        }
+        _write_json(
+            folder / f"steps_info_{i}.json",
+            {"step": i, "obs": obs, "action": raw, "profiling": {"env_stop": _unix(s["timestamp"])}},
+        )
     reward = float(traj["outcome"].split("reward ")[1].rstrip(")"))
     _write_json(folder / "summary_info.json", {"cum_reward": reward})
 
@@ -382,21 +496,33 @@ def _parse_calls(text: str) -> list[dict]:
 
 
 def _as_browser_use(traj: dict, folder: Path) -> None:
-    history = [{"model_output": None, "result": [], "metadata": {"step_number": 0},
-                "state": {"url": traj["start_url"], "title": "Initial Actions"}}]
+    history = [
+        {
+            "model_output": None,
+            "result": [],
+            "metadata": {"step_number": 0},
+            "state": {"url": traj["start_url"], "title": "Initial Actions"},
+        }
+    ]
     for s in traj["states"]:
-        history.append({"model_output": {"thinking": s["thought"], "action": _parse_calls(s["action"] or "")},
-                        "result": [{"error": e} for e in s["action_error"].split("\n") if e],
-                        "state": {"url": s["url"], "title": s["title"], "screenshot_path": None},
-                        "metadata": {"step_start_time": _unix(s["timestamp"])},
-                        "state_message": f"<browser_state>\n{s['accessibility_tree']}\n</browser_state>"})
+        history.append(
+            {
+                "model_output": {"thinking": s["thought"], "action": _parse_calls(s["action"] or "")},
+                "result": [{"error": e} for e in s["action_error"].split("\n") if e],
+                "state": {"url": s["url"], "title": s["title"], "screenshot_path": None},
+                "metadata": {"step_start_time": _unix(s["timestamp"])},
+                "state_message": f"<browser_state>\n{s['accessibility_tree']}\n</browser_state>",
+            }
+        )
     _write_json(folder / "history.json", {"history": history})
     _write_json(folder / "result.json", {"instruction": traj["goal"], "passed": traj["outcome"].startswith("success")})
 
 
 def _expected(traj: dict) -> list[tuple]:
-    return [(s["url"], s["title"], s["accessibility_tree"], s["thought"], s["action"], s["action_error"],
-             s["timestamp"]) for s in traj["states"]]
+    return [
+        (s["url"], s["title"], s["accessibility_tree"], s["thought"], s["action"], s["action_error"], s["timestamp"])
+        for s in traj["states"]
+    ]
 
 
 def _got(traj: Trajectory) -> list[tuple]:
@@ -417,7 +543,11 @@ def test_shared_data_round_trips_through_the_source_formats(tmp_path: Path):
         got = _only(list(detect_reader(folder).read(folder)))
         assert isinstance(got, Trajectory), got
         assert (got.site, got.goal, got.outcome, got.start_url) == (
-            traj["site"], traj["goal"], traj["outcome"], traj["start_url"]), traj["id"]
+            traj["site"],
+            traj["goal"],
+            traj["outcome"],
+            traj["start_url"],
+        ), traj["id"]
         assert _got(got) == _expected(traj), traj["id"]
     for traj in _records(SHARED / "data" / "infinity" / "trajectories.jsonl.gz"):
         folder = tmp_path / "inf" / traj["id"]

@@ -1,5 +1,6 @@
 """Screenshots are confined to their source's folder (or an explicit screenshot root) and must be real images,
 in every reader: a trajectory file must not be able to copy a host file into the store."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,10 @@ def _outside_image(tmp_path: Path) -> Path:
 
 def _jsonl(folder: Path, shot: str, tid: str = "t-1") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    doc = {"id": tid, "states": [{"state_index": 0, "url": "http://a/"},
-                                 {"state_index": 1, "url": "http://a/b", "screenshot": shot}]}
+    doc = {
+        "id": tid,
+        "states": [{"state_index": 0, "url": "http://a/"}, {"state_index": 1, "url": "http://a/b", "screenshot": shot}],
+    }
     path = folder / "in.jsonl"
     path.write_text(json.dumps(doc) + "\n")
     return path
@@ -35,8 +38,11 @@ def _jsonl(folder: Path, shot: str, tid: str = "t-1") -> Path:
 
 def _lme(folder: Path, shot: str, tid: str = "lme-1") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    doc = {"id": tid, "metadata": {"original_goal": "g"},
-           "content": [{"url": "http://a/", "observation": {"text": "x", "screenshot": shot}}]}
+    doc = {
+        "id": tid,
+        "metadata": {"original_goal": "g"},
+        "content": [{"url": "http://a/", "observation": {"text": "x", "screenshot": shot}}],
+    }
     path = folder / "trajectories.jsonl"
     path.write_text(json.dumps(doc) + "\n")
     return path
@@ -56,6 +62,7 @@ def _refused(item, *, field: str, says: str, tid: str = "t-1") -> InputError:
 
 
 # --- JSONL: every way out of the folder is refused -------------------------------------------------------------
+
 
 def test_dot_dot_segments_out_of_the_folder_are_refused(tmp_path):
     _outside_image(tmp_path)
@@ -104,8 +111,7 @@ def test_a_symlink_that_stays_inside_the_folder_is_followed(tmp_path):
 def test_a_file_that_is_not_an_image_is_refused(tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "notes.png").write_text("root:x:0:0:root:/root:/bin/bash\n")
-    _refused(_read_one(_jsonl(tmp_path / "src", "notes.png")), field="states[1].screenshot",
-             says="not an image")
+    _refused(_read_one(_jsonl(tmp_path / "src", "notes.png")), field="states[1].screenshot", says="not an image")
 
 
 def test_a_truncated_image_is_refused(tmp_path):
@@ -117,14 +123,12 @@ def test_a_truncated_image_is_refused(tmp_path):
 def test_a_fifo_is_refused_without_blocking(tmp_path):
     (tmp_path / "src").mkdir()
     os.mkfifo(tmp_path / "src" / "pipe.png")
-    _refused(_read_one(_jsonl(tmp_path / "src", "pipe.png")), field="states[1].screenshot",
-             says="not a regular file")
+    _refused(_read_one(_jsonl(tmp_path / "src", "pipe.png")), field="states[1].screenshot", says="not a regular file")
 
 
 def test_a_folder_is_refused(tmp_path):
     (tmp_path / "src" / "dir.png").mkdir(parents=True)
-    _refused(_read_one(_jsonl(tmp_path / "src", "dir.png")), field="states[1].screenshot",
-             says="not a regular file")
+    _refused(_read_one(_jsonl(tmp_path / "src", "dir.png")), field="states[1].screenshot", says="not a regular file")
 
 
 def test_a_huge_file_is_refused_before_it_is_read(tmp_path, monkeypatch):
@@ -135,8 +139,7 @@ def test_a_huge_file_is_refused_before_it_is_read(tmp_path, monkeypatch):
 
 def test_a_nul_byte_in_the_path_is_refused(tmp_path):
     _png(tmp_path / "src" / "a.png")
-    _refused(_read_one(_jsonl(tmp_path / "src", "a.png\u0000../../x")), field="states[1].screenshot",
-             says="NUL")
+    _refused(_read_one(_jsonl(tmp_path / "src", "a.png\u0000../../x")), field="states[1].screenshot", says="NUL")
 
 
 def test_a_missing_file_is_still_reported_as_missing(tmp_path):
@@ -144,6 +147,7 @@ def test_a_missing_file_is_still_reported_as_missing(tmp_path):
 
 
 # --- an explicit screenshot root replaces the source's folder --------------------------------------------------
+
 
 def test_a_screenshot_root_admits_paths_inside_it(tmp_path):
     secret = _outside_image(tmp_path)
@@ -162,6 +166,7 @@ def test_a_screenshot_root_refuses_paths_outside_it_even_in_the_source_folder(tm
 
 # --- the other readers ------------------------------------------------------------------------------------------
 
+
 def test_lme_content_form_is_confined(tmp_path):
     _outside_image(tmp_path)
     item = _read_one(_lme(tmp_path / "src", "../private/secret.png"))
@@ -174,8 +179,16 @@ def test_lme_content_form_is_confined(tmp_path):
 
 def _gym_folder(folder: Path) -> Path:
     folder.mkdir(parents=True)
-    step = {"obs": {"goal": "g", "open_pages_urls": ["http://a/"], "open_pages_titles": ["A"],
-                    "active_page_index": [0], "axtree_txt": "x"}, "action": "noop()"}
+    step = {
+        "obs": {
+            "goal": "g",
+            "open_pages_urls": ["http://a/"],
+            "open_pages_titles": ["A"],
+            "active_page_index": [0],
+            "axtree_txt": "x",
+        },
+        "action": "noop()",
+    }
     (folder / "steps_info_0.json").write_text(json.dumps(step))
     (folder / "summary_info.json").write_text(json.dumps({"cum_reward": 1.0}))
     return folder
@@ -199,9 +212,12 @@ def test_browsergym_screenshot_that_is_no_image_is_refused(tmp_path):
 
 def _bu_folder(folder: Path, shot) -> Path:
     folder.mkdir(parents=True)
-    entry = {"model_output": {"thinking": "t", "action": [{"done": {"text": "ok"}}]}, "result": [],
-             "state": {"url": "http://a/", "title": "A", "screenshot_path": shot},
-             "metadata": {"step_start_time": 1765867656.1}}
+    entry = {
+        "model_output": {"thinking": "t", "action": [{"done": {"text": "ok"}}]},
+        "result": [],
+        "state": {"url": "http://a/", "title": "A", "screenshot_path": shot},
+        "metadata": {"step_start_time": 1765867656.1},
+    }
     (folder / "history.json").write_text(json.dumps({"history": [entry]}))
     return folder
 

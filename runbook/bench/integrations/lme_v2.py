@@ -22,6 +22,7 @@ temporary folder, removed at exit).
 
 Nothing here imports the harness until `register()` or the launcher runs, so runbook works without it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,9 @@ import json
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ...budget import parse_budget
 from ...errors import InputError
@@ -109,10 +111,12 @@ def register() -> type:
 
 def _arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     cut = argv.index("--") if "--" in argv else len(argv)
-    ours, harness = argv[:cut], argv[cut + 1:]
-    parser = argparse.ArgumentParser(prog="python -m runbook.bench.integrations.lme_v2",
-                                     description="Run runbook inside LongMemEval-V2's harness; arguments after "
-                                                 "-- go to evaluation/harness.py (reader, evaluator, ...).")
+    ours, harness = argv[:cut], argv[cut + 1 :]
+    parser = argparse.ArgumentParser(
+        prog="python -m runbook.bench.integrations.lme_v2",
+        description="Run runbook inside LongMemEval-V2's harness; arguments after "
+        "-- go to evaluation/harness.py (reader, evaluator, ...).",
+    )
     parser.add_argument("--data-root", required=True, type=Path)
     parser.add_argument("--domain", choices=["web", "enterprise"], required=True)
     parser.add_argument("--tier", choices=["small", "medium"], default="small")
@@ -134,18 +138,36 @@ def main(argv: list[str] | None = None) -> None:
     data_root = args.data_root.resolve()
     runtime = args.output_dir.resolve() / "runtime_inputs"
     runtime.mkdir(parents=True, exist_ok=True)
-    selected = materialize_runtime_questions(data_root=data_root, domain=args.domain, question_ids=args.question_ids,
-                                             limit=args.limit, output_path=runtime / "questions.json")
-    materialize_runtime_haystack(data_root=data_root, tier=args.tier, selected_questions=selected,
-                                 output_path=runtime / "haystack.json")
+    selected = materialize_runtime_questions(
+        data_root=data_root,
+        domain=args.domain,
+        question_ids=args.question_ids,
+        limit=args.limit,
+        output_path=runtime / "questions.json",
+    )
+    materialize_runtime_haystack(
+        data_root=data_root, tier=args.tier, selected_questions=selected, output_path=runtime / "haystack.json"
+    )
     params = {"screenshot_root": str(data_root), **json.loads(args.params)}
-    (runtime / "memory_config.json").write_text(json.dumps({"memory_type": MEMORY_TYPE, "memory_params": params},
-                                                           indent=2) + "\n")
-    sys.argv = ["evaluation.harness", "--domain", args.domain, "--questions-path", str(runtime / "questions.json"),
-                "--haystack-path", str(runtime / "haystack.json"),
-                "--trajectories-path", str(data_root / "trajectories.jsonl"),
-                "--memory-config-path", str(runtime / "memory_config.json"),
-                "--output-dir", str(args.output_dir.resolve()), *harness_args]
+    (runtime / "memory_config.json").write_text(
+        json.dumps({"memory_type": MEMORY_TYPE, "memory_params": params}, indent=2) + "\n"
+    )
+    sys.argv = [
+        "evaluation.harness",
+        "--domain",
+        args.domain,
+        "--questions-path",
+        str(runtime / "questions.json"),
+        "--haystack-path",
+        str(runtime / "haystack.json"),
+        "--trajectories-path",
+        str(data_root / "trajectories.jsonl"),
+        "--memory-config-path",
+        str(runtime / "memory_config.json"),
+        "--output-dir",
+        str(args.output_dir.resolve()),
+        *harness_args,
+    ]
     from evaluation.harness import main as harness_main
 
     harness_main()

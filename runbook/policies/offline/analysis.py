@@ -1,6 +1,7 @@
 """The analysis the offline planner writes for the reader: the question's kind, the latest value and its older
 sightings, terms found nowhere (a possible false premise), quoted page lines, a procedure's steps, a gotcha's
 errors and what worked after them."""
+
 from __future__ import annotations
 
 import re
@@ -15,13 +16,26 @@ ERROR_WIDTH = (100, 300)
 
 
 _IDS = re.compile(r"\[\d+\]\s*|\bid=\S+")
-KIND_NAMES = {"static": "a fact shown on a page", "dynamic": "a value that changes over time (the latest wins)",
-              "procedure": "how to do something", "gotcha": "what goes wrong and how to get past it"}
+KIND_NAMES = {
+    "static": "a fact shown on a page",
+    "dynamic": "a value that changes over time (the latest wins)",
+    "procedure": "how to do something",
+    "gotcha": "what goes wrong and how to get past it",
+}
 
 
-def write_analysis(kind: str, wants_latest: bool, scan: Scan, choice: Choice, steps: list[Step],
-                   *, weak_missing: set[str] = frozenset(), premise_only: bool = False,
-                   unquoted: set[tuple[str, int]] = frozenset(), premise_hints: tuple[str, ...] = ()) -> str:
+def write_analysis(
+    kind: str,
+    wants_latest: bool,
+    scan: Scan,
+    choice: Choice,
+    steps: list[Step],
+    *,
+    weak_missing: set[str] = frozenset(),
+    premise_only: bool = False,
+    unquoted: set[tuple[str, int]] = frozenset(),
+    premise_hints: tuple[str, ...] = (),
+) -> str:
     """A few plain sentences: the question's kind, where the evidence is, latest vs older, missing terms, steps.
     `premise_only`: the terms found nowhere and no more (the evidence below is not the planner's own states);
     `unquoted`: states whose lines are not quoted (the context shows them already); `premise_hints`: what the
@@ -35,11 +49,19 @@ def write_analysis(kind: str, wants_latest: bool, scan: Scan, choice: Choice, st
     phrases = [m for m in missing if " " in m.strip()]
     closest = " The states below are the closest evidence." if choice.keys or premise_only else ""
     if words:
-        parts.append("Found in no stored state: " + ", ".join(f"'{m}'" for m in words)
-                     + " - the question's premise may be false." + closest)
+        parts.append(
+            "Found in no stored state: "
+            + ", ".join(f"'{m}'" for m in words)
+            + " - the question's premise may be false."
+            + closest
+        )
     if phrases:
-        parts.append("Never written this way in any stored state: " + ", ".join(f"'{m}'" for m in phrases)
-                     + " - check the premise." + closest)
+        parts.append(
+            "Never written this way in any stored state: "
+            + ", ".join(f"'{m}'" for m in phrases)
+            + " - check the premise."
+            + closest
+        )
     if premise_only:
         return " ".join(parts)
     if not choice.keys:
@@ -58,20 +80,25 @@ def write_analysis(kind: str, wants_latest: bool, scan: Scan, choice: Choice, st
 def sightings(choice: Choice, scan: Scan, by_key: dict[tuple[str, int], Step]) -> str:
     """'Newest first: X state 10 (2025-12-18 22:20) [latest sighting]; Y state 4 (2025-12-17 19:18) [older]'."""
     seen = []
-    shown = {h.key for h in scan.latest} | {k for k, note in choice.notes.items() if note in ("latest sighting",
-                                                                                               "older")}
+    shown = {h.key for h in scan.latest} | {
+        k for k, note in choice.notes.items() if note in ("latest sighting", "older")
+    }
     for key in (k for k in choice.keys if k in shown):
         step, hit = by_key.get(key), find_hit(scan, key)
-        when = (step.time if step else hit.time if hit else "")
+        when = step.time if step else hit.time if hit else ""
         seen.append((when, key))
     seen.sort(reverse=True)
-    listed = [f"{t} state {i} ({when[:16].replace('T', ' ')})" + (f" [{choice.notes[(t, i)]}]"
-              if choice.notes.get((t, i)) in ("latest sighting", "older") else "") for when, (t, i) in seen[:6]]
+    listed = [
+        f"{t} state {i} ({when[:16].replace('T', ' ')})"
+        + (f" [{choice.notes[(t, i)]}]" if choice.notes.get((t, i)) in ("latest sighting", "older") else "")
+        for when, (t, i) in seen[:6]
+    ]
     return "The value may have changed over time; where it shows, newest first: " + "; ".join(listed) + "."
 
 
-def quotes(choice: Choice, scan: Scan, by_key: dict[tuple[str, int], Step],
-           unquoted: set[tuple[str, int]] = frozenset()) -> list[str]:
+def quotes(
+    choice: Choice, scan: Scan, by_key: dict[tuple[str, int], Step], unquoted: set[tuple[str, int]] = frozenset()
+) -> list[str]:
     """One line per chosen state with what its page says about the question; a repeat names its states only."""
     out: list[str] = []
     first_at: dict[str, int] = {}

@@ -1,4 +1,5 @@
 """The question image's signature, computed the same way the sandbox reads stored screenshots."""
+
 from __future__ import annotations
 
 import os

@@ -20,26 +20,27 @@ The planner reads the program's choice (and the note on each state) from its out
 The planner only reads tool outputs: the sandbox is its only access to the store. A failed call is not retried
 with the same arguments; the planner finishes with what it has.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...core.question import QuestionAnalysis
-from .analysis import write_analysis
-from .image import question_image
-from .spans import SPAN_GAP, spans_of
-from .probe import probe_pattern, read_probe, typed_values
-from .terms import patterns_for, without_common
-from ...models.messages import Message, ToolCall, ToolSpec
-from ...agent.types import Task
-from ...errors import ConfigError
 from ...agent.specs import PLAN
-from ...core.hits import Hit
+from ...agent.types import Task
 from ...core.choice import Choice, read_choice
+from ...core.hits import Hit
 from ...core.plan import PlanRequest
+from ...core.question import QuestionAnalysis
 from ...core.scan import ScanParams
 from ...core.scanout import Scan, Step, find_hit, read_scan, read_steps
+from ...errors import ConfigError
+from ...models.messages import Message, ToolCall, ToolSpec
+from .analysis import write_analysis
+from .image import question_image
+from .probe import probe_pattern, read_probe, typed_values
+from .spans import SPAN_GAP, spans_of
+from .terms import patterns_for, without_common
 
 OUTPUT_VIEW_TOKENS = 5_000
 """Tokens of one tool output the planner reads: more than the loop's default for models, because it has no context
@@ -86,14 +87,17 @@ class OfflinePlanner:
         """A new query: the question, its image and method R's recall, as structured input."""
         analysis = task.analysis
         patterns = without_common(patterns_for(analysis), task.term_shares)
-        self.plan = Plan(question=task.question, analysis=analysis, patterns=patterns,
-                         image=task.image, recall=list(task.recall))
+        self.plan = Plan(
+            question=task.question, analysis=analysis, patterns=patterns, image=task.image, recall=list(task.recall)
+        )
 
     def next(self, messages: list[Message], tools: list[ToolSpec]) -> Message:
         """The next call of the plan, given the tool results so far."""
         if self.plan is None:
-            raise ConfigError("the offline planner starts from the query's Task: run it through "
-                              "AgentLoop.run(system, user, task) (runbook.memory.coding_agent does)")
+            raise ConfigError(
+                "the offline planner starts from the query's Task: run it through "
+                "AgentLoop.run(system, user, task) (runbook.memory.coding_agent does)"
+            )
         results = _latest_results(messages)
         if self.plan.calls == 0:
             return self.call("plan", request=self.plan_request().to_json())
@@ -114,12 +118,15 @@ class OfflinePlanner:
         """rbplan's request: what the scan looks for (the question's patterns and what its kind needs) and the kind
         the choice is made for; how much is printed and quoted are the request's defaults."""
         plan = self.plan
-        params = ScanParams(patterns=plan.patterns, latest=plan.analysis.wants_latest or plan.kind == "dynamic",
-                            prefer="trouble" if plan.kind == "gotcha" else None,
-                            answers=plan.kind in ("static", "dynamic"),
-                            pages=[list(path) for path in plan.analysis.menu_paths],
-                            scope_sites=scope_sites(plan.recall) or None,
-                            image=question_image(plan.image) if plan.image else None)
+        params = ScanParams(
+            patterns=plan.patterns,
+            latest=plan.analysis.wants_latest or plan.kind == "dynamic",
+            prefer="trouble" if plan.kind == "gotcha" else None,
+            answers=plan.kind in ("static", "dynamic"),
+            pages=[list(path) for path in plan.analysis.menu_paths],
+            scope_sites=scope_sites(plan.recall) or None,
+            image=question_image(plan.image) if plan.image else None,
+        )
         return PlanRequest(scan=params, kind=plan.kind, wants_latest=plan.analysis.wants_latest)
 
     def probe_arguments(self) -> dict[str, Any] | None:
@@ -150,9 +157,17 @@ class OfflinePlanner:
         shown = {hit.key for hit in recall if hit.pool == "slices"}
         # the analysis quotes only states R's evidence does not show: a quote of a shown page costs the budget
         # tokens that R's tail evidence needed (measured on gen23: two static questions lost a cited state)
-        analysis = write_analysis(plan.kind, plan.analysis.wants_latest, scan, choice, plan.steps,
-                                  weak_missing=_weak_labels(plan.patterns), premise_only=doubt, unquoted=shown,
-                                  premise_hints=plan.analysis.possible_false_premise)
+        analysis = write_analysis(
+            plan.kind,
+            plan.analysis.wants_latest,
+            scan,
+            choice,
+            plan.steps,
+            weak_missing=_weak_labels(plan.patterns),
+            premise_only=doubt,
+            unquoted=shown,
+            premise_hints=plan.analysis.possible_false_premise,
+        )
         if plan.failures:
             analysis += "\n(Some tool calls failed: " + "; ".join(plan.failures)[:300] + ")"
         if scan.image_error:
@@ -163,8 +178,9 @@ class OfflinePlanner:
         spans = spans_of(added, gap=SPAN_GAP)
         if doubt:
             spans = []
-        return self.call("finish", analysis=analysis, spans=[span.to_json() for span in spans],
-                         recall=[hit.id for hit in recall])
+        return self.call(
+            "finish", analysis=analysis, spans=[span.to_json() for span in spans], recall=[hit.id for hit in recall]
+        )
 
     def call(self, name: str, **arguments: Any) -> Message:
         self.plan.calls += 1

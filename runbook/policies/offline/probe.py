@@ -4,6 +4,7 @@ A classic pitfall is a wrong input: a made-up email, a bare '302' where the site
 detail step, the planner takes the values the chosen run typed, searches the pages of other states for their
 distinctive part, and keeps the states that show a different value.
 """
+
 from __future__ import annotations
 
 import re
@@ -81,4 +82,4 @@ def read_probe(output: str, run_id: str, values: list[str], limit: int = 2) -> l
 def _around(text: str, part: str, width: int = 80) -> str:
     at = text.lower().find(part.lower())
     start = max(0, at - width // 4)
-    return text[start:start + width].strip()
+    return text[start : start + width].strip()

@@ -1,4 +1,5 @@
 """From the states the offline planner chose to the spans `finish` takes: neighbours of one run merged."""
+
 from __future__ import annotations
 
 from ...agent.types import Span
@@ -30,9 +31,13 @@ def _merge_touching(spans: list[Span]) -> list[Span]:
     for span in spans:
         for n, kept in enumerate(out):
             if kept.trajectory_id == span.trajectory_id and not (
-                    span.start_state_index > kept.end_state_index + 1 or span.end_state_index < kept.start_state_index - 1):
-                out[n] = Span(kept.trajectory_id, min(kept.start_state_index, span.start_state_index),
-                              max(kept.end_state_index, span.end_state_index))
+                span.start_state_index > kept.end_state_index + 1 or span.end_state_index < kept.start_state_index - 1
+            ):
+                out[n] = Span(
+                    kept.trajectory_id,
+                    min(kept.start_state_index, span.start_state_index),
+                    max(kept.end_state_index, span.end_state_index),
+                )
                 break
         else:
             out.append(span)

@@ -1,25 +1,23 @@
 """The search patterns the offline planner derives from a question: exact phrases and stemmed key terms."""
+
 from __future__ import annotations
 
 import re
 
+from ...core.patterns import LONG_WORD, pattern_stem
 from ...core.question import STOP_WORDS, QuestionAnalysis
 
-SUFFIXES = ("ations", "ation", "ings", "ing", "ions", "ion", "ies", "ied", "ed", "es", "s", "ly")
-"""Trimmed from a word so that its pattern matches the word's other forms (canceled -> cancel -> cancels)."""
-MIN_STEM = 3
 MAX_PATTERNS = 24
 """Patterns searched at most: each one costs the single ripgrep pass a little."""
-ACTION_SYNONYMS = (("change", "update", "edit", "modify"), ("create", "add"), ("delete", "remove"),
-                   ("send", "submit"))
+ACTION_SYNONYMS = (("change", "update", "edit", "modify"), ("create", "add"), ("delete", "remove"), ("send", "submit"))
 """Actions that goals and pages name with different verbs: a question's verb also finds its group's others."""
 SYNONYM_WEIGHT = 0.5
 PAIR_WEIGHT = 0.25
 """Word pairs weigh a quarter of a phrase: they help rank, and their absence says nothing."""
-LONG_WORD, PREFIX_LETTERS = 9, 7
-"""Words this long are cut to their first letters: truncation is the stemmer that needs no word list."""
-WEAK_TERMS = frozenset("""many much first look want need find found see seen open opened check button click
-clicked page pages site agent task tasks value values kind number""".split())
+WEAK_TERMS = frozenset(
+    """many much first look want need find found see seen open opened check button click
+clicked page pages site agent task tasks value values kind number""".split()
+)
 """Words a question about web pages says without naming anything: kept, at half weight."""
 
 
@@ -39,26 +37,6 @@ def without_common(patterns: list[dict], shares: dict[str, float]) -> list[dict]
     return [p for p in patterns if id(p) not in share or id(p) in keep or share[id(p)] <= COMMON_SHARE]
 
 
-def stem(word: str) -> str:
-    """A light stem: a long word's first letters, else one common suffix off and a doubled consonant undone.
-
-    'subscription' -> 'subscri' (matches subscribe, subscriber), 'cancelled' -> 'cancel', 'added' -> 'add'.
-    """
-    w = word.lower()
-    if len(w) >= LONG_WORD:
-        w = w[:PREFIX_LETTERS]
-        return w[:-1] if w[-1] == w[-2] else w
-    for suffix in SUFFIXES:
-        if w.endswith(suffix) and len(w) - len(suffix) >= MIN_STEM:
-            w = w[: -len(suffix)]
-            break
-    else:
-        return w  # no suffix came off: 'shell' stays 'shell'
-    if len(w) > 4 and w[-1] == w[-2] and w[-1] not in "aeious":
-        w = w[:-1]
-    return w
-
-
 def patterns_for(analysis: QuestionAnalysis) -> list[dict]:
     """[{text, label, kind: phrase|term, stem: suffix|prefix|False, weight, derived}], no two alike, phrases first.
 
@@ -69,14 +47,13 @@ def patterns_for(analysis: QuestionAnalysis) -> list[dict]:
     def add(text: str, kind: str, *, stemmed: bool | str = False, weight: float = 1.0, derived: bool = False) -> None:
         label = text
         if stemmed:
-            text = stem(text)
+            text = pattern_stem(text)
             stemmed = "prefix" if len(label) >= LONG_WORD else "suffix"
         key = re.sub(r"[\s_-]+", " ", text.lower()).strip()
         if len(key) < 2 or key in seen or label.lower() in STOP_WORDS:
             return
         seen.add(key)
-        out.append({"text": text, "label": label, "kind": kind, "stem": stemmed, "weight": weight,
-                    "derived": derived})
+        out.append({"text": text, "label": label, "kind": kind, "stem": stemmed, "weight": weight, "derived": derived})
 
     for phrase in analysis.phrases:
         if " > " in phrase:
@@ -102,7 +79,7 @@ def patterns_for(analysis: QuestionAnalysis) -> list[dict]:
             if out[-1]["label"] == other:
                 out[-1]["synonym"] = True
     for first, second in word_pairs(analysis.question):
-        last = stem(second)
+        last = pattern_stem(second)
         out_len = len(out)
         add(f"{first} {last}", "phrase", weight=PAIR_WEIGHT, derived=True)
         if len(out) > out_len:
@@ -126,8 +103,8 @@ def synonyms(word: str) -> list[str]:
     """Other words web tasks use for the same action ('change' -> 'update', 'edit', 'modify')."""
     w = word.lower()
     for group in ACTION_SYNONYMS:
-        if any(w == g or stem(w) == stem(g) for g in group):
-            return [g for g in group if g != w and stem(g) != stem(w)]
+        if any(w == g or pattern_stem(w) == pattern_stem(g) for g in group):
+            return [g for g in group if g != w and pattern_stem(g) != pattern_stem(w)]
     return []
 
 
@@ -138,7 +115,8 @@ def word_pairs(question: str) -> list[tuple[str, str]]:
     pairs = []
     for a, b in zip(words, words[1:]):
         a, b = a.removesuffix("'s"), b.removesuffix("'s")
-        if all(w.isalnum() and w.lower() not in STOP_WORDS and w.lower() not in WEAK_TERMS and len(w) > 2
-               for w in (a, b)):
+        if all(
+            w.isalnum() and w.lower() not in STOP_WORDS and w.lower() not in WEAK_TERMS and len(w) > 2 for w in (a, b)
+        ):
             pairs.append((a.lower(), b.lower()))
     return pairs

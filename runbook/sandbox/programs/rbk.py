@@ -32,21 +32,34 @@ field (url, title, action, error, thought, ...) or "text" for the page text; lin
 file (trajectories/<dir>/states/NNNN.md, header first); line is stripped of its indentation.
 Filters taken by grep, count, latest, timeline, find_value: trajectory (id, glob or list), site, outcome
 ("success", "failure"), field (name or list), since/until (ISO time prefixes), ignore_case, fixed, word.
-Use rbk.Store(path) for a store other than the default one; it has the same functions as methods.
+Use rbk.StoreReader(path) for a store other than the default one; it has the same functions as methods.
 """
+
 from __future__ import annotations
 
 import os
 
-from runbook.core.reader import SORTS, Store, default_store_dir  # noqa: F401
+from runbook.core.reader import SORTS, StoreReader, default_store_dir  # noqa: F401
 from runbook.core.records import Hits, RbkError, Record  # noqa: F401
 from runbook.core.ripgrep import escape_regex, ripgrep_binary  # noqa: F401
 from runbook.core.statefile import FIELDS, HEADER_END, HEADER_FIELDS, NEWLINE_MARK, parse_state, read_header  # noqa: F401
 from runbook.core.values import values  # noqa: F401
 
 # what help(rbk) documents; Record (the dict type of results) and RbkError are importable too
-__all__ = ["trajectories", "trajectory", "states", "state", "grep", "count", "latest", "timeline", "find_value",
-           "values", "errors", "Store"]
+__all__ = [
+    "trajectories",
+    "trajectory",
+    "states",
+    "state",
+    "grep",
+    "count",
+    "latest",
+    "timeline",
+    "find_value",
+    "values",
+    "errors",
+    "StoreReader",
+]
 
 
 def parse_state_text(text: str) -> tuple[dict, str, int]:
@@ -55,13 +68,13 @@ def parse_state_text(text: str) -> tuple[dict, str, int]:
 
 
 # -- the default store, as module functions --------------------------------------------------------------------
-_default: Store | None = None
+_default: StoreReader | None = None
 
 
-def _store() -> Store:
+def _store() -> StoreReader:
     global _default
     if _default is None or _default.root != os.path.abspath(default_store_dir()):
-        _default = Store()
+        _default = StoreReader()
     return _default
 
 

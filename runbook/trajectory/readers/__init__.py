@@ -8,6 +8,7 @@ Each reader module exposes:
         --skip-invalid can go on), while a path that is unreadable as a whole raises InputError.
 `detect_reader(path)` picks the first reader whose detect() says yes.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -44,4 +45,5 @@ def detect_reader(path: Path) -> ModuleType:
     raise UnknownFormatError(
         "unknown trajectory format: expected a .json/.jsonl/.jsonl.gz trajectory file, a BrowserGym/AgentLab "
         "result folder (steps_info_<N>.json + summary_info.json), or a browser-use folder (history.json)",
-        path=str(path))
+        path=str(path),
+    )

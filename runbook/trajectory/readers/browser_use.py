@@ -4,12 +4,14 @@
 Each history entry is {model_output: {thinking, action: [{name: params}]}, result: [{error, ...}],
 state: {url, title, screenshot_path, ...}, metadata: {step_start_time, step_number, ...}, state_message}.
 """
+
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ...errors import InputError
 from ..model import State, Trajectory, check_id
@@ -93,9 +95,14 @@ def _state(index: int, entry: Any, pos: int, folder: Path, where: dict, shots_ro
         action=render_actions(output.get("action")) or None,
         action_error=_errors(entry.get("result")),
         timestamp=iso_utc(_dict(entry.get("metadata")).get("step_start_time")),
-        screenshot=_screenshot(folder, pos, state.get("screenshot_path"), where,
-                               fields=(f"states[{index}].screenshot", f"{name}.state.screenshot_path"),
-                               shots_root=shots_root),
+        screenshot=_screenshot(
+            folder,
+            pos,
+            state.get("screenshot_path"),
+            where,
+            fields=(f"states[{index}].screenshot", f"{name}.state.screenshot_path"),
+            shots_root=shots_root,
+        ),
     )
 
 
@@ -121,8 +128,9 @@ def _errors(results: Any) -> str:
     return "\n".join(str(e) for e in errors if e)
 
 
-def _screenshot(folder: Path, pos: int, recorded: Any, where: dict, *, fields: tuple[str, str],
-                shots_root: str) -> str | None:
+def _screenshot(
+    folder: Path, pos: int, recorded: Any, where: dict, *, fields: tuple[str, str], shots_root: str
+) -> str | None:
     saved_field, recorded_field = fields
     # the harness copies history entry i's screenshot to screenshots/step_<i>.png
     for suffix in (".png", ".jpg", ".jpeg"):

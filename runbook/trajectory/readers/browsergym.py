@@ -4,6 +4,7 @@ A folder holds `steps_info_<N>.json` files (AgentLab's StepInfo saved as JSON) o
 `step_<N>.pkl.gz` pickles, plus `summary_info.json` and optional `screenshot_step_<N>.png` files.
 Step N is state N: the page BrowserGym returned, and the action the agent chose on it.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -13,9 +14,10 @@ import os
 import pickle
 import re
 import warnings
-from datetime import datetime, timezone
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
@@ -30,8 +32,14 @@ _STEP_PKL = re.compile(r"^step_(\d+)\.pkl\.gz$")
 _THINK = re.compile(r"<think>(.*?)</think>", re.S)
 _ACTION = re.compile(r"<action>(.*?)</action>", re.S)
 _FENCE = re.compile(r"^```(?:[\w+-]+\n)?\s*(.*?)\s*```$", re.S)
-WEBARENA_PORTS = {7770: "shopping", 7780: "shopping_admin", 9999: "reddit", 8023: "gitlab",
-                  3000: "map", 8888: "wikipedia"}
+WEBARENA_PORTS = {
+    7770: "shopping",
+    7780: "shopping_admin",
+    9999: "reddit",
+    8023: "gitlab",
+    3000: "map",
+    8888: "wikipedia",
+}
 """The ports of WebArena's standard deployment, which name the site a URL belongs to."""
 
 
@@ -82,8 +90,9 @@ def _step_files(folder: Path) -> dict[int, Path]:
     # JSON is preferred when both exist: it needs no unpickling
     numbered = found[_STEP_JSON] or found[_STEP_PKL]
     if not numbered:
-        raise InputError("has no steps_info_<N>.json or step_<N>.pkl.gz files (did the episode crash at reset?)",
-                         path=str(folder))
+        raise InputError(
+            "has no steps_info_<N>.json or step_<N>.pkl.gz files (did the episode crash at reset?)", path=str(folder)
+        )
     return numbered
 
 
@@ -91,8 +100,9 @@ def _trajectory(folder: Path, numbered: dict[int, Path], shots_root: str) -> Tra
     tid = check_id(folder.name, note=" (the id is the folder name)", path=str(folder))
     missing = next((n for n in range(len(numbered)) if n not in numbered), None)
     if missing is not None:
-        raise InputError(f"step {missing} is missing: step files must be numbered 0, 1, 2, ...",
-                         path=str(folder), trajectory_id=tid)
+        raise InputError(
+            f"step {missing} is missing: step files must be numbered 0, 1, 2, ...", path=str(folder), trajectory_id=tid
+        )
     files = [numbered[n] for n in range(len(numbered))]
     records = [_load_step(f, tid) for f in files]
     summary = _load_summary(folder, tid)
@@ -121,10 +131,17 @@ def _state(n: int, record: dict, following: dict | None, *, file: Path, tid: str
     thought, action = split_action(record.get("action"), _fields(record.get("agent_info")).get("think"))
     # BrowserGym reports an action's error in the observation that follows it
     error = _fields(following.get("obs")).get("last_action_error") if following is not None else ""
-    return State(index=n, url=url, title=title, text=text, action=action, thought=thought,
-                 action_error=str(error or ""),
-                 timestamp=iso_utc(_fields(record.get("profiling")).get("env_stop")),
-                 screenshot=_screenshot(file.parent, n, tid, shots_root))
+    return State(
+        index=n,
+        url=url,
+        title=title,
+        text=text,
+        action=action,
+        thought=thought,
+        action_error=str(error or ""),
+        timestamp=iso_utc(_fields(record.get("profiling")).get("env_stop")),
+        screenshot=_screenshot(file.parent, n, tid, shots_root),
+    )
 
 
 def _obs(record: dict, file: Path, tid: str) -> dict:
@@ -171,8 +188,12 @@ def _screenshot(folder: Path, n: int, tid: str, shots_root: str) -> str | None:
     for suffix in (".png", ".jpg", ".jpeg"):
         candidate = folder / f"screenshot_step_{n}{suffix}"
         if os.path.lexists(candidate):
-            return confine(str(candidate), shots_root, field=f"states[{n}].screenshot",
-                           where={"path": str(candidate), "trajectory_id": tid})
+            return confine(
+                str(candidate),
+                shots_root,
+                field=f"states[{n}].screenshot",
+                where={"path": str(candidate), "trajectory_id": tid},
+            )
     return None
 
 
@@ -196,7 +217,7 @@ def iso_utc(seconds: Any) -> str | None:
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
         return None
     try:
-        stamp = datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="milliseconds")
+        stamp = datetime.fromtimestamp(seconds, tz=UTC).isoformat(timespec="milliseconds")
     except (OverflowError, OSError, ValueError):
         return None
     return stamp.replace("+00:00", "Z")
@@ -280,7 +301,9 @@ def _load_pickle(file: Path) -> Any:
     except Exception as exc:  # unpickling can fail in any way; all mean the same to the user
         raise _FolderUnreadable(
             f"cannot rebuild this AgentLab pickle without AgentLab/BrowserGym installed ({type(exc).__name__}: "
-            f"{exc}); export the steps as steps_info_<N>.json and read that folder instead", path=str(file)) from exc
+            f"{exc}); export the steps as steps_info_<N>.json and read that folder instead",
+            path=str(file),
+        ) from exc
 
 
 class _Opaque:
@@ -314,18 +337,55 @@ class _Opaque:
         self.__dict__.setdefault("_mapping", {})[key] = value
 
 
-_SAFE_GLOBALS = {
-    ("builtins", name) for name in ("set", "frozenset", "slice", "range", "complex", "bytearray", "bytes",
-                                    "list", "dict", "tuple", "object", "int", "float", "str", "bool")
-} | {("copyreg", "_reconstructor"), ("collections", "OrderedDict"), ("collections", "defaultdict"),
-     ("datetime", "datetime"), ("datetime", "date"), ("datetime", "time"), ("datetime", "timedelta"),
-     ("datetime", "timezone"), ("uuid", "UUID"), ("decimal", "Decimal")} | {
-    (module, name) for module in ("pathlib", "pathlib._local")
-    for name in ("PosixPath", "PurePosixPath", "WindowsPath", "PureWindowsPath")}
-_NUMPY_GLOBALS = {(module, name) for module in ("numpy.core.multiarray", "numpy._core.multiarray")
-                  for name in ("_reconstruct", "scalar")} | {
-    ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.numeric", "_frombuffer"),
-    ("numpy._core.numeric", "_frombuffer")}
+_SAFE_GLOBALS = (
+    {
+        ("builtins", name)
+        for name in (
+            "set",
+            "frozenset",
+            "slice",
+            "range",
+            "complex",
+            "bytearray",
+            "bytes",
+            "list",
+            "dict",
+            "tuple",
+            "object",
+            "int",
+            "float",
+            "str",
+            "bool",
+        )
+    }
+    | {
+        ("copyreg", "_reconstructor"),
+        ("collections", "OrderedDict"),
+        ("collections", "defaultdict"),
+        ("datetime", "datetime"),
+        ("datetime", "date"),
+        ("datetime", "time"),
+        ("datetime", "timedelta"),
+        ("datetime", "timezone"),
+        ("uuid", "UUID"),
+        ("decimal", "Decimal"),
+    }
+    | {
+        (module, name)
+        for module in ("pathlib", "pathlib._local")
+        for name in ("PosixPath", "PurePosixPath", "WindowsPath", "PureWindowsPath")
+    }
+)
+_NUMPY_GLOBALS = {
+    (module, name)
+    for module in ("numpy.core.multiarray", "numpy._core.multiarray")
+    for name in ("_reconstruct", "scalar")
+} | {
+    ("numpy", "ndarray"),
+    ("numpy", "dtype"),
+    ("numpy.core.numeric", "_frombuffer"),
+    ("numpy._core.numeric", "_frombuffer"),
+}
 
 
 class _StepUnpickler(pickle.Unpickler):

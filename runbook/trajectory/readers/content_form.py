@@ -11,11 +11,11 @@ The form, as the benchmark's own insert code reads it (memory_modules/trajectory
 The goal is metadata.original_goal (a list is joined with spaces), the start URL is the first item's url, and
 a relative screenshot is looked up beside the file, then under its screenshots/ folder.
 """
+
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ...errors import InputError
 from ..model import State, Trajectory, check_id
@@ -29,8 +29,14 @@ def is_content_form(obj: Any) -> bool:
     return isinstance(obj, dict) and "states" not in obj and "content" in obj
 
 
-def from_content_form(obj: dict, *, path: str | None = None, line: int | None = None,
-                      base_dir: str | None = None, screenshot_root: str | None = None) -> Trajectory:
+def from_content_form(
+    obj: dict,
+    *,
+    path: str | None = None,
+    line: int | None = None,
+    base_dir: str | None = None,
+    screenshot_root: str | None = None,
+) -> Trajectory:
     """Validate one content-form trajectory; raises InputError naming the file, trajectory and field.
 
     Screenshots must lie in `base_dir` (default: the working folder), or in `screenshot_root` when given."""
@@ -50,8 +56,7 @@ def from_content_form(obj: dict, *, path: str | None = None, line: int | None = 
         id=tid,
         states=states,
         goal=_goal(metadata.get("original_goal"), obj.get("goal")),
-        site=_first_str(obj.get("site"), obj.get("environment"), metadata.get("environment"),
-                        metadata.get("site")),
+        site=_first_str(obj.get("site"), obj.get("environment"), metadata.get("environment"), metadata.get("site")),
         domain=_first_str(obj.get("domain"), metadata.get("domain")) or "web",
         start_url=_first_str(obj.get("start_url")) or states[0].url,
         outcome=_outcome(obj.get("outcome"), where),
@@ -91,8 +96,9 @@ def _screenshot(value: Any, name: str, where: dict, folders: tuple[str, str | No
         return None
     source_folder, screenshot_root = folders
     # the benchmark's data root keeps images in screenshots/, and paths are written either with or without it
-    return locate(value, source_folder, screenshot_root=screenshot_root, field=name, where=where,
-                  also_under=("screenshots",))
+    return locate(
+        value, source_folder, screenshot_root=screenshot_root, field=name, where=where, also_under=("screenshots",)
+    )
 
 
 def _optional_str(value: Any, name: str, where: dict) -> str | None:

@@ -1,10 +1,11 @@
 """This project's JSONL / JSONL.gz and LongMemEval-V2 `states`-form trajectories (JSON or JSONL)."""
+
 from __future__ import annotations
 
 import gzip
 import io
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import orjson
 

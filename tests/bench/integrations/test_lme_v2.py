@@ -1,5 +1,6 @@
 """The LongMemEval-V2 adapter without the harness: a stand-in base class with the harness's signatures, and a
 stand-in harness checkout that the launcher runs in a subprocess exactly as the README says."""
+
 from __future__ import annotations
 
 import abc
@@ -35,10 +36,20 @@ class StandInMemory(abc.ABC):
 
 def content_form(obj: dict) -> dict:
     """The same trajectory in the harness's content + metadata form."""
-    return {"id": obj["id"], "outcome": obj["outcome"], "metadata": {"original_goal": obj["goal"]},
-            "content": [{"url": s["url"], "action": s["action"], "thoughts": s["thought"],
-                         "observation": {"text": s["accessibility_tree"], "screenshot": s.get("screenshot")}}
-                        for s in obj["states"]]}
+    return {
+        "id": obj["id"],
+        "outcome": obj["outcome"],
+        "metadata": {"original_goal": obj["goal"]},
+        "content": [
+            {
+                "url": s["url"],
+                "action": s["action"],
+                "thoughts": s["thought"],
+                "observation": {"text": s["accessibility_tree"], "screenshot": s.get("screenshot")},
+            }
+            for s in obj["states"]
+        ],
+    }
 
 
 def test_the_memory_subclasses_the_harness_base_and_registers(tmp_path):
@@ -71,7 +82,7 @@ def test_any_registered_method_can_stand_behind_it(tmp_path):
 
 STAND_IN_HARNESS = {
     "memory_modules/__init__.py": "",
-    "memory_modules/memory.py": '''
+    "memory_modules/memory.py": """
         import abc
         MEMORY_TYPES = {}
         class Memory(abc.ABC):
@@ -87,9 +98,9 @@ STAND_IN_HARNESS = {
             return cls
         def build_memory(config):
             return MEMORY_TYPES[config["memory_type"]](config["memory_params"])
-    ''',
+    """,
     "data/__init__.py": "",
-    "data/public_data.py": '''
+    "data/public_data.py": """
         import json
         def materialize_runtime_questions(*, data_root, domain, question_ids, limit, output_path):
             rows = [json.loads(l) for l in (data_root / "questions.jsonl").read_text().splitlines()]
@@ -99,9 +110,9 @@ STAND_IN_HARNESS = {
         def materialize_runtime_haystack(*, data_root, tier, selected_questions, output_path):
             mapping = json.loads((data_root / "haystacks" / f"lme_v2_{tier}.json").read_text())
             output_path.write_text(json.dumps({q["id"]: mapping[q["id"]] for q in selected_questions}))
-    ''',
+    """,
     "evaluation/__init__.py": "",
-    "evaluation/harness.py": '''
+    "evaluation/harness.py": """
         import argparse, json, time
         from pathlib import Path
         from memory_modules.memory import build_memory
@@ -124,7 +135,7 @@ STAND_IN_HARNESS = {
                     context = memory.query(q["question"], query_image=None)
                     fh.write(json.dumps({"question_id": q["id"], "memory_context": context, "model": a.model,
                                          "memory_query_duration_seconds": time.perf_counter() - started}) + "\\n")
-    ''',
+    """,
 }
 
 
@@ -134,15 +145,35 @@ def test_the_launcher_runs_runbook_inside_the_harness(lme_root, tmp_path):
         (harness / name).parent.mkdir(parents=True, exist_ok=True)
         (harness / name).write_text(textwrap.dedent(body))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "runbook.bench.integrations.lme_v2", "--data-root", str(lme_root),
-               "--domain", "web", "--tier", "small", "--output-dir", str(tmp_path / "out"), "--limit", "2",
-               "--params", json.dumps({"method": "r", "budget": "2k"}), "--",
-               "--model", "Qwen/Qwen3.5-9B", "--memory-context-max-tokens", "8000"]
+    command = [
+        sys.executable,
+        "-m",
+        "runbook.bench.integrations.lme_v2",
+        "--data-root",
+        str(lme_root),
+        "--domain",
+        "web",
+        "--tier",
+        "small",
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--limit",
+        "2",
+        "--params",
+        json.dumps({"method": "r", "budget": "2k"}),
+        "--",
+        "--model",
+        "Qwen/Qwen3.5-9B",
+        "--memory-context-max-tokens",
+        "8000",
+    ]
     done = subprocess.run(command, cwd=harness, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     config = json.loads((tmp_path / "out" / "runtime_inputs" / "memory_config.json").read_text())
-    assert config == {"memory_type": "runbook", "memory_params": {"screenshot_root": str(lme_root.resolve()),
-                                                                  "method": "r", "budget": "2k"}}
+    assert config == {
+        "memory_type": "runbook",
+        "memory_params": {"screenshot_root": str(lme_root.resolve()), "method": "r", "budget": "2k"},
+    }
     rows = [json.loads(line) for line in (tmp_path / "out" / "per_question.jsonl").read_text().splitlines()]
     assert [r["question_id"] for r in rows] == ["q-static", "q-dynamic"] and rows[0]["model"] == "Qwen/Qwen3.5-9B"
     assert "Are you sure" in json.dumps(rows[0]["memory_context"]) and "$32.88" in json.dumps(rows[1]["memory_context"])
