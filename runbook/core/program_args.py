@@ -9,7 +9,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
-from .reader import SORTS
+from .grep import SORTS
 from .statefile import FIELDS
 
 ONE_STATE_CHARS = 12000

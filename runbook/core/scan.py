@@ -31,31 +31,20 @@ from .catalog import load_catalog
 from .images import nearest_screenshots
 from .layout import STATE_GLOB, TRAJECTORIES_DIR, trajectory_relpath
 from .patterns import label, pattern_regex, python_regex
-from .question import normalize_term
 from .reader import default_store_dir
 from .ripgrep import ripgrep_binary
-from .weights import idf as bm25_idf
-from .weights import term_weight
-
-GOAL_WEIGHT = 0.8
-"""A question term in the trajectory's goal counts this much of a saturated page term: the goal says what the run
-was for."""
-HEAD_WEIGHT = 1.0
-"""A term in the state's url or title counts this much extra: it names the page."""
-ANSWER_BOOST = 0.25
-"""A state where the agent reported its answer (send_msg_to_user, done) scores this much more for fact questions."""
-_ANSWER = re.compile(r"\s*(?:send_msg_to_user|done|answer|stop|report_infeasible)\(")
-ANCHOR_BOOST = 1.0
-"""A state showing every name the question gives (quoted labels, Capitalised names, ids) scores this much more."""
-PHRASE_BONUS = 1.0
-"""Phrases (names, ids, quoted labels) weigh this much more than single words."""
-PAGE_BOOST = 1.0
-"""A state whose title names a menu path the question gives ('Sales > Orders': 'Orders / Operations / Sales / ...')
-scores this much more: it is the page the question is about, where every page of the site has the menu's words."""
-SITE_BOOST = 0.6
-"""States of the site the question names score this much more (x1.6)."""
-FILLERS = frozenset("a an the my our your all this that these those some any new to of for in on with".split())
-"""Words skipped when reading a goal's first words."""
+from .scoring import (
+    FILLERS,
+    anchor_patterns,
+    complements,
+    newest_strong,
+    newest_with,
+    page_words,
+    prefer_trouble,
+    score_states,
+    site_matches,
+    weights_of,
+)
 
 
 # -- the ripgrep pass ------------------------------------------------------------------------------------------
@@ -117,93 +106,6 @@ def in_scope(rows, sites):
         return None
     dirs = {d for d, row in rows.items() if row["site"] in set(sites)}
     return dirs or None
-
-
-def site_matches(rows, compiled, site_terms):
-    """Sites whose name the question uses ('GitLab', 'admin', 'theme editor'): {site: share of its name's words
-    the question has}; only the best share counts, so 'accounts' does not pull in 'linear-account-settings'
-    when 'admin' names 'shopping_admin' better."""
-    sites = {r["site"] for r in rows.values() if r["site"]}
-    shares = {}
-    for site in sites:
-        words = [w for w in re.split(r"[-_\s]+", site) if w]
-        n = sum(1 for w in words if any(compiled[k].fullmatch(w) for k in site_terms))
-        if n:
-            shares[site] = n / len(words)
-    top = max(shares.values(), default=0)
-    return {s: share for s, share in shares.items() if share == top}
-
-
-def weights_of(items, df, n_states):
-    """Each pattern's weight: its BM25 idf among all states, times its own weight (phrases count more)."""
-    return [
-        float(bm25_idf(n_states, df[k]))
-        * float(items[k].get("weight", 1.0))
-        * (1 + PHRASE_BONUS * (items[k].get("kind") == "phrase"))
-        for k in range(len(items))
-    ]
-
-
-def title_words(title):
-    """The words of a page title in the question analysis's normal form (lower-case, plurals trimmed)."""
-    return {normalize_term(w) for w in re.findall(r"[a-z0-9]+", title.lower())}
-
-
-def page_words(pages):
-    """Each menu path of `pages` as the word sets of its steps (fillers aside: 'All Customers' is 'customer')."""
-    return [
-        [title_words(" ".join(w for w in step.split() if w.lower() not in FILLERS)) for step in path]
-        for path in pages
-        if path
-    ]
-
-
-def names_page(title, paths):
-    """Whether the title has every word of every step of one of the menu paths (`page_words`)."""
-    words = title_words(title)
-    return any(all(step <= words for step in path) for path in paths)
-
-
-def score_states(tfs, meta, rows, compiled, idf, sites, items, answers=False, anchors=(), pages=()):
-    """{(dir, index): (score, coverage with the goal, matched pattern indices, share of the question's own words
-    on the page alone)}. `pages`: the question's menu paths as `page_words`.
-
-    Every term is weighed by its rarity among all states (BM25's idf, times the pattern's own weight).
-    """
-    total_weight = sum(idf) or 1.0
-    own = {k for k, it in enumerate(items) if not it.get("derived")}
-    own_weight = sum(idf[k] for k in own) or 1.0
-    goal_hits = {d: [k for k, rx in enumerate(compiled) if rx.search(r["goal"])] for d, r in rows.items()}
-    avg_len = sum(m[5] for m in meta.values()) / max(1, len(meta))
-    scores, named = {}, {}
-    for key, tf in tfs.items():
-        m = meta.get(key)
-        if m is None:
-            continue
-        site = rows[key[0]]["site"]
-        s = sum(idf[k] * term_weight(tf[k], m[5], avg_len) for k in tf)
-        head = f"{m[1]} {m[2]}"
-        s += HEAD_WEIGHT * sum(idf[k] for k in tf if compiled[k].search(head))
-        goal = goal_hits.get(key[0], ())
-        s += GOAL_WEIGHT * sum(idf[k] for k in goal)
-        if sites and site in sites:
-            s *= 1 + SITE_BOOST
-        if pages and m[2] not in named:  # a site has few distinct titles: each is read once
-            named[m[2]] = names_page(m[2], pages)
-        if pages and named[m[2]]:
-            s *= 1 + PAGE_BOOST
-        if answers and _ANSWER.match(m[3]):
-            s *= 1 + ANSWER_BOOST
-        if anchors and all(k in tf for k in anchors):
-            s *= 1 + ANCHOR_BOOST
-        covered = set(tf) | set(goal)
-        scores[key] = (
-            s,
-            sum(idf[k] for k in covered) / total_weight,
-            sorted(tf),
-            sum(idf[k] for k in tf if k in own) / own_weight,
-        )
-    return scores
 
 
 TROUBLE = (
@@ -373,61 +275,6 @@ def scan_output(params: ScanParams, catalog=None):
     for rec in runs:
         out.add(rec)
     return out
-
-
-def prefer_trouble(scores, meta, rows, troubles):
-    """Gotcha questions: states whose action failed, in failed runs, with words of trouble, score higher."""
-    for key, (s, cov, matched, page_cov) in list(scores.items()):
-        boost = 1 + 0.5 * bool(meta[key][4].strip()) + 0.4 * (rows[key[0]]["success"] == 0)
-        boost += 0.3 * min(troubles.get(key, 0), 3) / 3
-        scores[key] = (s * boost, cov, matched, page_cov)
-
-
-def complements(ranked, scores, idf, limit, top=3, pool=300):
-    """States that best cover what the best states leave out (a question may ask about two things at once)."""
-    covered = set().union(*(scores[key][2] for key in ranked[:top])) if ranked else set()
-    out = []
-    for _ in range(limit):
-        gain = {
-            key: sum(idf[k] for k in scores[key][2] if k not in covered) for key in ranked[top:pool] if key not in out
-        }
-        best = max(gain, key=lambda key: (gain[key], scores[key][0]), default=None)
-        if best is None or gain[best] <= 0.2 * sum(idf):
-            break
-        out.append(best)
-        covered |= set(scores[best][2])
-    return out
-
-
-def anchor_patterns(items, compiled, df, rows):
-    """The question's own names that occur in the store (quoted labels, Capitalised names, ids), site names aside:
-    a state showing all of them shows the thing asked about."""
-    site_names = {re.sub(r"[-_]+", " ", r["site"]) for r in rows.values()}
-    return [
-        k
-        for k, it in enumerate(items)
-        if it.get("kind") == "phrase"
-        and not it.get("derived")
-        and df[k]
-        and not any(compiled[k].search(name) for name in site_names)
-    ]
-
-
-def newest_with(anchors, tfs, rows, meta, sites):
-    """States that show every anchor (on the site the question names, if any), newest first."""
-    keys = [
-        key for key, tf in tfs.items() if all(k in tf for k in anchors) and (not sites or rows[key[0]]["site"] in sites)
-    ]
-    return sorted(keys, key=lambda key: (meta[key][0], key), reverse=True)
-
-
-def newest_strong(ranked, scores, meta, params):
-    """States whose page covers nearly as much of the question as the best pages do, newest first."""
-    pool = ranked[: params.latest_pool]
-    best_page = max(scores[key][3] for key in pool)
-    floor = params.near_best * scores[ranked[0]][0]
-    near = [key for key in pool if scores[key][3] >= params.near_cov * best_page and scores[key][0] >= floor]
-    return sorted(near, key=lambda key: meta[key][0], reverse=True)
 
 
 def state_record(key, score, meta, rows, items, full):

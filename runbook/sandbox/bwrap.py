@@ -159,74 +159,30 @@ class BwrapSandbox(SandboxBase):
     def _jail_args(self, bwrap: str, control_fd: int, filter_fd: int | None) -> list[str]:
         limits = self.limits
         scratch = ["--perms", "1777", "--size", str(limits.scratch_mb * 2**20), "--tmpfs"]
-        args = [
-            bwrap,
-            "--ro-bind",
-            "/usr",
-            "/usr",
-            "--symlink",
-            "usr/bin",
-            "/bin",
-            "--symlink",
-            "usr/sbin",
-            "/sbin",
-            "--symlink",
-            "usr/lib",
-            "/lib",
-            "--symlink",
-            "usr/lib64",
-            "/lib64",
-            # made before binding into it: bwrap run as root would leave it 0700, closed to uid 65534
-            "--perms",
-            "0755",
-            "--dir",
-            "/etc",
-        ]
+        # bwrap's arguments read as flag-value pairs: one mount a line
+        # fmt: off
+        args = [bwrap, "--ro-bind", "/usr", "/usr",
+                "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
+                "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+                # made before binding into it: bwrap run as root would leave it 0700, closed to uid 65534
+                "--perms", "0755", "--dir", "/etc"]
+        # fmt: on
         for etc in ("/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime"):  # /usr/bin links point into these
             if os.path.exists(etc):
                 args += ["--ro-bind", etc, etc]
-        args += [
-            "--perms",
-            "0755",
-            "--dir",
-            "/opt/runbook",
-            "--ro-bind",
-            str(self.tools_path),
-            TOOLS_MOUNT,
-            # the folders above the core's mount point made first, for the same reason as /etc above
-            "--perms",
-            "0755",
-            "--dir",
-            LIBRARY_MOUNT,
-            "--perms",
-            "0755",
-            "--dir",
-            f"{LIBRARY_MOUNT}/runbook",
-            "--ro-bind",
-            str(core_dir()),
-            CORE_MOUNT,
-            "--ro-bind",
-            str(self.store_path),
-            STORE_MOUNT,
-            *scratch,
-            SCRATCH_MOUNT,
-            *scratch,
-            "/tmp",
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            "--remount-ro",
-            "/dev",  # /dev/shm would be a tmpfs of unlimited size
-            "--hostname",
-            "runbook-sandbox",
-            "--chdir",
-            SCRATCH_MOUNT,
-            "--die-with-parent",
-            "--new-session",
-            "--clearenv",
-            "--as-pid-1",
-        ]
+        # fmt: off
+        args += ["--perms", "0755", "--dir", "/opt/runbook",
+                 "--ro-bind", str(self.tools_path), TOOLS_MOUNT,
+                 # the folders above the core's mount point made first, for the same reason as /etc above
+                 "--perms", "0755", "--dir", LIBRARY_MOUNT, "--perms", "0755", "--dir", f"{LIBRARY_MOUNT}/runbook",
+                 "--ro-bind", str(core_dir()), CORE_MOUNT,
+                 "--ro-bind", str(self.store_path), STORE_MOUNT,
+                 *scratch, SCRATCH_MOUNT, *scratch, "/tmp",
+                 "--proc", "/proc", "--dev", "/dev",
+                 "--remount-ro", "/dev",  # /dev/shm would be a tmpfs of unlimited size
+                 "--hostname", "runbook-sandbox", "--chdir", SCRATCH_MOUNT,
+                 "--die-with-parent", "--new-session", "--clearenv", "--as-pid-1"]
+        # fmt: on
         if filter_fd is not None:
             args += ["--seccomp", str(filter_fd)]
         rg = find_rg()
@@ -249,25 +205,12 @@ class BwrapSandbox(SandboxBase):
             args += ["--setenv", key, value]
         # the kernel skips RLIMIT_NPROC for uid 0: as root, stay out of a user namespace and drop to nobody inside
         if self._as_root:
-            args += [
-                "--unshare-ipc",
-                "--unshare-pid",
-                "--unshare-net",
-                "--unshare-uts",
-                "--unshare-cgroup-try",
-                "--cap-add",
-                "CAP_SETUID",
-                "--cap-add",
-                "CAP_SETGID",
-                "--",
-                "setpriv",
-                f"--reuid={SANDBOX_UID}",
-                f"--regid={SANDBOX_UID}",
-                "--clear-groups",
-                "--inh-caps=-all",
-                "--bounding-set=-all",
-                "--no-new-privs",
-            ]
+            # fmt: off
+            args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+                     "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
+                     "setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups",
+                     "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
+            # fmt: on
         else:
             args += ["--unshare-all", "--"]
         return args + init_argv(PYTHON, limits.lifetime_s, str(control_fd), self.jail_id or "")

@@ -7,13 +7,10 @@ Step N is state N: the page BrowserGym returned, and the action the agent chose 
 
 from __future__ import annotations
 
-import gzip
 import ipaddress
 import json
 import os
-import pickle
 import re
-import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +22,7 @@ import orjson
 from ...errors import InputError
 from ..model import State, Trajectory, check_id
 from ..screenshots import allowed_root, confine
+from .safe_pickle import FolderUnreadable, fields_of, load_pickle
 
 NAME = "browsergym"
 _STEP_JSON = re.compile(r"^steps_info_(\d+)\.json$")
@@ -41,10 +39,6 @@ WEBARENA_PORTS = {
     8888: "wikipedia",
 }
 """The ports of WebArena's standard deployment, which name the site a URL belongs to."""
-
-
-class _FolderUnreadable(InputError):
-    """A step pickle that cannot be read or rebuilt: the whole folder is unreadable, so read() raises it."""
 
 
 def detect(path: Path) -> bool:
@@ -68,7 +62,7 @@ def read(path: Path, *, screenshot_root: str | None = None) -> Iterator[Trajecto
     numbered = _step_files(folder)
     try:
         yield _trajectory(folder, numbered, allowed_root(str(folder), screenshot_root))
-    except _FolderUnreadable:
+    except FolderUnreadable:
         raise
     except InputError as exc:
         yield exc
@@ -128,9 +122,9 @@ def _state(n: int, record: dict, following: dict | None, *, file: Path, tid: str
     text = obs.get("axtree_txt", obs.get("dom_txt")) or ""
     if not isinstance(text, str):
         raise InputError("must be a string", path=str(file), trajectory_id=tid, field="obs.axtree_txt")
-    thought, action = split_action(record.get("action"), _fields(record.get("agent_info")).get("think"))
+    thought, action = split_action(record.get("action"), fields_of(record.get("agent_info")).get("think"))
     # BrowserGym reports an action's error in the observation that follows it
-    error = _fields(following.get("obs")).get("last_action_error") if following is not None else ""
+    error = fields_of(following.get("obs")).get("last_action_error") if following is not None else ""
     return State(
         index=n,
         url=url,
@@ -139,13 +133,13 @@ def _state(n: int, record: dict, following: dict | None, *, file: Path, tid: str
         action=action,
         thought=thought,
         action_error=str(error or ""),
-        timestamp=iso_utc(_fields(record.get("profiling")).get("env_stop")),
+        timestamp=iso_utc(fields_of(record.get("profiling")).get("env_stop")),
         screenshot=_screenshot(file.parent, n, tid, shots_root),
     )
 
 
 def _obs(record: dict, file: Path, tid: str) -> dict:
-    obs = _fields(record.get("obs"))
+    obs = fields_of(record.get("obs"))
     if not obs:
         raise InputError("is missing or empty", path=str(file), trajectory_id=tid, field="obs")
     return obs
@@ -258,7 +252,7 @@ def _is_ip(host: str) -> bool:
 
 def _load_step(file: Path, tid: str) -> dict:
     if file.name.endswith(".pkl.gz"):
-        return _fields(_load_pickle(file))
+        return fields_of(load_pickle(file))
     record = load_json(file, tid)
     if not isinstance(record, dict):
         raise InputError(f"must hold a JSON object, got {type(record).__name__}", path=str(file), trajectory_id=tid)
@@ -289,134 +283,3 @@ def load_json(file: Path, tid: str | None = None) -> Any:
         return json.loads(data)
     except ValueError as exc:
         raise InputError(f"malformed JSON: {exc}", path=str(file), trajectory_id=tid) from exc
-
-
-def _load_pickle(file: Path) -> Any:
-    try:
-        with gzip.open(file, "rb") as fh, warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return _StepUnpickler(fh).load()
-    except (OSError, EOFError) as exc:
-        raise _FolderUnreadable(f"cannot read: {exc}", path=str(file)) from exc
-    except Exception as exc:  # unpickling can fail in any way; all mean the same to the user
-        raise _FolderUnreadable(
-            f"cannot rebuild this AgentLab pickle without AgentLab/BrowserGym installed ({type(exc).__name__}: "
-            f"{exc}); export the steps as steps_info_<N>.json and read that folder instead",
-            path=str(file),
-        ) from exc
-
-
-class _Opaque:
-    """Stands in for a class that is not installed here, keeping the state it was pickled with."""
-
-    _class_name = ""
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> _Opaque:
-        obj = object.__new__(cls)
-        obj.__dict__["_args"] = args
-        return obj
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def __setstate__(self, state: Any) -> None:
-        if isinstance(state, tuple) and len(state) == 2 and all(s is None or isinstance(s, dict) for s in state):
-            state = {**(state[0] or {}), **(state[1] or {})}  # (dict, slots) of a class with __slots__
-        if isinstance(state, dict):
-            self.__dict__.update(state)
-        else:
-            self.__dict__["_state"] = state
-
-    def append(self, item: Any) -> None:
-        self.__dict__.setdefault("_items", []).append(item)
-
-    def extend(self, items: Any) -> None:
-        self.__dict__.setdefault("_items", []).extend(items)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self.__dict__.setdefault("_mapping", {})[key] = value
-
-
-_SAFE_GLOBALS = (
-    {
-        ("builtins", name)
-        for name in (
-            "set",
-            "frozenset",
-            "slice",
-            "range",
-            "complex",
-            "bytearray",
-            "bytes",
-            "list",
-            "dict",
-            "tuple",
-            "object",
-            "int",
-            "float",
-            "str",
-            "bool",
-        )
-    }
-    | {
-        ("copyreg", "_reconstructor"),
-        ("collections", "OrderedDict"),
-        ("collections", "defaultdict"),
-        ("datetime", "datetime"),
-        ("datetime", "date"),
-        ("datetime", "time"),
-        ("datetime", "timedelta"),
-        ("datetime", "timezone"),
-        ("uuid", "UUID"),
-        ("decimal", "Decimal"),
-    }
-    | {
-        (module, name)
-        for module in ("pathlib", "pathlib._local")
-        for name in ("PosixPath", "PurePosixPath", "WindowsPath", "PureWindowsPath")
-    }
-)
-_NUMPY_GLOBALS = {
-    (module, name)
-    for module in ("numpy.core.multiarray", "numpy._core.multiarray")
-    for name in ("_reconstruct", "scalar")
-} | {
-    ("numpy", "ndarray"),
-    ("numpy", "dtype"),
-    ("numpy.core.numeric", "_frombuffer"),
-    ("numpy._core.numeric", "_frombuffer"),
-}
-
-
-class _StepUnpickler(pickle.Unpickler):
-    """Rebuilds plain data and numpy arrays; every other class becomes an _Opaque holding its state.
-
-    No pickled callable outside the allow-lists can run, so reading a step file never executes its code.
-    """
-
-    _opaque: dict[tuple[str, str], type] = {}
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in _SAFE_GLOBALS or ((module, name) in _NUMPY_GLOBALS and _has_numpy()):
-            return super().find_class(module, name)
-        key = (module, name)
-        if key not in self._opaque:
-            self._opaque[key] = type(name, (_Opaque,), {"_class_name": f"{module}.{name}"})
-        return self._opaque[key]
-
-
-def _has_numpy() -> bool:
-    try:
-        import numpy  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _fields(obj: Any) -> dict:
-    """A record's fields: the dict itself, or the attributes of a rebuilt or stand-in object."""
-    if isinstance(obj, dict):
-        return obj
-    if isinstance(obj, _Opaque):
-        return {k: v for k, v in vars(obj).items() if k not in ("_args", "_state", "_items", "_mapping")}
-    return dict(getattr(obj, "__dict__", {}) or {})
