@@ -11,8 +11,13 @@ venv="${1:-$(mktemp -d /tmp/runbook-fresh-XXXXXX)/venv}"
 work="$(mktemp -d /tmp/runbook-fresh-work-XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 
-echo "fresh-install: python3 -m venv $venv" >&2
-python3 -m venv "$venv"
+# the lowest Python the package declares (requires-python), so a newer interpreter cannot hide an import it lacks
+lowest="$(sed -n 's/^requires-python = ">=\([0-9.]*\)"/\1/p' "$repo/pyproject.toml")"
+python="$(command -v "python$lowest" || command -v python3)"
+have="$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+[[ "$have" == "$lowest" ]] || { echo "fresh-install: python $lowest (requires-python) is not installed; $python is $have" >&2; exit 1; }
+echo "fresh-install: $python ($have, the lowest declared) -m venv $venv" >&2
+"$python" -m venv "$venv"
 "$venv/bin/python" -m pip install -q --upgrade pip >&2
 echo "fresh-install: pip install $repo" >&2
 "$venv/bin/python" -m pip install -q "$repo" >&2
