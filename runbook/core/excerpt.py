@@ -1,7 +1,14 @@
-"""The part of a page worth showing for a question: the lines that match it, with a little context, in page order.
+"""The part of a page worth showing for a question, cut from the page's structure (core.page's blocks), in page order.
 
-Works on the raw page: the query's terms and phrases are found with one regex scan each, and only the lines that
-end up shown (and their neighbours) are cleaned and checked against the boilerplate counts.
+An excerpt keeps, within its budget:
+  1. what the page is: its main heading, the lines that count ('308 records found', 'Items 1 to 12 of 44'), the
+     messages it shows (an error banner, 'You saved the product') and the tab or option that is selected;
+  2. the blocks that match the question best, each with the structure that makes it readable: a table row with its
+     table's header, a form field with the fields beside it, an opened dialog or menu whole (what appeared after
+     the agent's action), a heading with what follows it, a label with the value after it;
+  3. the site's furniture (menus, banners, footers: `Block.furniture`, and lines on most pages of the site per the
+     pools' line counts) only when nothing else matches.
+One function for every method: method R's slices, method C's spans and the planner's quotes cut with it.
 """
 
 from __future__ import annotations
@@ -12,20 +19,25 @@ import re
 import numpy as np
 
 from .boilerplate import LineCounts
-from .text import _BARE, _HAS_WORD, clean_line, line_hash
+from .page import Block, Page, parse_page
+from .text import line_hash
 
-BEFORE, AFTER = 1, 4
-"""Context kept around a matching line: grids and forms put a row's values on the lines after its label."""
-HEAD_SHARE = 0.2
-"""Share of an excerpt kept for the top of the page's own content (headings, messages, record counts)."""
-HEAD_SCAN = 400
-"""Lines scanned from the top for that opening content."""
-HEAD_BATCH = 40
-"""Opening lines whose boilerplate verdicts are looked up together (the scan usually stops within a few batches)."""
-TOP_LINES, TOP_SHARE = 2, 0.6
-"""The lines that match a page best (`Excerpter.best_lines`): at most this many, scoring this share of the best."""
-BOILERPLATE_FACTOR = 0.3
+HEAD_SHARE = 0.25
+"""Share of an excerpt kept for what the page is (heading, counts, messages, selected tab)."""
+LEAD_KINDS = ("count", "message", "choice")
+LEAD_BLOCKS = 3
+"""Blocks of each lead kind kept at most (a page of 40 'Pending' statuses is not 40 messages)."""
+TOP_BLOCKS, TOP_SHARE = 2, 0.6
+"""The blocks that match a page best (`Excerpter.best_lines`): at most this many, scoring this share of the best."""
+FURNITURE_FACTOR = 0.3
+"""A match in the site's furniture counts this much: shown only when nothing better matches."""
 MIN_IDF = 1.0
+BLOCK_TOKENS = 120
+"""A block is shown cut to this many tokens (a long paragraph's match is shown around it)."""
+DIALOG_BLOCKS = 14
+"""An opened dialog or menu (what appeared after an action) is shown whole up to this many blocks."""
+AFTER = 2
+"""Blocks kept after a matching one: values follow their labels, a post's text follows its title."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -46,8 +58,13 @@ def phrase_pattern(phrase: str) -> re.Pattern:
     return re.compile(re.escape(phrase.lower()))
 
 
+def tokens_of(text: str) -> int:
+    """A close, cheap estimate of a text's tokens; packing counts exactly."""
+    return len(text) // 3 + 1
+
+
 class Excerpter:
-    """Cuts excerpts for one query; remembers boilerplate verdicts across the pages it reads."""
+    """Cuts excerpts for one query; remembers furniture verdicts across the pages it reads."""
 
     def __init__(self, query: dict[str, float], phrases: list[str], idf: dict[str, float], lines_df: LineCounts | None):
         # terms on most pages (idf under MIN_IDF) would mark half the page as matching: they only count in BM25
@@ -55,55 +72,52 @@ class Excerpter:
         self.phrases = [p for p in phrases if len(p) >= 2]
         self.bonus = 2.0 * (max(self.weights.values()) if self.weights else 1.0)
         self.lines_df = lines_df
-        self._boiler: dict[tuple[str, str], bool] = {}
+        self._common: dict[tuple[str, str], bool] = {}
         self.site = ""
         self.best_lines: list[str] = []
-        """The best-matching lines (cleaned) of the last page excerpted."""
+        """The best-matching blocks' texts of the last page excerpted."""
+        self.furniture_tokens = 0
+        """Tokens of furniture blocks the last excerpt shows (a diagnostic)."""
 
-    def is_boilerplate(self, body: str) -> bool:
-        key = (self.site, body)
-        found = self._boiler.get(key)
-        if found is None:
-            found = bool(
-                self.lines_df is not None
-                and self.lines_df.is_boilerplate(np.asarray([line_hash(body, self.site)], dtype="<u8"), self.site)[0]
-            )
-            self._boiler[key] = found
-        return found
+    def common(self, texts: list[str]) -> list[bool]:
+        """Whether each block text is on most pages of the site (the pools' line counts), looked up together."""
+        missing = list({t for t in texts if (self.site, t) not in self._common})
+        if missing:
+            if self.lines_df is None:
+                verdicts = [False] * len(missing)
+            else:
+                hashes = np.fromiter((line_hash(t, self.site) for t in missing), dtype="<u8", count=len(missing))
+                verdicts = self.lines_df.is_boilerplate(hashes, self.site).tolist()
+            self._common.update(((self.site, t), bool(v)) for t, v in zip(missing, verdicts))
+        return [self._common[(self.site, t)] for t in texts]
 
-    def prefetch(self, bodies) -> None:
-        """Boilerplate verdicts for many line bodies in one lookup (one numpy call per line is the slow way)."""
-        missing = list({b for b in bodies if b and (self.site, b) not in self._boiler})
-        if not missing:
-            return
-        if self.lines_df is None:
-            verdicts = [False] * len(missing)
-        else:
-            hashes = np.fromiter((line_hash(b, self.site) for b in missing), dtype="<u8", count=len(missing))
-            verdicts = self.lines_df.is_boilerplate(hashes, self.site).tolist()
-        self._boiler.update(((self.site, b), bool(v)) for b, v in zip(missing, verdicts))
-
-    def excerpt(self, text: str, max_tokens: int, site: str = "") -> tuple[str, float]:
+    def excerpt(self, page: Page | str, max_tokens: int, site: str = "") -> tuple[str, float]:
         """(excerpt, match score) of one page of `site` within about `max_tokens`."""
         self.site = site
-        lines = text.split("\n")
-        scores = self._line_scores(text, lines)
-        chosen = self._choose(lines, scores, max_tokens)
+        if isinstance(page, str):
+            page = parse_page(page)
+        blocks = page.blocks
+        furniture = self._furniture(blocks)
+        scores = self._scores(blocks, furniture)
+        chosen = self._choose(blocks, scores, furniture, max_tokens)
         best = sorted(scores, key=lambda n: -scores[n])
-        self.best_lines = [
-            clean_line(lines[n]).strip() for n in best[:TOP_LINES] if scores[n] >= TOP_SHARE * scores[best[0]]
-        ]
+        self.best_lines = [blocks[n].text for n in best[:TOP_BLOCKS] if scores[n] >= TOP_SHARE * scores[best[0]]]
+        self.furniture_tokens = sum(tokens_of(blocks[n].text) for n in chosen if furniture[n])
         top = [scores[n] for n in best[:5]]
-        return _render(lines, chosen), float(sum(top))
+        return render(blocks, chosen), float(sum(top))
 
     def header_score(self, header: str) -> float:
-        """Phrases found in a state's URL or title (e.g. '/f/books'): they count like a matching page line."""
+        """Phrases found in a state's URL or title (e.g. '/f/books'): they count like a matching page block."""
         low = header.lower()
         return self.bonus * sum(1 for p in self.phrases if phrase_pattern(p).search(low))
 
-    def _line_scores(self, text: str, lines: list[str]) -> dict[int, float]:
-        low = text.lower()
-        # line number of a character offset: newline positions found in C, looked up in one batch per pattern
+    def _furniture(self, blocks: list[Block]) -> list[bool]:
+        common = self.common([b.text for b in blocks])
+        return [b.furniture or c for b, c in zip(blocks, common)]
+
+    def _scores(self, blocks: list[Block], furniture: list[bool]) -> dict[int, float]:
+        low = "\n".join(b.text for b in blocks).lower()
+        # block number of a character offset: newline positions found in C, looked up in one batch per pattern
         newlines = np.flatnonzero(np.frombuffer(low.encode("utf-32-le"), dtype=np.uint32) == 10)
         scores: dict[int, float] = {}
         for term, weight in self.weights.items():
@@ -114,127 +128,91 @@ class Excerpter:
             starts = [m.start() for m in phrase_pattern(phrase).finditer(low)]
             for n in np.searchsorted(newlines, starts).tolist():
                 scores[n] = scores.get(n, 0.0) + self.bonus
-        bodies = {n: clean_line(lines[n]).strip() for n in scores}
-        self.prefetch(bodies.values())
-        for n, body in bodies.items():
-            if not body or self.is_boilerplate(body):
-                scores[n] *= BOILERPLATE_FACTOR  # the site's furniture: shown only when nothing better matches
+        for n in scores:
+            if furniture[n]:
+                scores[n] *= FURNITURE_FACTOR  # the site's furniture: shown only when nothing better matches
         return scores
 
-    def _choose(self, lines: list[str], scores: dict[int, float], max_tokens: int) -> dict[int, str]:
-        chosen: dict[int, str] = {}
+    def _choose(self, blocks: list[Block], scores: dict[int, float], furniture: list[bool], max_tokens: int
+                ) -> set[int]:  # fmt: skip
+        chosen: set[int] = set()
         spent = 0
 
-        def shown(i: int) -> str | None:
-            return shown_line(lines[i])
-
-        def says_something(i: int) -> bool:
-            return _says_something(lines[i])
-
-        head_limit = int(max_tokens * HEAD_SHARE)
-        for i in range(min(len(lines), HEAD_SCAN)):  # the page's own opening lines, past the site's menus
-            if i % HEAD_BATCH == 0:  # verdicts for the next lines in one lookup
-                self.prefetch(
-                    s.strip() for s in map(shown, range(i, min(len(lines), HEAD_SCAN, i + HEAD_BATCH))) if s is not None
-                )
-            line = shown(i)
-            if line is None or self.is_boilerplate(line.strip()):
-                continue
-            cost = len(line) // 3 + 1
-            if spent + cost > head_limit:
-                break
-            chosen[i] = line
+        def take(n: int, limit: int) -> bool:
+            nonlocal spent
+            if n in chosen:
+                return True
+            cost = min(tokens_of(blocks[n].text), BLOCK_TOKENS)
+            if spent + cost > limit:
+                return False
+            chosen.add(n)
             spent += cost
-        for i in sorted(scores, key=lambda n: -scores[n]):
-            if scores[i] <= 0 or spent >= max_tokens:
+            return True
+
+        head = int(max_tokens * HEAD_SHARE)
+        for n in lead_blocks(blocks, furniture):
+            take(n, head)
+        for n in sorted(scores, key=lambda k: -scores[k]):
+            if scores[n] <= 0 or spent >= max_tokens:
                 break
-            for j in _around(lines, i, shown, says_something):
-                if j in chosen:
-                    continue
-                line = shown(j)
-                cost = len(line) // 3 + 1  # a close, cheap estimate; packing counts exactly
-                if spent + cost > max_tokens:
+            for k in context_of(blocks, n, furniture):
+                if not take(k, max_tokens):
                     break
-                chosen[j] = line
-                spent += cost
         return chosen
 
 
-@functools.lru_cache(maxsize=50_000)
-def shown_line(raw: str) -> str | None:
-    """A page line as an excerpt shows it (cleaned), or None for a line without words. Pages repeat their menus'
-    lines on every state, and the windows around matches ask for each line many times: cached per distinct line."""
-    line = clean_line(raw)
-    return line if line.strip() and _HAS_WORD.search(line) and not _BARE.match(line) else None
+def lead_blocks(blocks: list[Block], furniture: list[bool]) -> list[int]:
+    """What the page is: its first heading outside the furniture, then its counts, messages and selected choices
+    (the first few of each)."""
+    out: list[int] = []
+    heading = next((n for n, b in enumerate(blocks) if b.kind == "heading" and not furniture[n]), None)
+    if heading is not None:
+        out.append(heading)
+    for kind in LEAD_KINDS:
+        out += [n for n, b in enumerate(blocks) if b.kind == kind and not furniture[n]][:LEAD_BLOCKS]
+    return out
 
 
-@functools.lru_cache(maxsize=50_000)
-def _says_something(raw: str) -> bool:
-    """Shown, and its names hold a word (see _says_nothing)."""
-    line = shown_line(raw)
-    return line is not None and not _says_nothing(line)
+def context_of(blocks: list[Block], n: int, furniture: list[bool]) -> list[int]:
+    """Block n with what makes it readable, most needed first."""
+    block = blocks[n]
+    out: list[int] = []
+    if block.kind == "row" and block.header >= 0:
+        out.append(block.header)
+    if block.region in ("new", "dialog"):
+        start, end = n, n
+        while start > 0 and blocks[start - 1].region == block.region and n - start < DIALOG_BLOCKS:
+            start -= 1
+        while end + 1 < len(blocks) and blocks[end + 1].region == block.region and end - start < DIALOG_BLOCKS:
+            end += 1
+        return out + [n] + [k for k in range(start, end + 1) if k != n]
+    out.append(n)
+    if block.kind == "field":  # the form's other fields around it
+        out += [k for k in (n - 2, n - 1, n + 1, n + 2) if 0 <= k < len(blocks) and blocks[k].kind == "field"]
+        return out
+    if block.kind in ("row", "header"):
+        return out
+    before = next((k for k in range(n - 1, max(-1, n - 3), -1) if not furniture[k]), None)
+    after = [k for k in range(n + 1, min(len(blocks), n + 1 + 2 * AFTER)) if not furniture[k]][:AFTER]
+    return out + after + ([before] if before is not None else [])
 
 
-def _around(lines: list[str], i: int, shown, says_something) -> list[int]:
-    """Line i with BEFORE shown lines before it and AFTER after it, counting only lines that say something new: an
-    accessibility tree repeats each cell's name as its text child, which would halve how far a row's values reach."""
-    before = []
-    for j in range(i - 1, max(-1, i - 4 * BEFORE - 1), -1):
-        if says_something(j):
-            before.append(j)
-            if len(before) == BEFORE:
-                break
-    after, last = [], shown(i) or ""
-    for j in range(i + 1, min(len(lines), i + 4 * AFTER + 1)):
-        if not says_something(j):
-            continue
-        line = shown(j)
-        body = line.strip()
-        if body[:1] in "'\"" and body.strip("'\" ") in last:
-            continue  # the previous line's name again
-        after.append(j)
-        last = line
-        if len(after) == AFTER:
-            break
-    return sorted(before) + ([i] if shown(i) is not None else []) + after
-
-
-_QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
-_ESCAPE = re.compile(r"\\u[0-9a-fA-F]{4}")
-
-
-def _says_nothing(line: str) -> bool:
-    """A tree line whose names hold no word: `strong ''`, `row ''`, an icon font's glyphs (`'\\ue605\\ue605'`)."""
-    if "'" not in line and '"' not in line:
-        return False  # no name at all (most lines of a text page)
-    names = [a or b for a, b in _QUOTED.findall(line)]
-    return bool(names) and not any(re.search(r"\w", _ESCAPE.sub("", name)) for name in names)
-
-
-_INDENT = re.compile(r"^[\t ]+")
-
-
-def _render(lines: list[str], chosen: dict[int, str]) -> str:
-    """Chosen lines in page order, indentation as one space per level, gaps marked."""
+def render(blocks: list[Block], chosen: set[int]) -> str:
+    """The chosen blocks in page order, one a line, gaps marked; a row under its table's header."""
     out, last = [], -1
-    for i in sorted(chosen):
-        if i != last + 1:
+    for n in sorted(chosen):
+        if n != last + 1:
             out.append("…")
-        out.append(_INDENT.sub(lambda m: " " * min(len(m.group(0)), 8), chosen[i]))
-        last = i
-    if chosen and last < len(lines) - 1:
+        block = blocks[n]
+        text = block.text if tokens_of(block.text) <= BLOCK_TOKENS else block.text[: BLOCK_TOKENS * 3] + " …"
+        out.append({"header": "table: ", "row": "  "}.get(block.kind, "") + text)
+        last = n
+    if chosen and last < len(blocks) - 1:
         out.append("…")
     return "\n".join(out)
 
 
-def page_excerpt(
-    text: str,
-    query: dict[str, float],
-    phrases: list[str],
-    idf: dict[str, float],
-    lines_df: LineCounts | None,
-    max_tokens: int,
-    site: str = "",
-) -> tuple[str, float]:
+def page_excerpt(text: str, query: dict[str, float], phrases: list[str], idf: dict[str, float],
+                 lines_df: LineCounts | None, max_tokens: int, site: str = "") -> tuple[str, float]:  # fmt: skip
     """(excerpt, match score) of `text` for one query (see Excerpter)."""
     return Excerpter(query, phrases, idf, lines_df).excerpt(text, max_tokens, site)
