@@ -151,7 +151,7 @@ def _lme_questions(rows: list[dict], root: Path, tier: str) -> list[Question]:
         raise InputError(f"no haystack file for tier {tier!r}", path=str(mapping_file))
     mapping = json.loads(mapping_file.read_text(encoding="utf-8"))
     source = _trajectory_file(root)
-    assert source is not None  # load_questions found it beside the haystacks
+    assert source is not None  # load_question_set found it beside the haystacks
     shared: dict[tuple[str, ...], Haystack] = {}
     questions = []
     for row in rows:

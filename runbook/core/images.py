@@ -22,8 +22,8 @@ def grey_pixels(path, width, height):
         return None
     with Image.open(path) as img:
         img.draft("L", (width * 4, height * 4))  # a JPEG decodes at a fraction of its size: far faster
-        # Image.BILINEAR, not Image.Resampling (Pillow >= 9.1): the sandbox's Pillow may be older; Pillow sets the
-        # module-level alias at import time, which its type hints do not declare
+        # Pillow defines the module-level Image.BILINEAR at import time (from Image.Resampling); its type hints
+        # do not declare it
         return img.convert("L").resize((width, height), Image.BILINEAR).tobytes()  # type: ignore[attr-defined]
 
 
