@@ -152,6 +152,7 @@ class Excerpter:
                 if j in chosen:
                     continue
                 line = shown(j)
+                assert line is not None  # _around gives only shown lines
                 cost = len(line) // 3 + 1  # a close, cheap estimate; packing counts exactly
                 if spent + cost > max_tokens:
                     break
