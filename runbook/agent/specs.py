@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.program_args import tool_args
+from ..core.program_args import Arg, tool_args
 from ..models.messages import ToolSpec
 
 MAX_SPAN_STATES = 20
@@ -54,10 +54,16 @@ def program_command(program: str) -> Command:
     args = tool_args(program)
     return Command(
         program,
-        flags={a.name: a.option for a in args if a.flags and a.kind is bool},
-        options={a.name: a.option for a in args if a.flags and a.kind is not bool},
+        flags={a.name: _long_option(a) for a in args if a.flags and a.kind is bool},
+        options={a.name: _long_option(a) for a in args if a.flags and a.kind is not bool},
         positional=tuple(a.name for a in args if not a.flags),
     )
+
+
+def _long_option(arg: Arg) -> str:
+    """A flagged argument's long option: every one has one (PROGRAM_ARGS), and a tool call gives that."""
+    assert arg.option is not None, f"{arg.name} has no long option"
+    return arg.option
 
 
 def program_parameters(program: str) -> dict[str, Any]:

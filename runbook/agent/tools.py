@@ -22,7 +22,14 @@ from .types import Span
 
 DEFAULT_READ_LINES = 400
 
-_TYPES = {"string": str, "integer": int, "boolean": bool, "array": list, "object": dict, "number": (int, float)}
+_TYPES: dict[str, type | tuple[type, ...]] = {
+    "string": str,
+    "integer": int,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+    "number": (int, float),
+}
 _STATE_PATH = re.compile(r"trajectories/([A-Za-z0-9][A-Za-z0-9._-]*)/states/(\d{4,})\.md")
 _SEARCH_HEAD = re.compile(r"^([^\s=#]\S*) state (\d+) @ ", re.M)
 """How `search` heads the hits of one state."""
@@ -220,7 +227,7 @@ class SeenStates:
 
     SHOWN, FOUND = 3, 1
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.weights: Counter[tuple[str, int]] = Counter()
 
     def note(self, name: str, args: dict[str, Any], output: str) -> None:

@@ -117,8 +117,9 @@ def load_question_set(path: str | Path, *, tier: str = "small", limit: int | Non
     root = path.parent
     if (root / "haystacks").is_dir() and _trajectory_file(root):
         return QuestionSet(path, "lme-v2", _lme_questions(rows, root, tier))
-    if _trajectory_file(root):
-        whole = Haystack(_trajectory_file(root), name=root.name)
+    whole_file = _trajectory_file(root)
+    if whole_file:
+        whole = Haystack(whole_file, name=root.name)
         return QuestionSet(path, "generated", [_question(r, whole, root, path) for r in rows])
     return QuestionSet(path, "dev", _dev_questions(rows, root, path))
 
@@ -150,6 +151,7 @@ def _lme_questions(rows: list[dict], root: Path, tier: str) -> list[Question]:
         raise InputError(f"no haystack file for tier {tier!r}", path=str(mapping_file))
     mapping = json.loads(mapping_file.read_text(encoding="utf-8"))
     source = _trajectory_file(root)
+    assert source is not None  # load_question_set found it beside the haystacks
     shared: dict[tuple[str, ...], Haystack] = {}
     questions = []
     for row in rows:
@@ -168,7 +170,7 @@ def _dev_questions(rows: list[dict], root: Path, path: Path) -> list[Question]:
     haystacks: dict[str, Haystack] = {}
     questions = []
     for n, row in enumerate(rows, 1):
-        name = row.get("set")
+        name: Any = row.get("set")  # as the JSON has it: a folder name
         folder = root / str(name) if name else None
         source = _trajectory_file(folder) if folder and folder.is_dir() else None
         if source is None:
@@ -179,6 +181,7 @@ def _dev_questions(rows: list[dict], root: Path, path: Path) -> list[Question]:
                 path=str(path),
                 line=n,
             )
+        assert folder is not None  # the source was found in it
         haystack = haystacks.setdefault(name, Haystack(source, name=name))
         questions.append(_question(row, haystack, folder, path))
     return questions
@@ -186,10 +189,11 @@ def _dev_questions(rows: list[dict], root: Path, path: Path) -> list[Question]:
 
 def _question(row: dict, haystack: Haystack, image_root: Path, path: Path) -> Question:
     qid = row.get("id")
-    where = {"path": str(path), "field": "id"}
+    where: dict[str, Any] = {"path": str(path), "field": "id"}
     if not isinstance(qid, str) or not qid:
         raise InputError("a question needs a non-empty string id", **where)
-    text, image = row.get("question"), row.get("image")
+    text: Any = row.get("question")  # checked to be a non-empty string below
+    image = row.get("image")
     if isinstance(text, dict):  # the harness's runtime form
         text, image = text.get("text"), text.get("image") or image
     for name, value in (

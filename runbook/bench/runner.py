@@ -92,7 +92,8 @@ def run_bench(
     if not points:
         raise ConfigError(f"no method matches {options.only}; labels: {[m.label for m in config.methods]}")
     grader = build_grader(config.reader, config.judge) if config.reader and options.reader else None
-    reader_json = {**spec_json(config.reader), **model_names(grader)} if grader else None
+    reader_spec = spec_json(config.reader)  # a dict whenever there is a grader: it is built from the reader
+    reader_json = {**reader_spec, **model_names(grader)} if grader and reader_spec is not None else None
     judge_json = spec_json(config.judge) if grader else None
     runs = {
         p.slug: RunFolder(p.folder, point_config(p, reader=reader_json, judge=judge_json), fresh=options.fresh)
@@ -127,7 +128,7 @@ def run_bench(
 
 
 def _questions(config: BenchConfig, options: RunOptions) -> list[Question]:
-    sources = [(path, "small", None) for path in options.questions] or [
+    sources: list[tuple[Path, str, int | None]] = [(path, "small", None) for path in options.questions] or [
         (s.path, s.tier, s.limit) for s in config.questions
     ]
     out: list[Question] = []

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 
 @click.group()
@@ -162,7 +166,7 @@ def _console():
 class _RichProgress:
     """The runner's progress as rich bars on stderr: one per run, the store builds as notes."""
 
-    def __init__(self, console):
+    def __init__(self, console) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.console = console
@@ -174,7 +178,7 @@ class _RichProgress:
             console=console,
             disable=not console.is_terminal,
         )
-        self.tasks: dict[str, int] = {}
+        self.tasks: dict[str, TaskID] = {}
 
     def __enter__(self):
         self.bar.__enter__()
@@ -188,7 +192,9 @@ class _RichProgress:
 
     def begin(self, label: str, total: int, done: int) -> None:
         if label in self.tasks:
-            self.bar.update(self.tasks[label], total=self.bar.tasks[self.tasks[label]].total + total, advance=done)
+            before = self.bar.tasks[self.tasks[label]].total
+            assert before is not None  # every bar is added with a total
+            self.bar.update(self.tasks[label], total=before + total, advance=done)
         else:
             self.tasks[label] = self.bar.add_task(label, total=total, completed=done)
 

@@ -134,7 +134,7 @@ def _read_cache(snapshot: PoolSnapshot, path: Path) -> BM25Index | None:
 
 def write_cache(path: Path, stamp: int, index: BM25Index) -> None:
     """Best effort: a read-only store simply builds in memory next time."""
-    terms = sorted(index.term_ids, key=index.term_ids.get)
+    terms = sorted(index.term_ids, key=index.term_ids.__getitem__)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.stem}.tmp{os.getpid()}.npz")

@@ -33,6 +33,7 @@ class LineCounts:
         """Slice documents (dead generations included) that show the line with this hash; empty when unknown."""
         if self.by_hash is None or not len(self.by_hash):
             return np.zeros(0, dtype=np.int64)
+        assert self.by_hash_docs is not None  # built and loaded with by_hash
         key = np.uint64(line_hash)
         lo, hi = np.searchsorted(self.by_hash, key), np.searchsorted(self.by_hash, key, side="right")
         return self.by_hash_docs[lo:hi].astype(np.int64)

@@ -136,8 +136,8 @@ def pick_latest(scan: Scan, choice: Choice) -> None:
     pick_best(scan.states, choice, DYNAMIC_STATES)
     newest = strong[0].time if strong else ""
     for key in choice.keys:
-        hit = find_hit(scan, key)
-        if hit and newest and hit.time < newest and key not in choice.notes:
+        found = find_hit(scan, key)
+        if found and newest and found.time < newest and key not in choice.notes:
             choice.notes[key] = "older"
 
 

@@ -77,7 +77,9 @@ def best_lines(lines, compiled, weights, limit, after=0):
         if hit:
             scored.append((sum(weights[k] for k in hit), -n))
     scored.sort(reverse=True)
-    chosen, windows, seen = [], [], set()
+    chosen: list[tuple[int, str]] = []
+    windows: list[tuple[int, int]] = []
+    seen: set[str] = set()
     for weight, neg in scored:
         at = -neg
         text = lines[at].strip()

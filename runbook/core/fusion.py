@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import TypeVar
 
 from .hits import Hit
 
 RRF_K = 60
 
+K = TypeVar("K", bound=Hashable)
+
 
 def rrf(
-    rankings: Iterable[Sequence[Hashable]], weights: Sequence[float] | None = None, k: int = RRF_K
-) -> list[tuple[Hashable, float]]:
+    rankings: Iterable[Sequence[K]], weights: Sequence[float] | None = None, k: int = RRF_K
+) -> list[tuple[K, float]]:
     """Reciprocal rank fusion: sum of weight/(k + rank) over the rankings that hold a key; best first."""
-    scores: dict[Hashable, float] = defaultdict(float)
+    scores: dict[K, float] = defaultdict(float)
     for n, ranking in enumerate(rankings):
         weight = weights[n] if weights else 1.0
         for rank, key in enumerate(ranking):
@@ -52,7 +55,8 @@ def latest_first(
     if reorder:
         return [hit for key in order for hit in groups[key]]
     seen: dict[Hashable, int] = {}
-    head, tail = [], []
+    head: list[Hit] = []
+    tail: list[Hit] = []
     for hit in hits:
         key = key_of(hit)
         seen[key] = seen.get(key, 0) + 1

@@ -213,7 +213,7 @@ class RipgrepSearch:
             if n
         }
         lines = _parse_rg_json(self._run_rg(["--json", "-m", str(limit), "-e", regex] + flags, files, None))
-        hits = []
+        hits: list[Record] = []
         for path in files:
             owners = _summary_owners(os.path.join(self.root, path)) if path.endswith(".txt") else None
             for ln, (text, _is_match, spans) in sorted(lines.get(path, {}).items()):

@@ -22,7 +22,9 @@ def grey_pixels(path, width, height):
         return None
     with Image.open(path) as img:
         img.draft("L", (width * 4, height * 4))  # a JPEG decodes at a fraction of its size: far faster
-        return img.convert("L").resize((width, height), Image.BILINEAR).tobytes()
+        # Pillow defines the module-level Image.BILINEAR at import time (from Image.Resampling); its type hints
+        # do not declare it
+        return img.convert("L").resize((width, height), Image.BILINEAR).tobytes()  # type: ignore[attr-defined]
 
 
 def image_hash(path, size=HASH_SIZE):

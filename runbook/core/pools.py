@@ -17,10 +17,11 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 
+_loads: Callable[[bytes], Any]
 try:  # faster where installed (the host); the sandbox has the standard library's json
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - depends on the environment

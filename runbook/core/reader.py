@@ -93,23 +93,28 @@ class StoreReader(RipgrepSearch):
 
     def trajectories(self, site=None, outcome=None, goal: str | None = None) -> list:
         """Catalog rows (id, site, goal, outcome, success, n_states, first_time, ...), oldest first; goal is a regex."""
-        self._load()
+        rows = self._loaded_rows()
         sites = as_set(site)
         goal_rx = re.compile(goal, re.I) if goal else None
         return [
             r
-            for r in self._rows
+            for r in rows
             if (not sites or r.site in sites)
             and outcome_matches(r, outcome)
             and (goal_rx is None or goal_rx.search(r.goal))
         ]
+
+    def _loaded_rows(self) -> list:
+        self._load()
+        assert self._rows is not None  # _load() sets them
+        return self._rows
 
     def trajectory(self, trajectory_id: str) -> Record:
         """One catalog row by id (a unique prefix also works)."""
         self._load()
         if trajectory_id in self._by_id:
             return self._by_id[trajectory_id]
-        starts = [r for r in self._rows if r.id.startswith(trajectory_id)]
+        starts = [r for r in self._loaded_rows() if r.id.startswith(trajectory_id)]
         if len(starts) == 1:
             return starts[0]
         import difflib

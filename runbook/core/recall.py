@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -39,6 +40,8 @@ RECENT_FLOOR = 0.5
 """For 'current value' questions, states scoring at least this share of the best BM25 score are ranked by time."""
 KIND_PREFIX = {"notes": "n", "events": "e", "slices": "s"}
 POOLS = tuple(KIND_PREFIX)
+
+T = TypeVar("T")
 
 ReadState = Callable[[str, int], "tuple[dict, str]"]
 """(trajectory folder, state index) -> (header fields, page text)."""
@@ -113,6 +116,11 @@ class Recall:
         self.lines: LineCounts = load_line_counts(snapshot, write=write)
         self.snapshot, self._stamp = snapshot, snapshot.stamp
 
+    def _loaded(self) -> PoolSnapshot:
+        """The snapshot load() read: the ranking methods below run after it."""
+        assert self.snapshot is not None, "Recall.load() first"
+        return self.snapshot
+
     # -- ranking ---------------------------------------------------------------------------------------------------
     def query(self, analysis: QuestionAnalysis) -> dict[str, float]:
         return query_terms(tokenize(" ".join(analysis.terms)), tokenize(" ".join(analysis.phrases)))
@@ -134,12 +142,12 @@ class Recall:
 
     def rank_states(self, analysis: QuestionAnalysis, query: dict[str, float]) -> list[tuple[int, float]]:
         """Slice documents fused from BM25 over slices, events pointing at them, and recency (current values)."""
-        docs = self.snapshot.docs("slices")
+        docs = self._loaded().docs("slices")
         scored = self.indexes["slices"].top(query, self.settings.candidates * (2 if wants_time(analysis) else 1))
         bm25 = [d for d, _ in scored]
         by_state = {(docs[d]["t"], docs[d]["i"]): d for d in bm25}
         rankings, weights = [bm25], [1.0]
-        event_docs = self.snapshot.docs("events")
+        event_docs = self._loaded().docs("events")
         via_events = []
         for e, _ in self.indexes["events"].top(query, 100):
             ev = event_docs[e]
@@ -162,7 +170,7 @@ class Recall:
         analysis = analyze(question) if isinstance(question, str) else question
         found = Found(analysis)
         query = self.query(analysis)
-        if not query or self.snapshot.empty:
+        if not query or self._loaded().empty:
             return found
         found.notes = self.note_hits(analysis, query)
         found.events = self.event_hits(analysis, query)
@@ -170,7 +178,7 @@ class Recall:
         return found
 
     def note_hits(self, analysis: QuestionAnalysis, query: dict[str, float]) -> list[Hit]:
-        docs = self.snapshot.docs("notes")
+        docs = self._loaded().docs("notes")
         prefer = {"procedure": "procedure", "gotcha": "hints"}.get(analysis.kind)
         hits = []
         for d, score in self.indexes["notes"].top(query, self.settings.notes):
@@ -184,7 +192,7 @@ class Recall:
         return hits
 
     def event_hits(self, analysis: QuestionAnalysis, query: dict[str, float]) -> list[Hit]:
-        docs = self.snapshot.docs("events")
+        docs = self._loaded().docs("events")
         hits = [
             Hit.from_doc(docs[d], f"e{d}", "events", score=round(score, 3))
             for d, score in self.indexes["events"].top(query, self.settings.events)
@@ -192,7 +200,7 @@ class Recall:
         return latest_first(hits, hit_page, reorder=wants_time(analysis))
 
     def slice_hits(self, analysis: QuestionAnalysis, query: dict[str, float], slice_chars: int) -> list[Hit]:
-        docs = self.snapshot.docs("slices")
+        docs = self._loaded().docs("slices")
         fused = self.rank_states(analysis, query)[: self.settings.reread]
         excerpter = Excerpter(query, list(analysis.phrases), self.idf("slices", query), self.lines)
         hits = []
@@ -221,7 +229,7 @@ class Recall:
         """After each of the best pages, the other states that show its best-matching line (oldest first, or newest
         first for 'current value' questions): views of the same fact that corroborate it, or show how it changed.
         A state already among the hits moves up here; the others come compact, the line alone."""
-        docs, live = self.snapshot.docs("slices"), self.indexes["slices"].live
+        docs, live = self._loaded().docs("slices"), self.indexes["slices"].live
         by_doc = {int(h.id[1:]): h for h in hits}
         placed: set[int] = set()
         out, added = [], 0
@@ -265,9 +273,9 @@ class Recall:
         self.load()
         analysis = analyze(question)
         query = self.query(analysis)
-        if not query or self.snapshot.empty:
+        if not query or self._loaded().empty:
             return []
-        docs = self.snapshot.docs("slices")
+        docs = self._loaded().docs("slices")
         return [
             {
                 "trajectory_id": docs[d]["t"],
@@ -286,11 +294,11 @@ class Recall:
         if parsed is None:
             return None
         pool, n = parsed
-        docs = self.snapshot.docs(pool)
+        docs = self._loaded().docs(pool)
         return Hit.from_doc(docs[n], hit_id, pool) if 0 <= n < len(docs) else None
 
 
-def runs_first(items: list, view_of: Callable[[object], tuple], taken: list[tuple]) -> list:
+def runs_first(items: list[T], view_of: Callable[[T], tuple], taken: list[tuple]) -> list[T]:
     """`items` (in their given order) in two groups: first a view from each run `taken` has none of, and any view
     right next to a taken one on the same page (the same view, continued); then the rest. A view is (run, state
     index, page key). Another run's view of a line corroborates it, the same run's later views mostly repeat it

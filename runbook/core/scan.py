@@ -70,7 +70,7 @@ def run_rg(root, regexes, dirs=None):
     if not paths:
         return defaultdict(Counter)
     out = subprocess.run(args + ["--", *paths], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
-    found = defaultdict(Counter)
+    found: defaultdict[tuple[str, int], Counter[str]] = defaultdict(Counter)
     for line, n in Counter(out.split(b"\n")).items():
         path, sep, match = line.partition(b"\0")
         if not sep:
@@ -85,9 +85,10 @@ def run_rg(root, regexes, dirs=None):
 def assign(found, compiled):
     """{(dir, index): Counter(pattern index: tf)}: each matched text credited to every pattern found in it (a
     phrase's words count too)."""
-    owners_of, tfs = {}, {}
+    owners_of: dict[str, list[int]] = {}
+    tfs: dict[tuple[str, int], Counter[int]] = {}
     for key, matches in found.items():
-        tf = Counter()
+        tf: Counter[int] = Counter()
         for text, n in matches.items():
             owners = owners_of.get(text)
             if owners is None:
@@ -221,7 +222,7 @@ def scan_output(params: ScanParams, catalog=None):
             "sites": sorted(sites),
             "df": {label(items[k]): [df[k], tdf[k]] for k in range(len(items))},
             "missing": [label(items[k]) for k in range(len(items)) if not df[k] and k not in outside],
-            **({"scope": sorted(params.scope_sites)} if scope is not None else {}),
+            **({"scope": sorted(params.scope_sites or ())} if scope is not None else {}),
         }
     )
 

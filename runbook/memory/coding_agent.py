@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -259,7 +260,7 @@ class CodingAgentMemory:
         question: str,
         budget: int,
         run: AgentRun,
-        recall: list[tuple[Hit, EvidenceItem]] = (),
+        recall: Sequence[tuple[Hit, EvidenceItem]] = (),
         question_analysis: QuestionAnalysis | None = None,
     ) -> Context:
         """The packed Context of a run: its spans and kept recall hits, or what the agent saw when it did not

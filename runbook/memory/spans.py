@@ -150,7 +150,12 @@ def focus_terms(question: QuestionAnalysis, analysis: str) -> list[str]:
         if found is not None:
             terms += [p for p in found.phrases] + [t for t in found.terms if len(t) > 2]
     seen: set[str] = set()
-    return [t for t in terms if not (t.lower() in seen or seen.add(t.lower()))]
+    out: list[str] = []
+    for t in terms:  # the first spelling of each term, case aside
+        if t.lower() not in seen:
+            seen.add(t.lower())
+            out.append(t)
+    return out
 
 
 def fit_pages(items: list[tuple[EvidenceItem, list[PageSlot]]], room: int, focus: list[str]) -> None:

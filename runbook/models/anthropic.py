@@ -74,7 +74,7 @@ class AnthropicModel(ModelClient):
 
 def to_anthropic(messages: list[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(system blocks, messages) in Anthropic's shape: tool results ride in user turns; same-role turns merge."""
-    system = [{"type": "text", "text": m.text} for m in messages if m.role == "system" and m.text]
+    system: list[dict[str, Any]] = [{"type": "text", "text": m.text} for m in messages if m.role == "system" and m.text]
     if system:
         system[-1]["cache_control"] = CACHE
     turns: list[dict[str, Any]] = []

@@ -66,6 +66,8 @@ class ModelClient:
 
     SETTING_OPTIONS: dict[str, str] = {"max_output_tokens": "reply_tokens"}
     """Constructor option -> the setting it comes from when `from_settings` is not given it explicitly."""
+    model: str
+    """The model's name, set by each client's constructor."""
 
     def __init__(
         self, *, base_url: str | None, max_output_tokens: int, timeout: float, attempts: int, wait: WaitPolicy | None
@@ -126,11 +128,14 @@ def call_with_retries(
 
     def before_sleep(state: tenacity.RetryCallState) -> None:
         if on_retry and state.outcome is not None and state.next_action is not None:
-            on_retry(state.outcome.exception(), state.next_action.sleep)
+            error = state.outcome.exception()
+            assert error is not None  # only exceptions are retried (retry_if_exception)
+            on_retry(error, state.next_action.sleep)
 
-    stop = tenacity.stop_after_attempt(attempts)
+    stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(attempts)
     if deadline is not None:
-        stop = stop | (lambda state: time.monotonic() >= deadline)
+        # tenacity's hints take only stop_base on the right of |; its stop_any calls any callable alike
+        stop = stop | (lambda state: time.monotonic() >= deadline)  # type: ignore[operator]
     retrying = tenacity.Retrying(
         stop=stop, wait=waiter, retry=tenacity.retry_if_exception(is_transient), reraise=True, before_sleep=before_sleep
     )

@@ -131,7 +131,9 @@ def chat_model(
     timeout: float | None = None,
 ):
     """A model client (used without tools) for `provider`, keys taken from `settings`."""
-    options = {k: v for k, v in {"max_output_tokens": max_output_tokens, "timeout": timeout}.items() if v}
+    options: dict[str, Any] = {
+        k: v for k, v in {"max_output_tokens": max_output_tokens, "timeout": timeout}.items() if v
+    }
     if provider == "anthropic":
         from .anthropic import AnthropicModel
 

@@ -85,7 +85,8 @@ def hints_note(trajectory: Trajectory) -> str | None:
 
 
 def _retries(trajectory: Trajectory) -> list[str]:
-    out, run = [], []
+    out: list[str] = []
+    run: list[tuple[int, str]] = []
     for state in trajectory.states:
         key = (state.action or "").strip()
         if run and key and key == run[-1][1]:
@@ -104,7 +105,9 @@ def _retries(trajectory: Trajectory) -> list[str]:
 
 def _dead_ends(trajectory: Trajectory) -> list[str]:
     """Returning to a page seen earlier after visiting others: the detour did not lead anywhere."""
-    out, seen, previous = [], {}, None
+    out: list[str] = []
+    seen: dict[str, int] = {}
+    previous: str | None = None
     for state in trajectory.states:
         where = short_url(state.url)
         left, previous = previous, where

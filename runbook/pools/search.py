@@ -68,9 +68,11 @@ class Retriever:
             self.recall.load()
         except PoolError as exc:
             raise store_error(exc) from exc
-        if self._goals_stamp != self.recall.snapshot.stamp:
+        snapshot = self.recall.snapshot
+        assert snapshot is not None  # load() read it
+        if self._goals_stamp != snapshot.stamp:
             self.goals = {row.id: row.goal for row in self.store.rows()}
-            self._goals_stamp = self.recall.snapshot.stamp
+            self._goals_stamp = snapshot.stamp
 
     def slice_cap(self, budget: int) -> int:
         return self.settings.slice_tokens or max(150, min(1200, budget // 16))

@@ -9,7 +9,7 @@ import os
 import shutil
 from collections import Counter
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import numpy as np
 import orjson
@@ -135,7 +135,7 @@ class PoolWriter:
                     if ids[pos] is None:
                         ids[pos] = self.vocab[term] = len(self.vocab)
                         self._new_terms.append(term)
-        return ids
+        return cast(list[int], ids)  # each None was filled in above
 
     def _append_raw(self, rel: str, data: bytes) -> None:
         self._buffers.setdefault(rel, []).append(data)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..errors import SandboxError
 from ..protocols import Sandbox
-from .base import STORE_MOUNT, ExecResult, SandboxLimits
+from .base import STORE_MOUNT, ExecResult, SandboxBase, SandboxLimits
 
 BACKENDS = {
     "docker": "runbook.sandbox.docker.DockerSandbox",
@@ -32,7 +32,7 @@ BACKENDS = {
 NAMES = ("auto", *BACKENDS)
 
 
-def backend_class(name: str) -> type:
+def backend_class(name: str) -> type[SandboxBase]:
     if name not in BACKENDS:
         raise SandboxError(f"unknown sandbox {name!r}; choose one of {', '.join(NAMES)}")
     module, _, attr = BACKENDS[name].rpartition(".")

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 from ..errors import SandboxError
 from . import seccomp
@@ -70,8 +71,9 @@ def bwrap_path() -> str | None:
 def find_rg() -> Path | None:
     """A real ripgrep binary (not a pyenv shim script), preferring the system one."""
     candidates = [Path("/usr/bin/rg"), Path(sys.executable).parent / "rg"]
-    if shutil.which("rg"):
-        candidates.append(Path(shutil.which("rg")))
+    on_path = shutil.which("rg")
+    if on_path:
+        candidates.append(Path(on_path))
     for path in candidates:
         path = path.resolve()
         if path.is_file() and os.access(path, os.X_OK) and path.open("rb").read(4) == b"\x7fELF":
@@ -100,7 +102,7 @@ class BwrapSandbox(SandboxBase):
         self.cgroup = Cgroup()
         self.process: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
-        self._log = None
+        self._log: IO[bytes] | None = None
         self._lost = ""
         self._as_root = os.geteuid() == 0
         self._filter = seccomp.build_filter()
@@ -277,6 +279,8 @@ class BwrapSandbox(SandboxBase):
 
         body = json.dumps(request).encode()
         message = struct.pack("<I", len(body)) + body
+        if self._sock is None:
+            raise SandboxError("the bwrap jail is not running")
         try:
             sent = self._sock.sendmsg([message], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
             self._sock.sendall(message[sent:])

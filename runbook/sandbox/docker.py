@@ -15,6 +15,7 @@ import socket
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from ..errors import SandboxError
 from .base import SCRATCH_MOUNT, STORE_MOUNT, ExecResult, SandboxBase, SandboxLimits
@@ -51,7 +52,7 @@ class DockerSandbox(SandboxBase):
         super().__init__(store_path, limits)
         self.image = image
         self._engine = engine
-        self.container = None
+        self.container: Any = None  # a docker-py Container once started (docker-py has no type hints)
 
     @property
     def container_id(self) -> str | None:

@@ -102,7 +102,7 @@ def nonce_env(nonce: str) -> dict[str, str]:
 def reported(raw: bytes, nonce: str) -> bool:
     """Whether `raw` ends with the wrapper's trailer for this call."""
     match = _TRAILER.search(raw, max(0, len(raw) - TRAILER_ROOM))
-    return bool(match) and hmac.compare_digest(match.group(1), nonce.encode())
+    return match is not None and hmac.compare_digest(match.group(1), nonce.encode())
 
 
 def to_result(
@@ -121,8 +121,9 @@ def to_result(
     late: the host's own deadline ended the call; over_cap: the host stopped reading at its cap. Without a trailer
     carrying `nonce` (the wrapper was killed), the exit code is `fallback_exit`, the engine's view."""
     match = _TRAILER.search(raw, max(0, len(raw) - TRAILER_ROOM))
-    trailer = bool(match) and hmac.compare_digest(match.group(1), nonce.encode())
+    trailer = match is not None and hmac.compare_digest(match.group(1), nonce.encode())
     if trailer:
+        assert match is not None  # a trailer was matched
         body, exit_code = raw[: match.start()], int(match.group(2))
         cut, timed_out = int(match.group(3)), match.group(4) == b"1"
     else:

@@ -40,6 +40,7 @@ def run_wrapped(
         )
     finally:
         os.close(in_fd)
+    assert proc.stdout is not None  # stdout=PIPE
     try:
         got = read_capped(proc.stdout.fileno(), cap=limit + TRAILER_ROOM, deadline=started + timeout + GRACE_S)
         if not (got.ended and reported(got.data, nonce)):

@@ -85,15 +85,15 @@ def apt_mirror(suite: str, apt_dir: Path = Path("/etc/apt")) -> str:
 
 def _apt_entries(apt_dir: Path) -> list[tuple[str, list[str], list[str]]]:
     """(uri, suites, components) of every enabled `deb` source, in both the one-line and the deb822 format."""
-    entries = []
+    entries: list[tuple[str, list[str], list[str]]] = []
     for path in [str(apt_dir / "sources.list"), *sorted(glob.glob(str(apt_dir / "sources.list.d" / "*.list")))]:
         for line in _read(path).splitlines():
-            line = re.sub(r"\[[^\]]*\]", " ", line.split("#", 1)[0]).split()  # drop [arch=...] options
-            if len(line) >= 3 and line[0] == "deb":
-                entries.append((line[1], [line[2]], line[3:]))
+            words = re.sub(r"\[[^\]]*\]", " ", line.split("#", 1)[0]).split()  # drop [arch=...] options
+            if len(words) >= 3 and words[0] == "deb":
+                entries.append((words[1], [words[2]], words[3:]))
     for path in sorted(glob.glob(str(apt_dir / "sources.list.d" / "*.sources"))):
         for stanza in re.split(r"\n\s*\n", _read(path)):
-            fields = {}
+            fields: dict[str, list[str]] = {}
             for line in stanza.splitlines():
                 if ":" in line and not line.startswith(("#", " ", "\t")):
                     name, value = line.split(":", 1)

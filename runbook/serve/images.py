@@ -6,6 +6,7 @@ import base64
 import binascii
 import tempfile
 from pathlib import Path
+from typing import IO
 
 from ..errors import InputError
 
@@ -14,7 +15,8 @@ class image_file:
     """The question's base64 image as a temporary file for the query (None without one)."""
 
     def __init__(self, data: str | None):
-        self.data, self.tmp = data, None
+        self.data = data
+        self.tmp: IO[bytes] | None = None
 
     def __enter__(self) -> str | None:
         if not self.data:

@@ -79,8 +79,12 @@ class MemoryService:
     ):
         self.store = Store(store_path, create=True)
         # without a screenshot root a posted screenshot path resolves inside an empty folder: refused, never read
-        self._no_shots = None if screenshot_root else tempfile.TemporaryDirectory(prefix="runbook-serve-")
-        self.screenshot_root = str(screenshot_root) if screenshot_root else self._no_shots.name
+        self._no_shots: tempfile.TemporaryDirectory[str] | None = None
+        if screenshot_root:
+            self.screenshot_root = str(screenshot_root)
+        else:
+            self._no_shots = tempfile.TemporaryDirectory(prefix="runbook-serve-")
+            self.screenshot_root = self._no_shots.name
         self.sandbox_wait, self.write_timeout = sandbox_wait, write_timeout
         self.memory_options = dict(memory_options or {})
         self._memories: dict[str, Any] = {}

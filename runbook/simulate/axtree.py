@@ -51,6 +51,7 @@ def render(page: B.Page) -> B.Page:
         t.node(3, "link", item, "focused" if focused else "", key=f"nav_{item.lower()}")
         t.text(4, item)
         if focused:
+            assert page.menu is not None  # `focused` says it is open
             _menu(t, page.menu)
     t.skip(20)
     t.node(1, "banner", "")

@@ -105,6 +105,12 @@ class Menu:
     groups: list[tuple[str, list[tuple[str, str]]]]
 
 
+Block = Heading | Notice | Text | Stats | Button | Link | Field | Section | Search | Filters | Grid | Options | Dialog
+"""One of a page's blocks, top to bottom (a Menu is the page's flyout, not a block)."""
+Fact = tuple[tuple, str]
+"""(key, value): a value the page shows, e.g. (("order.status", "000000042"), "Pending")."""
+
+
 @dataclass
 class Page:
     kind: str
@@ -112,9 +118,9 @@ class Page:
     title: str
     heading: str
     nav: str  # active top-level nav item
-    blocks: list = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
     menu: Menu | None = None
-    facts: list[tuple[tuple, str]] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
     text: str = ""  # filled by axtree.render
     controls: dict[str, str] = field(default_factory=dict)  # key -> bid, filled by axtree.render
 

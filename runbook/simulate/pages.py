@@ -85,7 +85,7 @@ def products_grid(
     rows = [p for p in w.products if _match(keyword, p.name, p.sku)]
     pages = max(1, -(-len(rows) // PER_PAGE))
     shown = rows[(page - 1) * PER_PAGE : page * PER_PAGE]
-    facts = []
+    facts: list[B.Fact] = []
     for p in shown:
         facts += [
             (("product.sku", p.name), p.sku),
@@ -96,7 +96,7 @@ def products_grid(
         ]
     if not keyword:
         facts.append((("catalog.count",), str(len(rows))))
-    blocks = [notice] if notice else []
+    blocks: list[B.Block] = [notice] if notice else []
     blocks += [
         B.Button("add_product", "Add Product"),
         B.Button("filters", "Filters"),
@@ -130,7 +130,7 @@ def product_edit(w: World, pid: int, draft: dict | None = None, notice: B.Notice
         facts.append((("product.qty", p.sku), str(p.qty)))
     if "status" not in draft:
         facts.append((("product.status", p.sku), p.status))
-    blocks = [notice] if notice else []
+    blocks: list[B.Block] = [notice] if notice else []
     blocks += [
         B.Button("back", "Back"),
         B.Button("save", "Save"),
@@ -170,7 +170,7 @@ def orders_grid(
     """Rows come from the world's persisted filters only: a submitted keyword is itself a sticky filter."""
     rows = _order_rows(w)
     shown = rows[:PER_PAGE]
-    facts = []
+    facts: list[B.Fact] = []
     for o in shown:
         facts += [
             (("order.status", o.number), o.status),
@@ -182,7 +182,7 @@ def orders_grid(
         facts.append((("orders.count",), str(len(rows))))
     if len(w.order_filters) == 1 and w.order_filters[0][0] == "Status":
         facts.append((("orders.count_status", w.order_filters[0][1]), str(len(rows))))
-    blocks = [notice] if notice else []
+    blocks: list[B.Block] = [notice] if notice else []
     blocks += [B.Button("create_order", "Create New Order"), B.Button("filters", "Filters")]
     if filters_open:
         blocks += [
@@ -215,13 +215,14 @@ def orders_grid(
 
 def order_view(w: World, number: str, dialog: bool = False, notice: B.Notice | None = None) -> B.Page:
     o = w.order(number)
-    facts = [
+    assert o is not None  # the order the agent clicked through to is in the world
+    facts: list[B.Fact] = [
         (("order.status", number), o.status),
         (("order.total", number), money(o.total)),
         (("order.customer", number), o.customer),
         (("order.date", number), o.date),
     ]
-    blocks = [notice] if notice else []
+    blocks: list[B.Block] = [notice] if notice else []
     blocks.append(B.Button("back", "Back"))
     if o.status in ("Pending", "Processing"):
         blocks += [B.Button("cancel", "Cancel"), B.Button("hold", "Hold"), B.Button("invoice", "Invoice")]
@@ -260,7 +261,7 @@ def customers_grid(
 ) -> B.Page:
     rows = [c for c in w.customers if _match(keyword, c.name, c.email)]
     shown = rows[:PER_PAGE]
-    facts = []
+    facts: list[B.Fact] = []
     for c in shown:
         facts += [
             (("customer.email", c.name), c.email),
@@ -270,7 +271,7 @@ def customers_grid(
         ]
     if not keyword:
         facts.append((("customers.count",), str(len(rows))))
-    blocks = [notice] if notice else []
+    blocks: list[B.Block] = [notice] if notice else []
     blocks += [B.Button("add_customer", "Add New Customer"), B.Button("export", "Export")]
     if export_open:
         blocks += [B.Options([("export_csv", "CSV"), ("export_xml", "Excel XML")])]
@@ -290,7 +291,7 @@ def customers_grid(
 
 def customer_new(w: World, draft: dict | None = None, notice: B.Notice | None = None) -> B.Page:
     d = draft or {}
-    blocks = [notice] if notice else []
+    blocks: list[B.Block] = [notice] if notice else []
     blocks += [
         B.Button("back", "Back"),
         B.Button("save_customer", "Save Customer"),
@@ -307,7 +308,7 @@ def customer_new(w: World, draft: dict | None = None, notice: B.Notice | None = 
 
 def settings(w: World, draft: dict | None = None, notice: B.Notice | None = None) -> B.Page:
     d = draft or {}
-    blocks = [notice] if notice else []
+    blocks: list[B.Block] = [notice] if notice else []
     blocks.append(B.Button("save_config", "Save Config"))
     section, facts = None, []
     for i, s in enumerate(w.settings):

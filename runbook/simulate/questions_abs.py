@@ -8,6 +8,7 @@ the evidence state, so a good answer can both reject the premise and say what is
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from . import blocks as B
 from . import vocab
@@ -213,7 +214,7 @@ def procedure_abs(sim: Sim, rng: random.Random, n: int) -> list[dict]:
     exports = [r for r in sim.records if r.kind == "export_infeasible"]
     for i, r in enumerate(exports[: max(1, n)]):
         fmt = rng.choice(vocab.FAKE_EXPORT_FORMATS)
-        ev = {"trajectory_id": r.tid, "state_index": r.marks["result"][0]}
+        ev: dict[str, Any] = {"trajectory_id": r.tid, "state_index": r.marks["result"][0]}
         image = _shot(sim, r.tid, ev["state_index"]) if i == 0 else None
         q = (
             f"On the page in this image, how do I export the list as {fmt}?"

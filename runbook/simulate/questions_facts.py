@@ -9,6 +9,7 @@ skipped rather than asked with a wrong gold answer.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from .recorder import Obs, Sim
 from .vocab import MONTH_NAMES
@@ -16,7 +17,8 @@ from .world import World, money
 
 
 def truth(w: World, key: tuple) -> str | None:
-    fam, arg = key[0], key[1] if len(key) > 1 else None
+    fam = key[0]
+    arg: Any = key[1] if len(key) > 1 else None  # an sku, a name, a month...: the family says which
     by_sku = {p.sku: p for p in w.products}
     by_name = {p.name: p for p in w.products}
     cust = {c.name: c for c in w.customers}
@@ -29,6 +31,7 @@ def truth(w: World, key: tuple) -> str | None:
         return by_name[arg].category
     if fam.startswith("order."):
         o = w.order(arg)
+        assert o is not None  # the ledger only holds orders the world has
         return {
             "order.status": o.status,
             "order.total": money(o.total),
@@ -61,7 +64,8 @@ def truth(w: World, key: tuple) -> str | None:
 
 
 def _entity(w: World, key: tuple) -> dict:
-    fam, arg = key[0], key[1] if len(key) > 1 else None
+    fam = key[0]
+    arg: Any = key[1] if len(key) > 1 else None
     if fam in ("product.price", "product.qty", "product.status"):
         p = next(p for p in w.products if p.sku == arg)
         return {"e": p.name, "sku": p.sku}
@@ -254,7 +258,7 @@ def fact_questions(sim: Sim, rng: random.Random, scale: float) -> list[dict]:
 def _fact_q(w: World, obs: list[Obs], key: tuple, kind: str, tmpl: str, ans: str) -> dict:
     ent = _entity(w, key)
     v = obs[-1].value
-    q = {
+    q: dict[str, Any] = {
         "question_type": f"{kind}-environment",
         "question": tmpl.format(**ent),
         "image": None,

@@ -154,7 +154,7 @@ def _after(rec: Record, mark: str) -> list[dict]:
 
 def gotcha_questions(sim: Sim, rng: random.Random, scale: float) -> list[dict]:
     out, cap = [], max(1, round(4 * scale))
-    by = {}
+    by: dict[str, list[Record]] = {}
     for r in sim.records:
         if r.info.get("gotcha"):
             by.setdefault(r.info["gotcha"], []).append(r)

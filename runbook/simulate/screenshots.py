@@ -52,7 +52,7 @@ _PRIMARY = {
     "Add New Customer",
     "Search",
 }
-_FONTS: dict[int, ImageFont.ImageFont] = {}
+_FONTS: dict[int, ImageFont.FreeTypeFont | ImageFont.ImageFont] = {}
 _GLYPHS: dict[tuple[str, int], Image.Image] = {}  # rendered strings: nav items, headers, statuses repeat a lot
 
 

@@ -108,7 +108,8 @@ class World:
 
 
 def _products(rng: random.Random, n: int) -> list[Product]:
-    out, seen = [], set()
+    out: list[Product] = []
+    seen: set[str] = set()
     cats = list(vocab.CATEGORIES)
     while len(out) < n:
         cat = cats[len(out) % len(cats)]
@@ -125,7 +126,8 @@ def _products(rng: random.Random, n: int) -> list[Product]:
 
 
 def _customers(rng: random.Random, n: int) -> list[Customer]:
-    out, seen = [], set()
+    out: list[Customer] = []
+    seen: set[tuple[str, str]] = set()
     while len(out) < n:
         first, last = rng.choice(vocab.FIRST_NAMES), rng.choice(vocab.LAST_NAMES)
         if (first, last) in seen:

@@ -164,7 +164,8 @@ class StoreWriter:
         except BaseException:
             self._lock_fh.close()
             raise
-        self.conn = catalog.connect(self.layout.catalog)
+        self.conn: sqlite3.Connection | None = catalog.connect(self.layout.catalog)
+        """None once closed."""
         self.changed = False
         self._recover()
 
@@ -173,6 +174,11 @@ class StoreWriter:
 
     def __exit__(self, exc_type, *_) -> None:
         self.close(render=exc_type is None or self.changed)
+
+    @property
+    def _open_conn(self) -> sqlite3.Connection:
+        assert self.conn is not None, "the store writer is closed"
+        return self.conn
 
     def close(self, render: bool = True) -> None:
         if self.conn is None:
@@ -196,7 +202,7 @@ class StoreWriter:
         """Undo what a killed writer left: temporary folders, uncommitted folders, a replace cut in half."""
         base = self.layout.trajectories
         base.mkdir(exist_ok=True)
-        known = {row.dir: row.fingerprint for row in catalog.select_rows(self.conn)}
+        known = {row.dir: row.fingerprint for row in catalog.select_rows(self._open_conn)}
         for entry in base.iterdir():
             name = entry.name
             if name.startswith(TMP_PREFIX):
@@ -217,18 +223,18 @@ class StoreWriter:
 
     def known_fingerprints(self) -> dict[str, str]:
         """id -> fingerprint of every stored trajectory (workers use it to skip unchanged ones early)."""
-        return dict(self.conn.execute("SELECT id, fingerprint FROM trajectories"))
+        return dict(self._open_conn.execute("SELECT id, fingerprint FROM trajectories"))
 
     def insert(self, trajectory: Trajectory, *, replace: bool = False) -> InsertOutcome:
         """Insert one trajectory: unchanged if already stored, refused if its id holds another (unless replace)."""
-        row = self.conn.execute("SELECT fingerprint FROM trajectories WHERE id = ?", (trajectory.id,)).fetchone()
+        row = self._open_conn.execute("SELECT fingerprint FROM trajectories WHERE id = ?", (trajectory.id,)).fetchone()
         staged = stage(trajectory, self.layout.trajectories, known_fingerprint=row[0] if row else None)
         staged.trajectory = trajectory
         return self.commit(staged, replace=replace)
 
     def commit(self, staged: StagedTrajectory, *, replace: bool = False) -> InsertOutcome:
         """Make a staged trajectory visible: rename its folder into place, then commit its catalog rows."""
-        existing = catalog.select_rows(self.conn, "WHERE id = ?", (staged.trajectory_id,))
+        existing = catalog.select_rows(self._open_conn, "WHERE id = ?", (staged.trajectory_id,))
         if existing and existing[0].fingerprint == staged.fingerprint:
             _discard(staged)
             return InsertOutcome(staged.trajectory_id, "unchanged", staged.n_states)
@@ -262,19 +268,21 @@ class StoreWriter:
 
     def _free_dirname(self, dirname: str, trajectory_id: str) -> str:
         """The folder name for a new id; two ids that clean to the same name get a hash suffix."""
-        taken = self.conn.execute("SELECT 1 FROM trajectories WHERE dir = ?", (dirname,)).fetchone()
+        taken = self._open_conn.execute("SELECT 1 FROM trajectories WHERE dir = ?", (dirname,)).fetchone()
         if not taken:
             return dirname
         return f"{dirname}-{hashlib.sha1(trajectory_id.encode()).hexdigest()[:10]}"
 
     def _commit_rows(self, staged: StagedTrajectory, dirname: str, *, replacing: bool) -> None:
         traj = staged.trajectory
-        success = traj.succeeded if traj is not None else None
-        with self.conn:
+        assert traj is not None  # attached by insert(), or by the writer process before commit()
+        success = traj.succeeded
+        conn = self._open_conn
+        with conn:
             if replacing:
-                self.conn.execute("DELETE FROM states WHERE trajectory_id = ?", (staged.trajectory_id,))
-                self.conn.execute("DELETE FROM trajectories WHERE id = ?", (staged.trajectory_id,))
-            self.conn.execute(
+                conn.execute("DELETE FROM states WHERE trajectory_id = ?", (staged.trajectory_id,))
+                conn.execute("DELETE FROM trajectories WHERE id = ?", (staged.trajectory_id,))
+            conn.execute(
                 "INSERT INTO trajectories (id, dir, domain, site, goal, start_url, outcome, success, n_states, "
                 "n_screenshots, n_errors, tokens, bytes, first_ts, last_ts, fingerprint, source, inserted_at) "
                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -299,7 +307,7 @@ class StoreWriter:
                     _now(),
                 ),
             )
-            self.conn.executemany(
+            conn.executemany(
                 "INSERT INTO states (trajectory_id, state_index, url, title, timestamp, action, action_error, "
                 "tokens, screenshot) VALUES (?,?,?,?,?,?,?,?,?)",
                 [(staged.trajectory_id, *row) for row in staged.state_rows],

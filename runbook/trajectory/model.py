@@ -161,7 +161,9 @@ def trajectory_from_dict(
     tid = obj.get("id", obj.get("trajectory_id"))
     if tid is None or (isinstance(tid, str) and not tid.strip()):
         raise InputError("is missing or empty", field="id", **where)
-    tid = check_id(_text(tid, where=where, name="id"), **where)
+    text_id = _text(tid, where=where, name="id")
+    assert text_id is not None  # tid is not None: checked above
+    tid = check_id(text_id, **where)
     where["trajectory_id"] = tid
     raw_states = obj.get("states")
     if raw_states is None:

@@ -5,6 +5,7 @@ errors and what worked after them."""
 from __future__ import annotations
 
 import re
+from collections.abc import Set
 
 from ...core.choice import Choice
 from ...core.scanout import Run, Scan, Step, find_hit
@@ -31,9 +32,9 @@ def write_analysis(
     choice: Choice,
     steps: list[Step],
     *,
-    weak_missing: set[str] = frozenset(),
+    weak_missing: Set[str] = frozenset(),
     premise_only: bool = False,
-    unquoted: set[tuple[str, int]] = frozenset(),
+    unquoted: Set[tuple[str, int]] = frozenset(),
     premise_hints: tuple[str, ...] = (),
 ) -> str:
     """A few plain sentences: the question's kind, where the evidence is, latest vs older, missing terms, steps.
@@ -97,7 +98,7 @@ def sightings(choice: Choice, scan: Scan, by_key: dict[tuple[str, int], Step]) -
 
 
 def quotes(
-    choice: Choice, scan: Scan, by_key: dict[tuple[str, int], Step], unquoted: set[tuple[str, int]] = frozenset()
+    choice: Choice, scan: Scan, by_key: dict[tuple[str, int], Step], unquoted: Set[tuple[str, int]] = frozenset()
 ) -> list[str]:
     """One line per chosen state with what its page says about the question; a repeat names its states only."""
     out: list[str] = []
@@ -123,7 +124,8 @@ def quotes(
 
 def run_walkthrough(run: Run, by_key: dict[tuple[str, int], Step], *, error_width: int = 300) -> str:
     """'Run X (succeeded; goal: ...) steps - 0: click('156') [156 = link 'Sales'] ; 1: ...' from the detail steps."""
-    outcome = {1: "succeeded", 0: "failed"}.get(run.ok, "outcome unknown")
+    outcomes: dict[int | None, str] = {1: "succeeded", 0: "failed"}
+    outcome = outcomes.get(run.ok, "outcome unknown")
     steps = [by_key[k] for k in sorted(by_key) if k[0] == run.t]
     moves = []
     for step in steps:

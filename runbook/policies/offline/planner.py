@@ -62,7 +62,7 @@ class Plan:
     steps: list[Step] = field(default_factory=list)
     typed: list[str] = field(default_factory=list)
     """Values the walked-through run typed (gotchas): probed for what the site shows instead."""
-    recall: list[dict] = field(default_factory=list)
+    recall: list[Hit] = field(default_factory=list)
     """Method R's hits for the question (the Task's), best first; `packed` ones are what R's own context holds."""
     calls: int = 0
     failures: list[str] = field(default_factory=list)
@@ -86,6 +86,7 @@ class OfflinePlanner:
     def begin(self, task: Task) -> None:
         """A new query: the question, its image and method R's recall, as structured input."""
         analysis = task.analysis
+        assert analysis is not None  # Task.__post_init__ analyses the question when it was not given
         patterns = without_common(patterns_for(analysis), task.term_shares)
         self.plan = Plan(
             question=task.question, analysis=analysis, patterns=patterns, image=task.image, recall=list(task.recall)
@@ -118,6 +119,7 @@ class OfflinePlanner:
         """rbplan's request: what the scan looks for (the question's patterns and what its kind needs) and the kind
         the choice is made for; how much is printed and quoted are the request's defaults."""
         plan = self.plan
+        assert plan is not None
         params = ScanParams(
             patterns=plan.patterns,
             latest=plan.analysis.wants_latest or plan.kind == "dynamic",
@@ -132,6 +134,7 @@ class OfflinePlanner:
     def probe_arguments(self) -> dict[str, Any] | None:
         """For a gotcha whose run typed something: search other pages for what the site has instead."""
         plan = self.plan
+        assert plan is not None and plan.choice is not None  # next() reads the choice before probing
         if plan.kind != "gotcha" or plan.choice.run is None:
             return None
         plan.typed = typed_values(plan.steps, plan.choice.run.t)
@@ -142,12 +145,15 @@ class OfflinePlanner:
 
     def take_probe(self, output: str) -> None:
         plan = self.plan
+        # a probe is only sent for a chosen run (probe_arguments)
+        assert plan is not None and plan.choice is not None and plan.choice.run is not None
         for sighting in read_probe(output, plan.choice.run.t, plan.typed):
             if plan.choice.add(sighting.key, f"shows '{sighting.seen}'"):
                 plan.choice.contrasts.append((sighting.typed, sighting.seen, sighting.key, sighting.time))
 
     def finish(self) -> Message:
         plan = self.plan
+        assert plan is not None
         scan = plan.scan or Scan()
         choice = plan.choice or Choice()
         # a name the question gives is written nowhere: the analysis says so, and method R's ranking of the closest
@@ -183,6 +189,7 @@ class OfflinePlanner:
         )
 
     def call(self, name: str, **arguments: Any) -> Message:
+        assert self.plan is not None
         self.plan.calls += 1
         return Message("assistant", tool_calls=[ToolCall(f"offline-{self.plan.calls}", name, arguments)])
 
@@ -202,6 +209,7 @@ def _output(results: list[Message], name: str, plan: Plan) -> str:
     """The output of the last call named `name`; a failed call is noted and gives no output."""
     for message in reversed(results):
         result = message.tool_result
+        assert result is not None  # _latest_results keeps only messages with a tool result
         if result.name != name:
             continue
         if result.error or result.exit_code:

@@ -73,8 +73,8 @@ def patterns_for(analysis: QuestionAnalysis) -> list[dict]:
                 continue
             weight = 0.5 if part in WEAK_TERMS else 1.0
             add(part, "term", stemmed=part.isalpha(), weight=weight)
-    for term in list(out):
-        for other in synonyms(term["label"]):
+    for pattern in list(out):
+        for other in synonyms(pattern["label"]):
             add(other, "term", stemmed=True, weight=SYNONYM_WEIGHT, derived=True)
             if out[-1]["label"] == other:
                 out[-1]["synonym"] = True

@@ -48,7 +48,7 @@ def read(path: Path, *, screenshot_root: str | None = None) -> Iterator[Trajecto
 
 def _trajectory(folder: Path, history_file: Path, shots_root: str) -> Trajectory:
     tid = check_id(folder.name, note=" (the id is the folder name)", path=str(folder))
-    where = {"path": str(history_file), "trajectory_id": tid}
+    where: dict[str, Any] = {"path": str(history_file), "trajectory_id": tid}
     doc = load_json(history_file, tid)
     entries = doc.get("history") if isinstance(doc, dict) else None
     if not isinstance(entries, list) or not entries:

@@ -6,6 +6,7 @@ import gzip
 import io
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -21,14 +22,19 @@ def detect(path: Path) -> bool:
     return path.is_file() and path.name.lower().endswith(_SUFFIXES)
 
 
-def _open_text(path: Path) -> io.BufferedIOBase:
+def _open_text(path: Path) -> gzip.GzipFile | io.BufferedReader:
     if path.name.lower().endswith(".gz"):
         return gzip.open(path, "rb")
     return open(path, "rb")
 
 
 def _convert(obj, *, path: Path, line: int | None, screenshot_root: str | None) -> Trajectory | InputError:
-    options = {"path": str(path), "line": line, "base_dir": str(path.parent), "screenshot_root": screenshot_root}
+    options: dict[str, Any] = {
+        "path": str(path),
+        "line": line,
+        "base_dir": str(path.parent),
+        "screenshot_root": screenshot_root,
+    }
     try:
         if isinstance(obj, dict) and "states" not in obj:
             if is_content_form(obj):  # LongMemEval-V2's content+metadata form
