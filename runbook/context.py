@@ -56,11 +56,12 @@ class EvidenceItem:
         return where
 
     def render_text(self) -> str:
-        """The text a reader sees for this item: citation, goal, then the body."""
+        """The text a reader sees for this item: citation, goal, then the body, ending with a line break (items are
+        read one after the other)."""
         head = f"[{self.kind}] {self.citation()}"
         if self.goal:
             head += f"\ngoal: {self.goal}"
-        return f"{head}\n{self.text}"
+        return f"{head}\n{self.text}\n"
 
     def measure(self) -> int:
         self.tokens = count_tokens(self.render_text()) + (IMAGE_TOKENS if self.screenshot else 0)

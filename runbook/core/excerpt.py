@@ -152,8 +152,10 @@ class Excerpter:
         head = int(max_tokens * HEAD_SHARE)
         for n in lead_blocks(blocks, furniture):
             take(n, head)
-        for n in sorted(scores, key=lambda k: -scores[k]):
-            if scores[n] <= 0 or spent >= max_tokens:
+        # the site's furniture is shown only when nothing of the page's own matches
+        matches = [n for n in scores if scores[n] > 0 and not furniture[n]] or [n for n in scores if scores[n] > 0]
+        for n in sorted(matches, key=lambda k: -scores[k]):
+            if spent >= max_tokens:
                 break
             for k in context_of(blocks, n, furniture):
                 if not take(k, max_tokens):

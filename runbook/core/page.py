@@ -21,6 +21,7 @@ here reads a store (stdlib only), so the host and the sandbox cut the same excer
 from __future__ import annotations
 
 import functools
+import json
 import re
 from dataclasses import dataclass
 
@@ -30,7 +31,7 @@ _AX_FULL = re.compile(
     r"""^(\t*)(?:\[[^\]]*\] )?([A-Za-z][\w-]*)(?: (?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)"))?(.*)$"""
 )
 _AX_PROP = re.compile(r"""(\w+)=('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^,\s]+)""")
-_DOM_ELEMENT = re.compile(r"^(\t*)(\*?)\[(\d+)\]<(\w+)([^>]*?)\s*/?>$")
+_DOM_ELEMENT = re.compile(r"^(\t*)(?:\|SHADOW\(\w+\)\|)?(\*?)\[(\d+)\]<(\w+)([^>]*?)\s*/?>$")
 _DOM_SCROLL = re.compile(r"^(\t*)\|scroll element\|")
 _GLYPHS = re.compile(r"\\u[0-9a-fA-F]{4}|[\ue000-\uf8ff]")
 _ESCAPED_SPACE = re.compile(r"(?:\\xa0|\xa0)+")
@@ -52,6 +53,8 @@ CONTROL_ROLES = frozenset({"link", "button", "menuitem", "tab", "option", "treei
 TEXT_ROLES = frozenset({"StaticText", "text", "ListMarker", "LineBreak"})
 DOM_CONTROLS = frozenset({"a", "button", "label", "select", "summary"})
 DOM_FIELDS = frozenset({"input", "textarea", "select"})
+TEXT_RUN, TEXT_RUN_CHARS = 8, 100
+"""Sibling text lines of a DOM page joined into one block: at most this many, each at most this long."""
 LIST_ITEM_CHARS = 60
 """A list whose items are all this short (a link or a few words each) is shown as one block."""
 BLOCK_CHARS = 600
@@ -62,9 +65,11 @@ COUNT = re.compile(
     r"\btotal\s*:?\s*\d"
 )
 MESSAGE = re.compile(
-    r"(?i)\b(?:you saved|saved|successfully|success|has been|have been|was (?:added|updated|deleted|created|sent)|"
-    r"error|invalid|required|failed|failure|already exists|not found|no (?:records|results|items) found|"
-    r"could not|couldn't|cannot|can't|unable|denied|please (?:enter|select|try|correct|wait)|warning)\b"
+    r"(?i)\b(?:you saved|successfully|(?:has|have) been (?:saved|created|updated|deleted|added|removed|sent|submitted|"
+    r"changed|cancell?ed|placed|moved)|was (?:saved|added|updated|deleted|created|removed|sent)|(?:is|are) required|"
+    r"invalid|failed to|could not|couldn't|cannot be|can't be|unable to|already exists|not found|"
+    r"no (?:records|results|items|matches|products) (?:were )?found|an error|error:|something went wrong|"
+    r"access denied|please (?:enter|select|try|correct|wait|fix|make sure))(?!\w)"
 )
 
 
@@ -96,6 +101,10 @@ class Page:
 
     def lines(self) -> list[str]:
         return [block.text for block in self.blocks]
+
+    def shown(self) -> str:
+        """The whole page as a reader is shown it: every block, one a line."""
+        return "\n".join({"header": "table: ", "row": "  "}.get(b.kind, "") + b.text for b in self.blocks)
 
 
 def parse_page(text: str) -> Page:
@@ -301,7 +310,8 @@ class _AxRenderer:
             chosen = [o.name for o in options if o.props.get("selected") == "True"]
             value = value or ", ".join(chosen) or (node.children and _node_text(node) or "")
             if options:
-                value += " (options: " + ", ".join(o.name for o in options[:12]) + (", …" if len(options) > 12 else "") + ")"
+                shown = ", ".join(o.name for o in options[:12]) + (", …" if len(options) > 12 else "")
+                value += f" (options: {shown})"
         label = node.name or node.props.get("placeholder", "")
         self.add("field", f"{node.role} '{label}' = {value}" if value else f"{node.role} '{label}'", region,
                  node.line, node.end())  # fmt: skip
@@ -359,20 +369,19 @@ def _dom_blocks(lines: list[str]) -> list[Block]:
     '[Start of page]' (tabs, page stats) are the page's furniture."""
     blocks: list[Block] = []
     start = next((n for n, line in enumerate(lines) if line.strip() == "[Start of page]"), -1)
-    for n in range(start if start >= 0 else 0):
-        if lines[n].strip():
-            blocks.append(Block("line", lines[n].strip(), "banner", n, n))
-    n = start + 1
+    n = start + 1  # what comes before (tabs, page stats) the state's header says already
     header = -1
     while n < len(lines):
         line = lines[n]
         m = _DOM_ELEMENT.match(line)
         if m is None:
-            text = line.strip()
-            if text and not _DOM_SCROLL.match(line) and _words(text) and text != "[End of page]":
+            run = _text_run(lines, n)
+            texts = [t for t in (lines[k].strip() for k in range(n, run + 1)) if _dom_text(t)]
+            if texts:
                 region = "new" if _new_parent(lines, n) else "main"
-                blocks.append(Block(_text_kind("text", text, region), text[:BLOCK_CHARS], region, n, n))
-            n += 1
+                text = " · ".join(texts)
+                blocks.append(Block(_text_kind("text", text, region), text[:BLOCK_CHARS], region, n, run))
+            n = run + 1
             continue
         depth, new, tag, attrs = len(m.group(1)), bool(m.group(2)), m.group(4), m.group(5)
         end = _dom_end(lines, n, depth)
@@ -391,14 +400,43 @@ def _dom_blocks(lines: list[str]) -> list[Block]:
             continue
         if "role=switch" in attrs or tag in DOM_FIELDS:
             value = _dom_value(tag, attrs)
-            label = _attr(attrs, "id") or _attr(attrs, "name") or _attr(attrs, "placeholder") or ""
-            blocks.append(Block("field", f"{tag} {label} = {value}".strip(), region, n, n))
+            name = _attr(attrs, "id") or _attr(attrs, "name") or _attr(attrs, "placeholder") or ""
+            label = lines[n - 1].strip() if n and _dom_text(lines[n - 1].strip()) else ""  # the line above names it
+            text = f"{label}: " if label and len(label) <= 60 else ""
+            blocks.append(Block("field", f"{text}{tag} {name} = {value}".strip(), region, n, n))
         elif tag in DOM_CONTROLS and texts and not child_elements:
             blocks.append(Block("control", f"{tag} '{' '.join(texts)}'"[:BLOCK_CHARS], region, n, end))
             n = end + 1
             continue
         n += 1
     return blocks
+
+
+def _dom_text(text: str) -> bool:
+    """A DOM text line that says something: not a bare tag or comment (`<svg /> <!-- ... -->`), not a marker."""
+    return bool(text) and not text.startswith("<") and not text.startswith("|") and _words(text) and text not in (
+        "[End of page]", "[Start of page]")  # fmt: skip
+
+
+def _text_run(lines: list[str], n: int) -> int:
+    """The last line of the run of text lines that starts at line n: siblings at one depth with no element
+    between them (a card's name, description, scopes and date), at most TEXT_RUN lines of short text."""
+    depth = len(lines[n]) - len(lines[n].lstrip("\t"))
+    end = n
+    if len(lines[n].strip()) > TEXT_RUN_CHARS:
+        return n
+    for k in range(n + 1, min(len(lines), n + TEXT_RUN)):
+        line = lines[k]
+        if not line.strip():
+            break
+        if (
+            _DOM_ELEMENT.match(line)
+            or len(line) - len(line.lstrip("\t")) != depth
+            or len(line.strip()) > TEXT_RUN_CHARS
+        ):
+            break
+        end = k
+    return end
 
 
 def _dom_end(lines: list[str], n: int, depth: int) -> int:
@@ -421,7 +459,8 @@ def _new_parent(lines: list[str], n: int) -> bool:
 
 
 def _dom_cells(lines: list[str], n: int, end: int) -> list[str]:
-    cells, current = [], None
+    cells: list[str] = []
+    current: list[str] | None = None
     for k in range(n + 1, end + 1):
         m = _DOM_ELEMENT.match(lines[k])
         if m and m.group(4) in ("td", "th"):
@@ -436,8 +475,9 @@ def _dom_cells(lines: list[str], n: int, end: int) -> list[str]:
 
 
 def _attr(attrs: str, name: str) -> str | None:
-    m = re.search(rf"\b{name}=(\"[^\"]*\"|'[^']*'|\S+)", attrs)
-    return _unquote(m.group(1)) if m else None
+    """An attribute's value; browser-use writes them unquoted, so a value runs to the next `key=`."""
+    m = re.search(rf"(?:^|\s){re.escape(name)}=(.*?)(?=\s+[\w:-]+=|\s*$)", attrs)
+    return _unquote(m.group(1).strip()) if m else None
 
 
 def _dom_value(tag: str, attrs: str) -> str:
@@ -454,3 +494,17 @@ def _text_blocks(lines: list[str]) -> list[Block]:
         if text and _words(text):
             blocks.append(Block(_text_kind("text", text, "main"), text[:BLOCK_CHARS], "main", n, n))
     return blocks
+
+
+# -- the stored form -------------------------------------------------------------------------------------------
+def page_record(header: dict[str, str], page: Page) -> bytes:
+    """One state's page as the pools store it (one JSON line): the header fields a reader needs and the blocks."""
+    blocks = [[b.kind, b.region, b.start, b.end, b.header, b.text] for b in page.blocks]
+    return json.dumps({"h": header, "f": page.form, "b": blocks}, ensure_ascii=False).encode("utf-8")
+
+
+def read_page_record(raw: bytes | str) -> tuple[dict[str, str], Page]:
+    """(header, page) of a stored page record."""
+    obj = json.loads(raw)
+    blocks = [Block(kind, text, region, start, end, header) for kind, region, start, end, header, text in obj["b"]]
+    return obj.get("h") or {}, Page(blocks, obj.get("f") or "text")

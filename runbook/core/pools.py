@@ -2,8 +2,10 @@
 
     pools/manifest.json           committed sizes, each trajectory's generation, a change stamp
     pools/terms.txt               the vocabulary, one raw token per line (ids are line numbers)
-    pools/lines.bin               uint64 hashes of each state's distinct content lines (boilerplate counts)
+    pools/lines.bin               uint64 hashes of each state's distinct block texts (boilerplate counts, sightings)
     pools/<pool>/docs.jsonl       one JSON object per document: provenance (and the text of events and notes)
+    pools/slices/pages.jsonl      one page record per slice document: the state's header and its blocks (core.page)
+    pools/slices/pages.idx        uint64 end offset of each page record (a record is read without the others)
     pools/<pool>/<field>.post     postings (doc uint32, term uint32, tf uint16) of one indexed field
     pools/cache/                  BM25 indexes and line counts built from the postings, for the manifest's stamp
 
@@ -21,19 +23,24 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from .page import Page, read_page_record
+
 _loads: Callable[[bytes], Any]
 try:  # faster where installed (the host); the sandbox has the standard library's json
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - depends on the environment
     _loads = json.loads
 
-FORMAT = 1
+FORMAT = 2
+"""2: pages parsed into blocks at insert (slices/pages.*), line counts over block texts."""
 MANIFEST = "manifest.json"
 TERMS = "terms.txt"
 LINES = "lines.bin"
 CACHE = "cache"
 POOL_FIELDS = {"slices": ("page", "context"), "events": ("event",), "notes": ("note",)}
 POSTING = np.dtype([("doc", "<u4"), ("term", "<u4"), ("tf", "<u2")])
+PAGES = "slices/pages.jsonl"
+PAGES_INDEX = "slices/pages.idx"
 
 
 class PoolError(Exception):
@@ -47,6 +54,8 @@ def empty_manifest() -> dict:
         "terms": 0,
         "terms_bytes": 0,
         "lines": 0,
+        "pages": 0,
+        "pages_bytes": 0,
         "trajectories": {},
         "pools": {
             name: {"docs": 0, "docs_bytes": 0, "fields": {f: 0 for f in fields}} for name, fields in POOL_FIELDS.items()
@@ -114,6 +123,7 @@ class PoolSnapshot:
         self.stamp = self.manifest["stamp"]
         self._docs: dict[str, Docs] = {}
         self._terms: list[str] | None = None
+        self._page_ends: np.ndarray | None = None
 
     @property
     def empty(self) -> bool:
@@ -153,6 +163,23 @@ class PoolSnapshot:
                     raw = fh.read(self.manifest["terms_bytes"])
             self._terms = raw.decode("utf-8").split("\n")[:-1]
         return self._terms
+
+    def page(self, doc: int) -> tuple[dict[str, str], Page]:
+        """(header, page) of slice document `doc`, parsed at insert; PoolError when the pools hold no page for it."""
+        if self._page_ends is None:
+            count = self.manifest.get("pages", 0)
+            ends = np.zeros(0, dtype="<u8")
+            if count:
+                with self.open(self.root / PAGES_INDEX) as fh:
+                    ends = np.frombuffer(fh.read(count * 8), dtype="<u8")
+            self._page_ends = ends
+        ends = self._page_ends
+        if not 0 <= doc < len(ends):
+            raise PoolError(f"no page record for slice {doc}: run `runbook reindex` to rebuild the pools")
+        start = int(ends[doc - 1]) if doc else 0
+        with self.open(self.root / PAGES) as fh:
+            fh.seek(start)
+            return read_page_record(fh.read(int(ends[doc]) - start))
 
     def line_hashes(self) -> np.ndarray:
         if not self.manifest["lines"]:

@@ -1,6 +1,6 @@
 """Method R's ranking, shared by the host (runbook.pools) and the `recall` program in the query sandbox.
 
-    recall = Recall(store_root, read_state=...)
+    recall = Recall(store_root)
     found = recall.find("What price does the admin list for WS05-XS-Black?", slice_chars=1500)
     found.notes, found.events, found.slices    # ranked Hits: trajectory, states, url, time, text, excerpt
 
@@ -27,6 +27,7 @@ from .excerpt import Excerpter
 from .fusion import collapse_duplicates, latest_first, rrf
 from .hits import Hit
 from .layout import POOLS_DIR, TRAJECTORIES_DIR
+from .page import Page
 from .pools import Opener, PoolError, PoolSnapshot
 from .question import QuestionAnalysis, analyze
 from .text import line_hash, stem, tokenize
@@ -42,9 +43,6 @@ KIND_PREFIX = {"notes": "n", "events": "e", "slices": "s"}
 POOLS = tuple(KIND_PREFIX)
 
 T = TypeVar("T")
-
-ReadState = Callable[[str, int], "tuple[dict, str]"]
-"""(trajectory folder, state index) -> (header fields, page text)."""
 
 
 @dataclass
@@ -84,18 +82,16 @@ class Recall:
     def __init__(
         self,
         store_root: str | os.PathLike,
-        read_state: ReadState,
         settings: RecallSettings | None = None,
         *,
         write_cache: bool = True,
         opener: Opener | None = None,
     ):
         self.root = Path(store_root)
-        self.read_state = read_state
-        """Raises OSError for a state that cannot be read (safely): that hit is left out."""
         self.opener = opener
         self.settings = settings or RecallSettings()
         self.write_cache = write_cache
+        self._page_docs: tuple[int, dict[tuple[str, int], int]] | None = None
         self._stamp = None
         self.snapshot: PoolSnapshot | None = None
 
@@ -122,6 +118,31 @@ class Recall:
         return self.snapshot
 
     # -- ranking ---------------------------------------------------------------------------------------------------
+    def excerpter(self, *analyses: QuestionAnalysis) -> Excerpter:
+        """The Excerpter for these analyses' terms and phrases (a question's, and the agent's analysis text):
+        the one way a page is cut, for R's slices and C's spans alike."""
+        self.load()
+        terms = [t for a in analyses for t in a.terms]
+        phrases = [p for a in analyses for p in a.phrases]
+        query = query_terms(tokenize(" ".join(terms)), tokenize(" ".join(phrases)))
+        return Excerpter(query, phrases, self.idf("slices", query), self.lines)
+
+    def page_of(self, trajectory_id: str, index: int) -> tuple[dict[str, str], Page] | None:
+        """(header, page) of a state as parsed at insert, or None when the pools hold none for it."""
+        self.load()
+        snapshot = self._loaded()
+        if self._page_docs is None or self._page_docs[0] != snapshot.stamp:
+            docs, live = snapshot.docs("slices"), self.indexes["slices"].live
+            by_state = {(docs[d]["t"], docs[d]["i"]): d for d in range(len(docs)) if live[d]}
+            self._page_docs = (snapshot.stamp, by_state)
+        d = self._page_docs[1].get((trajectory_id, index))
+        if d is None:
+            return None
+        try:
+            return snapshot.page(d)
+        except (OSError, PoolError):
+            return None
+
     def query(self, analysis: QuestionAnalysis) -> dict[str, float]:
         return query_terms(tokenize(" ".join(analysis.terms)), tokenize(" ".join(analysis.phrases)))
 
@@ -200,16 +221,17 @@ class Recall:
         return latest_first(hits, hit_page, reorder=wants_time(analysis))
 
     def slice_hits(self, analysis: QuestionAnalysis, query: dict[str, float], slice_chars: int) -> list[Hit]:
-        docs = self._loaded().docs("slices")
+        snapshot = self._loaded()
+        docs = snapshot.docs("slices")
         fused = self.rank_states(analysis, query)[: self.settings.reread]
         excerpter = Excerpter(query, list(analysis.phrases), self.idf("slices", query), self.lines)
         hits = []
         for d, fused_score in fused:
             hit = Hit.from_doc(docs[d], f"s{d}", "slices")
             try:
-                header, page = self.read_state(hit.folder, hit.state_index)
-            except OSError:
-                continue  # a state file that cannot be read safely is left out, not guessed at
+                header, page = snapshot.page(d)  # the structure parsed at insert
+            except (OSError, PoolError):
+                continue  # a page that cannot be read safely is left out, not guessed at
             hit.excerpt, hit.match = excerpter.excerpt(page, slice_chars // 3, hit.site)
             hit.best_lines = excerpter.best_lines
             hit.match += excerpter.header_score(f"{hit.url}\n{hit.title}")

@@ -92,9 +92,13 @@ def score_states(tfs, meta, rows, compiled, idf, sites, items, answers=False, an
         if m is None:
             continue
         site = rows[key[0]]["site"]
-        s = sum(idf[k] * term_weight(tf[k], m[5], avg_len) for k in tf)
+        # the patterns in a fixed order: ripgrep prints its matches in a different order from run to run, and a
+        # float sum in another order differs in its last bits, enough to swap two runs that tie (measured: 5 of
+        # 242 generated questions changed from one run to the next)
+        matched = sorted(tf)
+        s = sum(idf[k] * term_weight(tf[k], m[5], avg_len) for k in matched)
         head = f"{m[1]} {m[2]}"
-        s += HEAD_WEIGHT * sum(idf[k] for k in tf if compiled[k].search(head))
+        s += HEAD_WEIGHT * sum(idf[k] for k in matched if compiled[k].search(head))
         goal = goal_hits.get(key[0], ())
         s += GOAL_WEIGHT * sum(idf[k] for k in goal)
         if sites and site in sites:
@@ -110,9 +114,9 @@ def score_states(tfs, meta, rows, compiled, idf, sites, items, answers=False, an
         covered = set(tf) | set(goal)
         scores[key] = (
             s,
-            sum(idf[k] for k in covered) / total_weight,
+            sum(idf[k] for k in sorted(covered)) / total_weight,
             sorted(tf),
-            sum(idf[k] for k in tf if k in own) / own_weight,
+            sum(idf[k] for k in matched if k in own) / own_weight,
         )
     return scores
 

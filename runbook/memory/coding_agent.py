@@ -200,13 +200,12 @@ class CodingAgentMemory:
         except StoreError:
             return []  # no pools (an old store): the agent starts from the question alone
         whole = self.retriever.pack(found, budget)  # R's own context, in R's order
-        room, packed = int(budget * RECALL_SHARE), []
+        room = int(budget * RECALL_SHARE)
         for hit, item in whole:  # its head, leaving the agent a share of the budget
             room -= item.measure()
             if room < 0 and hit.pool == "slices":
                 break
             hit.packed = True
-            packed.append((hit, item))
         chosen = {hit.id for hit, _ in whole}
         rest = [
             (hit, self.retriever.item(hit)) for hit in found.notes + found.events + found.slices if hit.id not in chosen
@@ -279,13 +278,11 @@ class CodingAgentMemory:
         rest = [item for hit, item in recall if hit.id not in set(run.recall)]
         for item in rest:
             item.label = "; ".join(filter(None, [UNCHECKED, item.label]))
-        items = SpanExpander(self.store, self._rows()).expand(spans, label=label)
+        question_analysis = question_analysis or analyze(question)
+        items = SpanExpander(self.store, self._rows(), self.retriever.page_of).expand(spans, label=label)
         room = budget - count_tokens(analysis) - 8 - sum(item.measure() for item in kept)
-        fit_pages(
-            items,
-            max(room, int(budget * MIN_SPAN_SHARE)),
-            focus_terms(question_analysis or analyze(question), analysis),
-        )
+        excerpter = self.retriever.excerpter(question_analysis, *([analyze(analysis)] if analysis else []))
+        fit_pages(items, max(room, int(budget * MIN_SPAN_SHARE)), focus_terms(question_analysis, analysis), excerpter)
         # the recall hits the agent kept first (method R's evidence, checked or chosen), then what the agent added
         context = pack(
             question,

@@ -5,16 +5,22 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 
 from ..agent.types import Span
 from ..budget import count_tokens, count_tokens_batch, truncate_to_tokens
 from ..context import EvidenceItem
+from ..core.excerpt import Excerpter
+from ..core.page import Page
 from ..core.question import QuestionAnalysis, analyze
 from ..errors import UnsafeStoreFile
 from ..store import Store
 from ..store.catalog import TrajectoryRow
 
 log = logging.getLogger(__name__)
+
+PageSource = Callable[[str, int], "tuple[dict[str, str], Page] | None"]
+"""(trajectory id, state index) -> the state's header and structure as parsed at insert, or None."""
 
 MIN_PAGE_TOKENS = 200
 """A page cut below this says too little: the budget goes to fewer states instead."""
@@ -25,9 +31,11 @@ PAGE_CONTEXT_LINES = 2
 class SpanExpander:
     """Expands spans of one store, given its catalog rows by id and by folder name."""
 
-    def __init__(self, store: Store, rows: dict[str, TrajectoryRow]):
+    def __init__(self, store: Store, rows: dict[str, TrajectoryRow], pages: PageSource | None = None):
         self.store = store
         self.rows = rows
+        self.pages = pages
+        """A state's structure as parsed at insert (the pools'), when there is one: its blocks are what is shown."""
 
     def expand(self, spans: list[Span], *, label: str = "") -> list[tuple[EvidenceItem, list[PageSlot]]]:
         """One EvidenceItem per span, with its pages; states an earlier span covered are left out (splitting the
@@ -71,7 +79,12 @@ class SpanExpander:
             first = first or header
             if screenshot is None and header.get("screenshot"):
                 screenshot = self.stored_screenshot(folder / header["screenshot"])
-            slots.append(PageSlot(state_header(index, header), page))
+            parsed = self.pages(row.id, index) if self.pages else None
+            if parsed is not None:
+                blocks = parsed[1]
+                slots.append(PageSlot(state_header(index, header), blocks.shown(), blocks))
+            else:
+                slots.append(PageSlot(state_header(index, header), page))
         item = EvidenceItem(
             trajectory_id=row.id,
             text="",
@@ -113,12 +126,13 @@ def consecutive_runs(indices: list[int]) -> list[list[int]]:
 
 
 class PageSlot:
-    """One state inside an item: its header lines and its page text (which fit_pages may cut)."""
+    """One state inside an item: its header lines and its page text (which fit_pages may cut), and the page's
+    structure when the pools hold it (then the text is its blocks, and a cut keeps what the excerpt keeps)."""
 
-    __slots__ = ("header", "page")
+    __slots__ = ("blocks", "header", "page")
 
-    def __init__(self, header: str, page: str):
-        self.header, self.page = header, page
+    def __init__(self, header: str, page: str, blocks: Page | None = None):
+        self.header, self.page, self.blocks = header, page, blocks
 
 
 def state_header(index: int, header: dict[str, str]) -> str:
@@ -158,11 +172,15 @@ def focus_terms(question: QuestionAnalysis, analysis: str) -> list[str]:
     return out
 
 
-def fit_pages(items: list[tuple[EvidenceItem, list[PageSlot]]], room: int, focus: list[str]) -> None:
+def fit_pages(
+    items: list[tuple[EvidenceItem, list[PageSlot]]], room: int, focus: list[str], excerpter: Excerpter | None = None
+) -> None:
     """Cut the longest pages first, to one shared cap, so the chosen states fit `room` tokens together.
 
-    Headers (url, action, error, thought) are never cut. A page is cut around its lines that mention `focus`
-    terms, not just at its head, because the line that answers the question can sit anywhere in a long page.
+    Headers (url, action, error, thought) are never cut. A page with its structure is cut by the excerpter (the
+    one method R's slices use: heading, counts and messages, then the blocks that match with their table header
+    or form); a page of plain text is cut around its lines that mention `focus` terms, not just at its head,
+    because the line that answers the question can sit anywhere in a long page.
     """
     slots = [slot for _, item_slots in items for slot in item_slots]
     if not slots:
@@ -175,7 +193,10 @@ def fit_pages(items: list[tuple[EvidenceItem, list[PageSlot]]], room: int, focus
     cap = max(cap, MIN_PAGE_TOKENS)
     for slot, size in zip(slots, sizes):
         if size > cap:
-            slot.page = focus_page(slot.page, focus, cap)
+            if slot.blocks is not None and excerpter is not None:
+                slot.page = excerpter.excerpt(slot.blocks, cap)[0]
+            else:
+                slot.page = focus_page(slot.page, focus, cap)
     for item, item_slots in items:
         item.text = render_pages(item_slots)
 

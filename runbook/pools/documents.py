@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core.text import content_lines, line_hash
+from ..core.page import page_record, parse_page
+from ..core.text import line_hash
 from ..trajectory.model import Trajectory
 from .actions import describe, error_gist, split_actions
 from .diff import diff_pages
@@ -38,7 +39,10 @@ class TrajectoryDocs:
     events: list[PoolDoc] = field(default_factory=list)
     notes: list[PoolDoc] = field(default_factory=list)
     line_hashes: list[int] = field(default_factory=list)
-    """One per distinct content line per state, hashed with the site: how many of a site's states show a line."""
+    """One per distinct block text per state (core.page), hashed with the site: how many of a site's states show
+    a block, and which states show the same one."""
+    pages: list[bytes] = field(default_factory=list)
+    """One page record per state (core.page.page_record, JSON): its structure, parsed once here."""
 
 
 def count_terms(docs: TrajectoryDocs) -> TrajectoryDocs:
@@ -57,10 +61,14 @@ def trajectory_docs(trajectory: Trajectory, dirname: str, note_writer=None) -> T
     base = {"t": trajectory.id, "d": dirname, "s": trajectory.site, "n": len(trajectory.states)}
     out = TrajectoryDocs(trajectory.id)
     described = [[describe(a, s.text) for a in split_actions(s.action)] for s in trajectory.states]
-    lines = [content_lines(s.text) for s in trajectory.states]
+    parsed = [parse_page(s.text) for s in trajectory.states]
+    lines = [page.lines() for page in parsed]
     hashes: dict[str, int] = {}  # states of one run share most lines: hash each distinct line once
     for state in trajectory.states:
         out.slices.append(_slice(trajectory, state.index, described, base))
+        header = {"title": state.title, "action": state.action or "", "error": state.action_error or "",
+                  "thought": state.thought or ""}  # fmt: skip
+        out.pages.append(page_record(header, parsed[state.index]))
         distinct = {line.strip() for line in lines[state.index]}
         out.slices[-1].meta["nl"] = len(distinct)  # its line hashes' count: which states show a given line
         out.line_hashes.extend(

@@ -4,22 +4,26 @@ latest/older labels) turned into evidence items cut to the budget, in the order 
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 
 from ..budget import head_and_tail
 from ..context import EvidenceItem
+from ..core.excerpt import Excerpter
 from ..core.hits import Hit
 from ..core.layout import state_relpath
+from ..core.page import Page
 from ..core.pools import PoolError
 from ..core.question import QuestionAnalysis, analyze
 from ..core.recall import Found, Recall, RecallSettings
 from ..core.text import tokenize
-from ..errors import StoreError, UnsafeStoreFile
+from ..errors import StoreError
 from ..store import Store
 from .storage import safe_opener, store_error
 
 log = logging.getLogger(__name__)
 
+_ANSWER = re.compile(r"\s*(?:send_msg_to_user|done|answer|stop|report_infeasible)\(")
 SHARES = {"procedure": (0.20, 0.15), "gotcha": (0.25, 0.20), "static": (0.05, 0.05), "dynamic": (0.05, 0.10)}
 """Budget shares (notes, events) per question kind; the rest, and whatever they leave unused, goes to slices."""
 
@@ -42,16 +46,9 @@ class Retriever:
     def __init__(self, store: Store, settings: RetrievalSettings | None = None):
         self.store = store
         self.settings = settings or RetrievalSettings()
-        self.recall = Recall(store.root, self._read_state, self.settings, opener=safe_opener(store.layout))
+        self.recall = Recall(store.root, self.settings, opener=safe_opener(store.layout))
         self._goals_stamp = None
         self.goals: dict[str, str] = {}
-
-    def _read_state(self, dirname: str, index: int) -> tuple[dict, str]:
-        try:
-            return self.store.read_state_file(dirname, index)
-        except UnsafeStoreFile as exc:  # a planted link: the ranking leaves the hit out
-            log.warning("left out of the evidence: %s", exc)
-            raise OSError(str(exc)) from exc
 
     def warm(self) -> None:
         """Load the pools and the tokenizer now, so that the first query pays only for its own work."""
@@ -96,6 +93,22 @@ class Retriever:
         """The ranked hits of every pool for `question` (slices cut for a context of `budget` tokens)."""
         self._load()
         return self.recall.find(analysis or analyze(question), slice_chars=self.slice_cap(budget) * 3)
+
+    def page_of(self, trajectory_id: str, index: int) -> tuple[dict[str, str], Page] | None:
+        """(header, page) of one state as parsed at insert; None when the pools hold none for it."""
+        try:
+            self._load()
+        except StoreError:
+            return None
+        return self.recall.page_of(trajectory_id, index)
+
+    def excerpter(self, *analyses: QuestionAnalysis) -> Excerpter | None:
+        """The one page cutter for these analyses (None without pools: pages are then cut as text)."""
+        try:
+            self._load()
+        except StoreError:
+            return None
+        return self.recall.excerpter(*analyses)
 
     def term_shares(self, text: str) -> dict[str, float]:
         """{word of `text`: share of the stored states that have it}, from the state slices' index."""
@@ -146,23 +159,25 @@ class Retriever:
         )
 
     def slice_item(self, hit: Hit) -> EvidenceItem:
-        body = _slice_text(hit)
-        if hit.same_as:
-            first = self.recall.doc(hit.same_as)
-            where = (first.trajectory_id, first.state_index) if first else (None, None)
-            body = f"(page excerpt identical to trajectory {where[0]} state {where[1]} above)\n" + _action_lines(hit)
+        body, repeat = _slice_text(hit), bool(hit.same_as)
+        if repeat:  # another view of a page shown above: where and when, and what the agent said there, only
+            first = self.recall.doc(hit.same_as or "")
+            where = f"trajectory {first.trajectory_id} state {first.state_index}" if first else "a state"
+            action = (hit.header.get("action") or "").strip()
+            body = f"(the same page as {where} above)" + (f"\nnext action: {action[:300]}" if _ANSWER.match(action)
+                                                          else "")  # fmt: skip
         if hit.sighting_of:  # a corroborating view: its line is the point, kept short
             body = f"page: {hit.title}\n{hit.excerpt}"
         return EvidenceItem(
             trajectory_id=hit.trajectory_id,
             text=body,
             state_index=hit.state_index,
-            url=hit.url,
+            url="" if repeat else hit.url,
             timestamp=hit.timestamp,
             path=state_relpath(hit.folder, hit.state_index),
             kind="state",
-            label=hit.label,
-            goal="" if hit.sighting_of else self.goals.get(hit.trajectory_id, ""),
+            label=hit.label.split(";")[0] if repeat else hit.label,
+            goal="" if hit.sighting_of or repeat else self.goals.get(hit.trajectory_id, ""),
             score=hit.score,
         )
 

@@ -15,7 +15,7 @@ import numpy as np
 import orjson
 
 from ..core import pools as core
-from ..core.pools import LINES, MANIFEST, POOL_FIELDS, POSTING, TERMS, PoolSnapshot
+from ..core.pools import LINES, MANIFEST, PAGES, PAGES_INDEX, POOL_FIELDS, POSTING, TERMS, PoolSnapshot
 from ..core.text import tokenize
 from ..errors import StoreError, UnsafeStoreFile
 from ..store.layout import Layout
@@ -83,6 +83,8 @@ class PoolWriter:
         m = self.manifest
         _truncate(self.root / TERMS, m["terms_bytes"])
         _truncate(self.root / LINES, m["lines"] * 8)
+        _truncate(self.root / PAGES, m["pages_bytes"])
+        _truncate(self.root / PAGES_INDEX, m["pages"] * 8)
         for name, pool in m["pools"].items():
             _truncate(self.root / name / "docs.jsonl", pool["docs_bytes"])
             for field, count in pool["fields"].items():
@@ -97,6 +99,21 @@ class PoolWriter:
             self._append_docs(name, getattr(docs, name), gen)
         self._append_raw(LINES, np.asarray(docs.line_hashes, dtype="<u8").tobytes())
         self.manifest["lines"] += len(docs.line_hashes)
+        self._append_pages(docs.pages)
+
+    def _append_pages(self, pages: list[bytes]) -> None:
+        """One record per slice document, in the slices' order; the index holds each record's end offset."""
+        m = self.manifest
+        if len(pages) != m["pools"]["slices"]["docs"] - m["pages"]:
+            raise core.PoolError("page records out of step with the slices: run `runbook reindex`")
+        ends, offset = [], m["pages_bytes"]
+        for record in pages:
+            offset += len(record) + 1
+            ends.append(offset)
+        self._append_raw(PAGES, b"".join(record + b"\n" for record in pages))
+        self._append_raw(PAGES_INDEX, np.asarray(ends, dtype="<u8").tobytes())
+        m["pages"] += len(pages)
+        m["pages_bytes"] = offset
 
     def _append_docs(self, name: str, docs: list[PoolDoc], gen: int) -> None:
         if not docs:

@@ -1,5 +1,5 @@
-"""Method R and the BM25 baseline skip store files that are symlinks (with a warning) instead of reading the host
-file they point to."""
+"""Method R and the BM25 baseline never show a host file that a link planted in the store points to: the baseline
+skips state files that are links (with a warning); method R reads pages only from its pools, built at insert."""
 
 from __future__ import annotations
 
@@ -58,7 +58,8 @@ def test_a_planted_symlink_never_reaches_the_context(filled, tmp_path, caplog, m
     rendered = context.to_markdown() + context.to_json_text()
     assert "HOST-SECRET" not in rendered
     assert context.items, "the other trajectories still answer"
-    assert any("symbolic link" in record.getMessage() for record in caplog.records)
+    if method == "bm25":  # it reads state files, and says which one it left out
+        assert any("symbolic link" in record.getMessage() for record in caplog.records)
 
 
 def test_a_planted_pool_file_is_refused_with_what_to_run(filled, tmp_path):
