@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .page import Page
+
 WIDTH = 220
 """Characters of one line of a hit's body in the recall program's output."""
 
@@ -53,6 +55,8 @@ class Hit:
     """The id of the best page whose line this slice shows too."""
     packed: bool = False
     """Method R's own context holds this hit (method C keeps those first)."""
+    page: Page | None = None
+    """A slice's page structure, as read for its excerpt (not printed)."""
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any], hit_id: str, pool: str, **extra: Any) -> Hit:

@@ -60,10 +60,12 @@ LIST_ITEM_CHARS = 60
 BLOCK_CHARS = 600
 """A block's text is cut here: a long paragraph is not one answer line."""
 COUNT = re.compile(
-    r"(?i)\b\d[\d,.]*\s+(?:records?|items?|results?|products?|orders?|customers?|reviews?|comments?|matches|"
-    r"entries|rows|issues|members|projects|posts|found)\b|\bof\s+\d[\d,]*\b(?:\s+total)?|\b(?:page|step)\s+\d+\s+of\s+\d+|"
-    r"\btotal\s*:?\s*\d"
+    r"(?i)^(?:\d[\d,]*\s+(?:records?|items?|results?|products?|orders?|customers?|reviews?|comments?|matches|entries|"
+    r"rows|issues|members|projects|posts|subscribers?)(?:\s+(?:found|total|in total))?\.?"
+    r"|(?:items?|results?|showing|displaying)\s+\d[\d,]*\s*(?:-|to)\s*\d[\d,]*\s+of\s+\d[\d,]*(?:\s+total)?"
+    r"|(?:page|step)\s+\d+\s+of\s+\d+|total\s*:?\s*\d[\d,.]*)$"
 )
+"""A line that is a count and nothing else: '308 records found', 'Items 1 to 10 of 37 total', 'Page 2 of 5'."""
 MESSAGE = re.compile(
     r"(?i)\b(?:you saved|successfully|(?:has|have) been (?:saved|created|updated|deleted|added|removed|sent|submitted|"
     r"changed|cancell?ed|placed|moved)|was (?:saved|added|updated|deleted|created|removed|sent)|(?:is|are) required|"
@@ -348,7 +350,7 @@ def _text_kind(kind: str, text: str, region: str) -> str:
         return kind
     if region == "alert":
         return "message"
-    if len(text) <= 120 and COUNT.search(text):
+    if len(text) <= 60 and COUNT.match(text.strip()):
         return "count"
     if len(text) <= 200 and MESSAGE.search(text):
         return "message"

@@ -14,15 +14,23 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from dataclasses import asdict, dataclass, field
 
 from .catalog import load_catalog
 from .choice import choice_record, choose
 from .detail import DetailParams, detail_output
+from .findings import View, findings, strong_phrases
+from .layout import POOLS_DIR
+from .pools import PoolError, PoolSnapshot
+from .question import QuestionAnalysis
 from .reader import default_store_dir
 from .scan import ScanParams, scan_output
 from .scanout import read_scan
+
+FINDING_STATES = 40
+"""States whose pages the findings read: the chosen ones, then the best the scan ranked."""
 
 
 @dataclass
@@ -37,6 +45,8 @@ class PlanRequest:
     """Page lines quoted per chosen state (a run walked through speaks through its actions instead)."""
     detail: DetailParams = field(default_factory=DetailParams)
     """How the chosen states are read (its states and patterns are filled in here)."""
+    analysis: dict | None = None
+    """The question as the host analysed it (QuestionAnalysis's fields): what the findings work from."""
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -49,6 +59,7 @@ class PlanRequest:
             wants_latest=bool(obj.get("wants_latest")),
             quote_lines=int(obj.get("quote_lines", 2)),
             detail=DetailParams.from_dict(obj.get("detail") or {}),
+            analysis=obj.get("analysis"),
         )
 
 
@@ -60,9 +71,42 @@ def plan(request: PlanRequest) -> None:
     scan = read_scan("\n".join(scanned.lines))
     choice = choose(request.kind, request.wants_latest, scan)
     print(json.dumps(choice_record(choice), ensure_ascii=False))
+    for text in plan_findings(request, choice, scan, catalog):
+        print(json.dumps({"type": "finding", "text": text}, ensure_ascii=False))
     scanned.flush()
     if choice.keys:
         detail_output(detail_request(choice, scan, request), catalog).flush()
+
+
+def plan_findings(request: PlanRequest, choice, scan, catalog) -> list[str]:
+    """What can be worked out from the pages of the states chosen and the best ones scanned (core.findings), read
+    from the structure the pools hold; none when the request carries no analysis or the store has no pools."""
+    if not request.analysis:
+        return []
+    analysis = QuestionAnalysis.from_dict(request.analysis)
+    rows, by_id, meta = catalog
+    root = default_store_dir()
+    try:
+        snapshot = PoolSnapshot(os.path.join(root, POOLS_DIR))
+        docs = snapshot.docs("slices")
+        gens = snapshot.manifest["trajectories"]
+        doc_of = {(d["t"], d["i"]): n for n, d in enumerate(docs) if gens.get(d["t"]) == d.get("g")}
+    except (OSError, PoolError, ValueError):
+        return []
+    keys = list(dict.fromkeys(list(choice.keys) + [h.key for h in scan.latest + scan.states]))[:FINDING_STATES]
+    strong = strong_phrases(analysis)
+    views = []
+    for t, i in keys:
+        n, m = doc_of.get((t, i)), meta.get((by_id.get(t), i))
+        if n is None or m is None:
+            continue
+        try:
+            header, page = snapshot.page(n)
+        except (OSError, PoolError, ValueError):
+            continue
+        best = [b.text for b in page.blocks if any(p in b.text for p in strong)]
+        views.append(View(t, i, m[0], header.get("title", ""), page, best))
+    return findings(analysis, views)
 
 
 def detail_request(choice, scan, request: PlanRequest) -> DetailParams:

@@ -114,6 +114,19 @@ class QuestionAnalysis:
     menu_paths: tuple[tuple[str, ...], ...] = field(default=())
     """'Sales > Orders' as ('Sales', 'Orders'): navigation the question names."""
 
+    @classmethod
+    def from_dict(cls, obj: dict) -> QuestionAnalysis:
+        """The analysis sent as JSON (dataclasses.asdict), e.g. to the sandbox's planner program."""
+        return cls(
+            question=obj["question"],
+            kind=obj["kind"],
+            terms=tuple(obj.get("terms") or ()),
+            phrases=tuple(obj.get("phrases") or ()),
+            wants_latest=bool(obj.get("wants_latest")),
+            possible_false_premise=tuple(obj.get("possible_false_premise") or ()),
+            menu_paths=tuple(tuple(p) for p in obj.get("menu_paths") or ()),
+        )
+
     def summary(self) -> str:
         """One line for a Context's analysis."""
         parts = [f"question kind: {self.kind}"]

@@ -38,13 +38,13 @@ class RetrievalMemory:
         """R's evidence for `question`; `analysis`: the question's, when the caller has analysed it already."""
         start = time.perf_counter()
         question, image = check_query(question, image)
-        items, analysis, left_out = self.retriever.search_counted(question, budget, analysis)
+        result = self.retriever.search_counted(question, budget, analysis)
         context = pack(
             question,
             budget,
-            items,
-            analysis=analysis.summary(),
-            left_out=left_out,
+            result.items,
+            analysis=result.analysis_text(),
+            left_out=result.left_out,
             method=self.name,
             store_root=str(self.store.root),
         )

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from ..budget import head_and_tail
 from ..context import EvidenceItem
 from ..core.excerpt import Excerpter
+from ..core.findings import View, findings
 from ..core.hits import Hit
 from ..core.layout import state_relpath
 from ..core.page import Page
@@ -24,8 +25,25 @@ from .storage import safe_opener, store_error
 log = logging.getLogger(__name__)
 
 _ANSWER = re.compile(r"\s*(?:send_msg_to_user|done|answer|stop|report_infeasible)\(")
+FINDING_VIEWS = 30
+"""The best slices whose pages the findings read."""
 SHARES = {"procedure": (0.20, 0.15), "gotcha": (0.25, 0.20), "static": (0.05, 0.05), "dynamic": (0.05, 0.10)}
 """Budget shares (notes, events) per question kind; the rest, and whatever they leave unused, goes to slices."""
+
+
+class Search:
+    """Method R's answer to one question: its evidence items, the question read, what did not fit, and what its
+    findings work out from the best pages."""
+
+    __slots__ = ("analysis", "findings", "items", "left_out")
+
+    def __init__(self, items: list[EvidenceItem], analysis: QuestionAnalysis, left_out: int, findings: list[str]):
+        self.items, self.analysis, self.left_out, self.findings = items, analysis, left_out, findings
+
+    def analysis_text(self) -> str:
+        """The context's analysis: the findings first (they lead with the answer where one can be computed), then
+        how the question was read."""
+        return "\n".join([*self.findings, self.analysis.summary()])
 
 
 @dataclass
@@ -78,16 +96,25 @@ class Retriever:
         self, question: str, budget: int, analysis: QuestionAnalysis | None = None
     ) -> tuple[list[EvidenceItem], QuestionAnalysis]:
         """Evidence items for `question`, already cut to fit `budget` in the order notes, events, slices."""
-        items, analysis, _left_out = self.search_counted(question, budget, analysis)
-        return items, analysis
+        result = self.search_counted(question, budget, analysis)
+        return result.items, result.analysis
 
-    def search_counted(
-        self, question: str, budget: int, analysis: QuestionAnalysis | None = None
-    ) -> tuple[list[EvidenceItem], QuestionAnalysis, int]:
-        """As `search`, and how many hits were found but left out because they did not fit the budget."""
+    def search_counted(self, question: str, budget: int, analysis: QuestionAnalysis | None = None) -> Search:
+        """As `search`, with what the findings work out and how many hits did not fit the budget."""
         found = self.find(question, budget, analysis)
         items = [item for _, item in self.pack(found, budget)]
-        return items, found.analysis, len(found.notes) + len(found.events) + len(found.slices) - len(items)
+        left_out = len(found.notes) + len(found.events) + len(found.slices) - len(items)
+        return Search(items, found.analysis, left_out, self.findings(found))
+
+    def findings(self, found: Found) -> list[str]:
+        """What can be worked out from the best slices' pages (core.findings: counts, the latest value, the
+        largest of a column), each citing its state."""
+        views = [
+            View(h.trajectory_id, h.state_index, h.timestamp or "", h.title, h.page, h.best_lines)
+            for h in found.slices[:FINDING_VIEWS]
+            if h.page is not None and not h.same_as
+        ]
+        return findings(found.analysis, views)
 
     def find(self, question: str, budget: int, analysis: QuestionAnalysis | None = None) -> Found:
         """The ranked hits of every pool for `question` (slices cut for a context of `budget` tokens)."""

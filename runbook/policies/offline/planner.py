@@ -23,7 +23,7 @@ with the same arguments; the planner finishes with what it has.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...agent.specs import PLAN
@@ -33,7 +33,7 @@ from ...core.hits import Hit
 from ...core.plan import PlanRequest
 from ...core.question import QuestionAnalysis
 from ...core.scan import ScanParams
-from ...core.scanout import Scan, Step, find_hit, read_scan, read_steps
+from ...core.scanout import Scan, Step, find_hit, json_lines, read_scan, read_steps
 from ...errors import ConfigError
 from ...models.messages import Message, ToolCall, ToolSpec
 from .analysis import write_analysis
@@ -66,6 +66,8 @@ class Plan:
     """Method R's hits for the question (the Task's), best first; `packed` ones are what R's own context holds."""
     calls: int = 0
     failures: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
+    """What rbplan worked out from the chosen pages (core.findings): it leads the analysis."""
 
     @property
     def kind(self) -> str:
@@ -106,6 +108,7 @@ class OfflinePlanner:
             output = _output(results, "plan", self.plan)
             self.plan.scan = read_scan(output)
             self.plan.choice = read_choice(output, self.plan.scan) or Choice()
+            self.plan.findings = [rec["text"] for rec in json_lines(output) if rec.get("type") == "finding"]
             self.plan.steps = read_steps(output)
             probe = self.probe_arguments()
             if probe:
@@ -129,7 +132,9 @@ class OfflinePlanner:
             scope_sites=scope_sites(plan.recall) or None,
             image=question_image(plan.image) if plan.image else None,
         )
-        return PlanRequest(scan=params, kind=plan.kind, wants_latest=plan.analysis.wants_latest)
+        return PlanRequest(
+            scan=params, kind=plan.kind, wants_latest=plan.analysis.wants_latest, analysis=asdict(plan.analysis)
+        )
 
     def probe_arguments(self) -> dict[str, Any] | None:
         """For a gotcha whose run typed something: search other pages for what the site has instead."""
@@ -174,6 +179,8 @@ class OfflinePlanner:
             unquoted=shown,
             premise_hints=plan.analysis.possible_false_premise,
         )
+        if plan.findings and not doubt:  # worked out from the pages: it leads
+            analysis = "\n".join([*plan.findings, analysis])
         if plan.failures:
             analysis += "\n(Some tool calls failed: " + "; ".join(plan.failures)[:300] + ")"
         if scan.image_error:

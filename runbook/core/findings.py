@@ -1,0 +1,220 @@
+"""What a program can work out from the pages before a reader sees them, each finding citing where it stands:
+
+    counts    'How many ...': the count lines of the pages asked about ('308 records found'), each with the
+              filters and search its page had set, so that the unfiltered figure is told from the filtered ones
+    latest    a value that changes ('currently', 'now', a dynamic question): the block that matches the question
+              on the newest view, then how it read before, with times
+    extreme   'largest / most / cheapest ...': the table row whose number, in the column the question names, is
+              the largest (or smallest) of the rows shown
+
+Pure functions over `View`s (a state's page structure with its provenance): method R runs them over its best
+slices on the host, the offline planner's `rbplan` over the states it chose, in the sandbox.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .page import Page
+from .question import QuestionAnalysis
+
+MAX_FINDINGS = 4
+"""Lines of one kind of finding at most."""
+_COUNT_QUESTION = re.compile(r"(?i)\bhow many\b|\bnumber of\b|\bcount(?:s|ed)?\b|\btotal (?:number|count)\b")
+_EXTREME = re.compile(
+    r"(?i)\b(?:(largest|highest|biggest|most expensive|maximum|greatest|longest|most(?! recent))|"
+    r"(smallest|lowest|cheapest|least expensive|minimum|fewest|shortest|least(?! recent)))\b"
+)
+_NUMBER = re.compile(r"[-+]?\$?\d[\d,]*(?:\.\d+)?")
+_QUOTED = re.compile(r"'[^']{1,80}'(?!\w)|\"[^\"]{1,80}\"|‘[^’]{1,80}’|“[^”]{1,80}”")
+_FILTER_TEXT = re.compile(r"(?i)^active filters\b|^keyword:|^filters?:|^search(?:ing)? for\b")
+
+
+@dataclass(slots=True)
+class View:
+    """One state's page as the findings read it."""
+
+    trajectory_id: str
+    state_index: int
+    timestamp: str
+    title: str
+    page: Page
+    best: list[str] = field(default_factory=list)
+    """The page's blocks that match the question best (the excerpter's best lines), when known."""
+
+    def cite(self) -> str:
+        when = (self.timestamp or "?")[:16].replace("T", " ")
+        return f"{self.trajectory_id} state {self.state_index}, {when}"
+
+
+def findings(analysis: QuestionAnalysis, views: list[View]) -> list[str]:
+    """The findings this question's kind calls for, best first (none when nothing can be worked out: a finding
+    leads the context, so one that is not grounded in the question's own words is worse than none)."""
+    out: list[str] = []
+    names = named_words(analysis)
+    if _COUNT_QUESTION.search(analysis.question):
+        out += count_findings([v for v in views if about(v, names)])
+    extreme = _EXTREME.search(analysis.question)
+    if extreme and analysis.kind != "procedure":
+        out += extreme_findings(analysis, views, largest=bool(extreme.group(1)))
+    strong = strong_phrases(analysis)
+    if (analysis.wants_latest or analysis.kind == "dynamic") and not out and strong:
+        out += latest_findings(views, strong)
+    return out
+
+
+def strong_phrases(analysis: QuestionAnalysis) -> tuple[str, ...]:
+    """The phrases that pick out one thing: quoted labels, ids and numbers, names of two words or more (a single
+    Capitalised word, 'GitLab', is on every page of its site)."""
+    quoted = {m.group(0).strip("'\"‘’“”") for m in _QUOTED.finditer(analysis.question)}
+    return tuple(p for p in analysis.phrases if p in quoted or re.search(r"\d", p) or len(p.split()) >= 2)
+
+
+def named_words(analysis: QuestionAnalysis) -> set[str]:
+    """The words of what the question names: its menu path's steps and its phrases (quoted labels, names)."""
+    words = {w for path in analysis.menu_paths for step in path for w in _words(step)}
+    return words | {w for phrase in analysis.phrases for w in _words(phrase)}
+
+
+def about(view: View, names: set[str]) -> bool:
+    """Whether the view's page is one the question names (its title shares a named word)."""
+    return not names or bool(names & _words(view.title))
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower().rstrip("s") for w in re.findall(r"[A-Za-z]{3,}", text)}
+
+
+def count_findings(views: list[View]) -> list[str]:
+    """The count lines of the best pages, each with the filters or search its page had set."""
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for view in views:
+        counts = [b.text for b in view.page.blocks if b.kind == "count" and not b.furniture]
+        if not counts:
+            continue
+        settings = page_settings(view.page)
+        key = (view.title, counts[0], settings)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(f"'{counts[0]}' on {short_title(view.title)} ({view.cite()}; "
+                   f"{settings or 'no filter or search set'})")  # fmt: skip
+        if len(out) == MAX_FINDINGS:
+            break
+    return [f"Counts shown: {line}" for line in out]
+
+
+def page_settings(page: Page) -> str:
+    """What the page had set that narrows what it counts: search boxes with values, active filters."""
+    parts = []
+    for n, block in enumerate(page.blocks):
+        if block.furniture:
+            continue
+        if block.kind == "field" and " = " in block.text and _is_search(block.text):
+            parts.append(block.text)
+        elif _FILTER_TEXT.search(block.text) and n + 1 < len(page.blocks):
+            nxt = page.blocks[n + 1].text
+            parts.append(f"{block.text.rstrip(':')}: {nxt}" if block.text.rstrip().endswith(":") else block.text)
+    return "; ".join(dict.fromkeys(parts))[:200]
+
+
+def _is_search(field_text: str) -> bool:
+    low = field_text.lower()
+    return any(word in low for word in ("search", "keyword", "filter", "query")) and not low.endswith("= ")
+
+
+def latest_findings(views: list[View], phrases: tuple[str, ...]) -> list[str]:
+    """The best-matching line that shows one of the question's phrases on the newest views, newest first, each with
+    its time: the current value, then what it was before (one line per distinct value)."""
+    # case kept: a quoted label or a name is written as the page writes it ('Yours', not 'apply to yours')
+    patterns = [re.compile(rf"(?<!\w){re.escape(p)}(?!\w)") for p in phrases if len(p) >= 2]
+    timed = sorted((v for v in views if v.best and v.timestamp), key=lambda v: v.timestamp, reverse=True)
+    seen: set[str] = set()
+    out = []
+    for view in timed:
+        line = next((b for b in view.best if any(p.search(b) for p in patterns)), None)
+        if line is None or line in seen:
+            continue
+        seen.add(line)
+        out.append(f"'{line[:160]}' ({view.cite()})")
+        if len(out) == MAX_FINDINGS:
+            break
+    if not out:
+        return []
+    lines = [f"Newest view: {out[0]}"]
+    if len(out) > 1:
+        lines.append("Earlier: " + "; ".join(out[1:]))
+    return lines
+
+
+def extreme_findings(analysis: QuestionAnalysis, views: list[View], *, largest: bool) -> list[str]:
+    """The row with the largest (or smallest) number in the column the question names, per table shown."""
+    words = {t.lower() for t in analysis.terms} | {w.lower() for p in analysis.phrases for w in p.split()}
+    out = []
+    seen: set[str] = set()
+    for view in views:
+        for table in tables(view.page):
+            column = best_column(table[0], words)
+            if column is None:
+                continue
+            rows = [(number(cells[column]), cells) for cells in table[1:] if column < len(cells)]
+            rows = [(value, cells) for value, cells in rows if value is not None]
+            if len(rows) < 2:
+                continue
+            numbers = [(value, cells) for value, cells in rows if value is not None]
+            value, cells = (max if largest else min)(numbers, key=lambda r: float(r[0] or 0.0))
+            line = " | ".join(cells)
+            if line in seen:
+                continue
+            seen.add(line)
+            word = "largest" if largest else "smallest"
+            out.append(f"{word} '{table[0][column]}' of {len(rows)} rows: {line[:200]} ({view.cite()})")
+            if len(out) == MAX_FINDINGS:
+                return [f"Worked out: {line}" for line in out]
+    return [f"Worked out: {line}" for line in out]
+
+
+def tables(page: Page) -> list[list[list[str]]]:
+    """Each table of the page: its header's cells, then each row's cells."""
+    out: list[list[list[str]]] = []
+    by_header: dict[int, list[list[str]]] = {}
+    for n, block in enumerate(page.blocks):
+        if block.kind == "header":
+            by_header[n] = [_cells(block.text)]
+            out.append(by_header[n])
+        elif block.kind == "row" and block.header in by_header:
+            by_header[block.header].append(_cells(block.text))
+    return out
+
+
+def _cells(text: str) -> list[str]:
+    return [cell.strip() for cell in text.split("|")]
+
+
+def best_column(header: list[str], words: set[str]) -> int | None:
+    """The header cell that shares the most words with the question (None when none does)."""
+    best, best_n = None, 0
+    for n, cell in enumerate(header):
+        cell_words = {w.lower().rstrip("s") for w in re.findall(r"[A-Za-z]+", cell)}
+        shared = sum(1 for w in words if w.rstrip("s") in cell_words)
+        if shared > best_n:
+            best, best_n = n, shared
+    return best
+
+
+def number(cell: str) -> float | None:
+    m = _NUMBER.search(cell)
+    if not m:
+        return None
+    try:
+        return float(m.group(0).replace("$", "").replace(",", ""))
+    except ValueError:
+        return None
+
+
+def short_title(title: str) -> str:
+    """'Orders / Operations / Sales / Magento Admin' -> 'Orders / Operations / Sales'."""
+    parts = [p.strip() for p in title.split(" / ")]
+    return " / ".join(parts[:-1]) if len(parts) > 2 else title
