@@ -156,7 +156,8 @@ def extreme_findings(analysis: QuestionAnalysis, views: list[View], *, largest: 
     seen: set[str] = set()
     for view in views:
         for table in tables(view.page):
-            column = best_column(table[0], words)
+            numeric = [n for n in range(len(table[0])) if _mostly_numbers(table[1:], n)]
+            column = best_column(table[0], words, numeric)
             if column is None:
                 continue
             rows = [(number(cells[column]), cells) for cells in table[1:] if column < len(cells)]
@@ -193,10 +194,18 @@ def _cells(text: str) -> list[str]:
     return [cell.strip() for cell in text.split("|")]
 
 
-def best_column(header: list[str], words: set[str]) -> int | None:
-    """The header cell that shares the most words with the question (None when none does)."""
+def _mostly_numbers(rows: list[list[str]], column: int) -> bool:
+    cells = [row[column] for row in rows if column < len(row) and row[column].strip()]
+    return bool(cells) and sum(1 for cell in cells if number(cell) is not None) >= 0.8 * len(cells)
+
+
+def best_column(header: list[str], words: set[str], columns: list[int]) -> int | None:
+    """Of `columns` (the numeric ones), the header cell that shares the most words with the question (None when
+    none does)."""
     best, best_n = None, 0
     for n, cell in enumerate(header):
+        if n not in columns:
+            continue
         cell_words = {w.lower().rstrip("s") for w in re.findall(r"[A-Za-z]+", cell)}
         shared = sum(1 for w in words if w.rstrip("s") in cell_words)
         if shared > best_n:

@@ -67,8 +67,11 @@ COUNT = re.compile(
 )
 """A line that is a count and nothing else: '308 records found', 'Items 1 to 10 of 37 total', 'Page 2 of 5'."""
 MESSAGE = re.compile(
-    r"(?i)\b(?:you saved|successfully|(?:has|have) been (?:saved|created|updated|deleted|added|removed|sent|submitted|"
-    r"changed|cancell?ed|placed|moved)|was (?:saved|added|updated|deleted|created|removed|sent)|(?:is|are) required|"
+    r"(?i)\b(?:you saved|successfully|(?:has|have|was|were) been (?:saved|created|updated|deleted|added|removed|sent|"
+    r"submitted|changed|cancell?ed|placed|moved|shipped|posted|published|applied|approved|rejected|assigned|closed|"
+    r"merged|completed|archived|restored|disabled|enabled|revoked|disconnected|connected|activated|installed|"
+    r"uninstalled|subscribed|unsubscribed|paused|resumed|refunded|invoiced)|"
+    r"was (?:saved|added|updated|deleted|created|removed|sent|shipped|posted|cancell?ed)|(?:is|are) required|"
     r"invalid|failed to|could not|couldn't|cannot be|can't be|unable to|already exists|not found|"
     r"no (?:records|results|items|matches|products) (?:were )?found|an error|error:|something went wrong|"
     r"access denied|please (?:enter|select|try|correct|wait|fix|make sure))(?!\w)"

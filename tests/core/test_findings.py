@@ -1,0 +1,84 @@
+"""What a program works out from the pages before a reader sees them: counts with the filters they were taken
+under, the newest value of a quoted label, the largest or smallest row of a named column; nothing when the
+question's own words do not ground it."""
+
+from __future__ import annotations
+
+from runbook.core.findings import View, findings
+from runbook.core.page import parse_page
+from runbook.core.question import analyze
+
+
+def grid(count: int, keyword: str = "", rows: tuple[tuple[str, str, str], ...] = ()) -> str:
+    lines = ["RootWebArea 'Orders / Operations / Sales / Magento Admin'", "\t[5] main ''"]
+    if keyword:
+        lines.append(f"\t\t[7] textbox 'Search by keyword' value='{keyword}'")
+    lines += [f"\t\tStaticText '{count}'", "\t\tStaticText 'records found'"]
+    if rows:
+        lines += ["\t\t[8] table ''", "\t\t\t[9] row ''", "\t\t\t\t[10] columnheader 'Product'",
+                  "\t\t\t\t[11] columnheader 'Price'", "\t\t\t\t[12] columnheader 'Quantity'"]  # fmt: skip
+        for n, (name, price, qty) in enumerate(rows):
+            lines += [f"\t\t\t[{20 + n}] row ''", f"\t\t\t\t[{30 + n}] gridcell '{name}'",
+                      f"\t\t\t\t[{40 + n}] gridcell '{price}'", f"\t\t\t\t[{50 + n}] gridcell '{qty}'"]  # fmt: skip
+    return "\n".join(lines)
+
+
+def view(tid: str, index: int, time: str, text: str, best: tuple[str, ...] = (), title: str = "") -> View:
+    title = title or "Orders / Operations / Sales / Magento Admin"
+    return View(tid, index, time, title, parse_page(text), list(best))
+
+
+def test_a_count_question_gets_each_count_with_the_filter_it_was_taken_under():
+    analysis = analyze("How many orders does the Sales > Orders grid report when no filter is set?")
+    views = [
+        view("a", 1, "2025-12-17T10:00", grid(1, keyword="000000307")),
+        view("b", 2, "2025-12-16T09:00", grid(308)),
+    ]
+    lines = findings(analysis, views)
+    assert lines[0].startswith("Counts shown: '1 records found' on Orders / Operations / Sales (a state 1")
+    assert "textbox 'Search by keyword' = 000000307" in lines[0]
+    assert lines[1] == ("Counts shown: '308 records found' on Orders / Operations / Sales (b state 2, "
+                        "2025-12-16 09:00; no filter or search set)")  # fmt: skip
+
+
+def test_a_count_on_a_page_the_question_does_not_name_is_left_out():
+    analysis = analyze("How many reviews does the Marketing > All Reviews grid list?")
+    assert findings(analysis, [view("a", 1, "2025-12-17", grid(12))]) == []
+
+
+def test_the_newest_view_of_a_quoted_label_leads_then_its_earlier_values():
+    analysis = analyze("How many projects does the 'Yours' tab currently count?")
+    views = [
+        view("old", 1, "2025-12-16T08:00", "x", best=("(4) Yours 14 · Starred 3",)),
+        view(
+            "new",
+            9,
+            "2025-12-24T12:15",
+            "x",
+            best=("Every project is different, consider which apply to yours", "(4) Yours 63 · Starred 11"),
+        ),  # fmt: skip
+    ]
+    lines = findings(analysis, views)
+    assert lines[0] == "Newest view: '(4) Yours 63 · Starred 11' (new state 9, 2025-12-24 12:15)"
+    assert lines[1] == "Earlier: '(4) Yours 14 · Starred 3' (old state 1, 2025-12-16 08:00)"
+
+
+def test_a_value_question_without_a_quoted_label_or_id_gets_no_guess():
+    analysis = analyze("What theme is active now?")
+    assert findings(analysis, [view("a", 1, "2025-12-16", "x", best=("Dawn · Active",))]) == []
+
+
+def test_the_largest_number_of_the_named_column_is_worked_out():
+    rows = (("Quest Lumaflex Band", "$19.00", "100"), ("Zing Jump Rope", "$12.00", "5"), ("Sprite Ball", "$23.00", "7"))
+    analysis = analyze("Which product in the catalog grid has the highest price?")
+    lines = findings(analysis, [view("a", 3, "2025-12-16T10:00", grid(3, rows=rows))])
+    assert lines == ["Worked out: largest 'Price' of 3 rows: Sprite Ball | $23.00 | 7 (a state 3, 2025-12-16 10:00)"]
+    cheapest = findings(
+        analyze("Which product has the lowest quantity?"), [view("a", 3, "2025-12-16", grid(3, rows=rows))]
+    )
+    assert cheapest[0].startswith("Worked out: smallest 'Quantity' of 3 rows: Zing Jump Rope")
+
+
+def test_the_most_recent_is_a_time_not_a_largest_value():
+    rows = (("A", "$1.00", "1"), ("B", "$2.00", "2"))
+    assert findings(analyze("What is the most recent order's price?"), [view("a", 1, "2025", grid(2, rows=rows))]) == []
