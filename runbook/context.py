@@ -36,6 +36,10 @@ class EvidenceItem:
     score: float | None = None
     elided_tokens: int = 0
     tokens: int = 0
+    furniture_tokens: int = 0
+    """Tokens of the text that are the site's furniture (menus, banners: a diagnostic of the excerpt)."""
+    repeat: bool = False
+    """This item shows again what an earlier item shows (another view of its page, or of its best line)."""
 
     @property
     def is_span(self) -> bool:
@@ -88,6 +92,10 @@ class EvidenceItem:
                 "tokens": self.tokens,
             }
         )
+        if self.furniture_tokens:
+            out["furniture_tokens"] = self.furniture_tokens
+        if self.repeat:
+            out["repeat"] = True
         return out
 
 

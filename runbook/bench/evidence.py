@@ -8,7 +8,11 @@ Scores (None where the question gives nothing to check):
 - `evidence_share`: the share of gold evidence states cited;
 - `stale_led`: a dynamic question's context shows a state with an OLDER value before (or without) the latest one
   (notes are left out here: they span a whole trajectory and show no page values);
-- `premise_flagged`: a false-premise question's analysis says the premise may be wrong.
+- `premise_flagged`: a false-premise question's analysis says the premise may be wrong;
+- `excerpt_recall`: of the answerable questions whose context cites a gold state, whether the phrases reached the
+  reader (the state was found: did the context show its answer, or cut it out?).
+And what the context spends its tokens on: `items`, `furniture_tokens` (the site's menus and banners in the
+excerpts) and `repeat_tokens` (items that show again what an earlier one shows).
 
 Diagnosis, in AMemGym's spirit: WRITE (an evidence state is missing from the store), READ (the evidence never
 reached the context), UTILIZATION (it did, and the reader still scored 0), STALENESS (the context led with an
@@ -73,6 +77,10 @@ class ContextScores:
     evidence_share: float | None = None
     stale_led: bool | None = None
     premise_flagged: bool | None = None
+    excerpt_recall: bool | None = None
+    items: int = 0
+    furniture_tokens: int = 0
+    repeat_tokens: int = 0
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -88,6 +96,11 @@ def score_context(question: Question, context: Context) -> ContextScores:
         cited = [any(cites(item, ref) for item in context.items) for ref in question.evidence]
         scores.evidence = all(cited)
         scores.evidence_share = sum(cited) / len(cited)
+        if scores.answer_phrases is not None and any(cited):
+            scores.excerpt_recall = scores.answer_phrases
+    scores.items = len(context.items)
+    scores.furniture_tokens = sum(item.furniture_tokens for item in context.items)
+    scores.repeat_tokens = sum(item.tokens for item in context.items if item.repeat)
     if question.is_dynamic and question.stale_evidence:
         shown = [item for item in context.items if item.kind not in SUMMARY_KINDS]
         stale = first_citing(shown, question.stale_evidence)

@@ -19,7 +19,9 @@ COMBINED = {
     "dynamic": ("dynamic", "dynamic-abs"),
     "procedure": ("procedure", "procedure-abs"),
 }
-READER_FREE = ["answer_phrases", "evidence", "evidence_share", "stale_led", "premise_flagged"]
+READER_FREE = ["answer_phrases", "evidence", "evidence_share", "stale_led", "premise_flagged", "excerpt_recall"]
+CONTEXT_SPEND = ["items", "furniture_tokens", "repeat_tokens"]
+"""What a context spends its budget on (means per question)."""
 DIAGNOSES = ["write_failure", "read_failure", "utilization_failure", "staleness_failure"]
 
 
@@ -149,6 +151,9 @@ def aggregate(records: list[dict], *, store_write_failures: int = 0) -> dict[str
         },
         "memory_query": latency_summary([r["memory_query_duration_seconds"] for r in records]),
         "reader_free": _reader_free(records),
+        "context_spend": {
+            f"{key}_avg": mean((r.get("reader_free") or {}).get(key) for r in records) for key in CONTEXT_SPEND
+        },
         "diagnostics": _diagnostics(records, store_write_failures),
         "memory_cost": _memory_cost(records),
         "errors": sum(1 for r in records if r.get("error")),

@@ -48,6 +48,10 @@ class RunSummary:
             "evidence_share": rf.get("evidence_share"),
             "stale_led": rf.get("stale_led"),
             "premise_flagged": rf.get("premise_flagged"),
+            "excerpt_recall": rf.get("excerpt_recall"),
+            "items_avg": m.get("context_spend", {}).get("items_avg"),
+            "furniture_tokens_avg": m.get("context_spend", {}).get("furniture_tokens_avg"),
+            "repeat_tokens_avg": m.get("context_spend", {}).get("repeat_tokens_avg"),
             "p50_s": lat.get("p50_seconds"),
             "p95_s": lat.get("p95_seconds"),
             "avg_tokens": m.get("memory_context", {}).get("avg_final_tokens"),
@@ -136,6 +140,10 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}"
 
 
+def _count(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
 def _seconds(value: float | None) -> str:
     if value is None:
         return "-"
@@ -146,7 +154,9 @@ def table(report: Report):
     """The terminal table (a rich Table): one row per run, best score first.
 
     Failures are counted in questions: READ (evidence never reached the context), UTIL (it did, the reader was
-    still wrong), STALE (an older value came first), WRITE (an evidence state missing from the store).
+    still wrong), STALE (an older value came first), WRITE (an evidence state missing from the store). `excerpt`:
+    phrases found where a gold state is cited; `items` and `furn/rep tok`: items, and tokens on the site's
+    furniture and on repeated views, per context.
     """
     from rich.table import Table
 
@@ -160,6 +170,9 @@ def table(report: Report):
         "evid",
         "stale",
         "premise",
+        "excerpt",
+        "items",
+        "furn/rep tok",
         "avg lat",
         "p95",
         "tokens",
@@ -183,6 +196,9 @@ def table(report: Report):
             _pct(row["evidence"]),
             _pct(row["stale_led"]),
             _pct(row["premise_flagged"]),
+            _pct(row["excerpt_recall"]),
+            _count(row["items_avg"]),
+            f"{_count(row['furniture_tokens_avg'])}/{_count(row['repeat_tokens_avg'])}",
             _seconds(run.metrics["memory_query"]["avg_seconds"]),
             _seconds(row["p95_s"]),
             "-" if row["avg_tokens"] is None else f"{row['avg_tokens']:.0f}",

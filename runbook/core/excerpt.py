@@ -106,6 +106,11 @@ class Excerpter:
         top = [scores[n] for n in best[:5]]
         return render(blocks, chosen), float(sum(top))
 
+    def furniture_in(self, page: Page, site: str = "") -> int:
+        """Tokens of the page's furniture when it is shown whole."""
+        self.site = site
+        return sum(tokens_of(b.text) for b, f in zip(page.blocks, self._furniture(page.blocks)) if f)
+
     def header_score(self, header: str) -> float:
         """Phrases found in a state's URL or title (e.g. '/f/books'): they count like a matching page block."""
         low = header.lower()
@@ -159,6 +164,10 @@ class Excerpter:
                 break
             for k in context_of(blocks, n, furniture):
                 if not take(k, max_tokens):
+                    break
+        if not matches:  # a page cited for its place in a run still says what it was: its own opening
+            for n in range(len(blocks)):
+                if not furniture[n] and n not in chosen and not take(n, max_tokens // 2):
                     break
         return chosen
 

@@ -57,6 +57,8 @@ class Hit:
     """Method R's own context holds this hit (method C keeps those first)."""
     page: Page | None = None
     """A slice's page structure, as read for its excerpt (not printed)."""
+    furniture_tokens: int = 0
+    """Tokens of its excerpt that are the site's furniture."""
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any], hit_id: str, pool: str, **extra: Any) -> Hit:

@@ -275,6 +275,9 @@ class _AxRenderer:
         elif role == "image":
             if _words(node.name):
                 self.add("image", f"image '{node.name}'", region, node.line, node.line)
+        elif not node.children:
+            if _words(node.name):  # a named leaf of another role (a cell outside a row, a term): its words
+                self.text(node.name, node.line, region)
         else:
             if role in ("paragraph", "listitem", "article", "Section", "group") and node.children:
                 self.flush()  # a paragraph's text is its own block

@@ -233,7 +233,7 @@ class Recall:
             except (OSError, PoolError):
                 continue  # a page that cannot be read safely is left out, not guessed at
             hit.excerpt, hit.match = excerpter.excerpt(page, slice_chars // 3, hit.site)
-            hit.page = page
+            hit.page, hit.furniture_tokens = page, excerpter.furniture_tokens
             hit.best_lines = excerpter.best_lines
             hit.match += excerpter.header_score(f"{hit.url}\n{hit.title}")
             hit.header, hit.score = header, round(fused_score, 5)

@@ -82,7 +82,7 @@ class SpanExpander:
             parsed = self.pages(row.id, index) if self.pages else None
             if parsed is not None:
                 blocks = parsed[1]
-                slots.append(PageSlot(state_header(index, header), blocks.shown(), blocks))
+                slots.append(PageSlot(state_header(index, header), blocks.shown(), blocks, row.site or ""))
             else:
                 slots.append(PageSlot(state_header(index, header), page))
         item = EvidenceItem(
@@ -129,10 +129,11 @@ class PageSlot:
     """One state inside an item: its header lines and its page text (which fit_pages may cut), and the page's
     structure when the pools hold it (then the text is its blocks, and a cut keeps what the excerpt keeps)."""
 
-    __slots__ = ("blocks", "header", "page")
+    __slots__ = ("blocks", "furniture_tokens", "header", "page", "site")
 
-    def __init__(self, header: str, page: str, blocks: Page | None = None):
-        self.header, self.page, self.blocks = header, page, blocks
+    def __init__(self, header: str, page: str, blocks: Page | None = None, site: str = ""):
+        self.header, self.page, self.blocks, self.site = header, page, blocks, site
+        self.furniture_tokens = 0
 
 
 def state_header(index: int, header: dict[str, str]) -> str:
@@ -188,17 +189,19 @@ def fit_pages(
     sizes = count_tokens_batch([slot.page for slot in slots])
     fixed = sum(item.measure() for item, _ in items) - sum(sizes)
     cap = water_level(sizes, room - fixed)
-    if cap is None:
-        return
-    cap = max(cap, MIN_PAGE_TOKENS)
+    cap = None if cap is None else max(cap, MIN_PAGE_TOKENS)
     for slot, size in zip(slots, sizes):
-        if size > cap:
-            if slot.blocks is not None and excerpter is not None:
-                slot.page = excerpter.excerpt(slot.blocks, cap)[0]
+        if slot.blocks is not None and excerpter is not None:
+            if cap is not None and size > cap:
+                slot.page = excerpter.excerpt(slot.blocks, cap, slot.site)[0]
+                slot.furniture_tokens = excerpter.furniture_tokens
             else:
-                slot.page = focus_page(slot.page, focus, cap)
+                slot.furniture_tokens = excerpter.furniture_in(slot.blocks, slot.site)
+        elif cap is not None and size > cap:
+            slot.page = focus_page(slot.page, focus, cap)
     for item, item_slots in items:
         item.text = render_pages(item_slots)
+        item.furniture_tokens = sum(slot.furniture_tokens for slot in item_slots)
 
 
 def water_level(sizes: list[int], room: int) -> int | None:

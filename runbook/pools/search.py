@@ -206,6 +206,8 @@ class Retriever:
             label=hit.label.split(";")[0] if repeat else hit.label,
             goal="" if hit.sighting_of or repeat else self.goals.get(hit.trajectory_id, ""),
             score=hit.score,
+            furniture_tokens=0 if repeat or hit.sighting_of else hit.furniture_tokens,
+            repeat=repeat or bool(hit.sighting_of),
         )
 
     def shortlist(self, question: str, k: int = 20) -> list[dict]:
