@@ -21,12 +21,15 @@ from .question import QuestionAnalysis
 
 MAX_FINDINGS = 4
 """Lines of one kind of finding at most."""
-_COUNT_QUESTION = re.compile(r"(?i)\bhow many\b|\bnumber of\b|\bcount(?:s|ed)?\b|\btotal (?:number|count)\b")
+COUNT_QUESTION = re.compile(r"(?i)\bhow many\b|\bnumber of\b|\bcount(?:s|ed)?\b|\btotal (?:number|count)\b")
 _EXTREME = re.compile(
     r"(?i)\b(?:(largest|highest|biggest|most expensive|maximum|greatest|longest|most(?! recent))|"
     r"(smallest|lowest|cheapest|least expensive|minimum|fewest|shortest|least(?! recent)))\b"
 )
 _NUMBER = re.compile(r"[-+]?\$?\d[\d,]*(?:\.\d+)?")
+_UNFILTERED = re.compile(
+    r"(?i)\b(?:no|without|none of the|any) (?:filters?|keywords?|search(?:es)?)\b|\bunfiltered\b|\bin total\b"
+)
 _QUOTED = re.compile(r"'[^']{1,80}'(?!\w)|\"[^\"]{1,80}\"|‘[^’]{1,80}’|“[^”]{1,80}”")
 _FILTER_TEXT = re.compile(r"(?i)^active filters\b|^keyword:|^filters?:|^search(?:ing)? for\b")
 
@@ -53,8 +56,10 @@ def findings(analysis: QuestionAnalysis, views: list[View]) -> list[str]:
     leads the context, so one that is not grounded in the question's own words is worse than none)."""
     out: list[str] = []
     names = named_words(analysis)
-    if _COUNT_QUESTION.search(analysis.question):
-        out += count_findings([v for v in views if about(v, names)])
+    if COUNT_QUESTION.search(analysis.question):
+        out += count_findings(
+            [v for v in views if about(v, names)], unfiltered=bool(_UNFILTERED.search(analysis.question))
+        )
     extreme = _EXTREME.search(analysis.question)
     if extreme and analysis.kind != "procedure":
         out += extreme_findings(analysis, views, largest=bool(extreme.group(1)))
@@ -86,15 +91,19 @@ def _words(text: str) -> set[str]:
     return {w.lower().rstrip("s") for w in re.findall(r"[A-Za-z]{3,}", text)}
 
 
-def count_findings(views: list[View]) -> list[str]:
-    """The count lines of the best pages, each with the filters or search its page had set."""
+def count_findings(views: list[View], *, unfiltered: bool = False) -> list[str]:
+    """The count lines of the best pages, each with the filters or search its page had set; with `unfiltered` (the
+    question asks for the count with nothing set) the views with nothing set come first."""
+    settings_of = {id(v): page_settings(v.page) for v in views}
+    if unfiltered:
+        views = sorted(views, key=lambda v: bool(settings_of[id(v)]))
     seen: set[tuple[str, str, str]] = set()
     out = []
     for view in views:
         counts = [b.text for b in view.page.blocks if b.kind == "count" and not b.furniture]
         if not counts:
             continue
-        settings = page_settings(view.page)
+        settings = settings_of[id(view)]
         key = (view.title, counts[0], settings)
         if key in seen:
             continue

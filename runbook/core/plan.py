@@ -21,13 +21,14 @@ from dataclasses import asdict, dataclass, field
 from .catalog import load_catalog
 from .choice import choice_record, choose
 from .detail import DetailParams, detail_output
-from .findings import View, findings, strong_phrases
+from .findings import COUNT_QUESTION, View, findings, strong_phrases
 from .layout import POOLS_DIR
 from .pools import PoolError, PoolSnapshot
 from .question import QuestionAnalysis
 from .reader import default_store_dir
 from .scan import ScanParams, scan_output
 from .scanout import read_scan
+from .scoring import names_page, page_words
 
 FINDING_STATES = 40
 """States whose pages the findings read: the chosen ones, then the best the scan ranked."""
@@ -71,14 +72,35 @@ def plan(request: PlanRequest) -> None:
     scan = read_scan("\n".join(scanned.lines))
     choice = choose(request.kind, request.wants_latest, scan)
     print(json.dumps(choice_record(choice), ensure_ascii=False))
-    for text in plan_findings(request, choice, scan, catalog):
+    for text in plan_findings(request, choice, scan, catalog, scanned.matched):
         print(json.dumps({"type": "finding", "text": text}, ensure_ascii=False))
     scanned.flush()
     if choice.keys:
         detail_output(detail_request(choice, scan, request), catalog).flush()
 
 
-def plan_findings(request: PlanRequest, choice, scan, catalog) -> list[str]:
+def named_page_states(analysis: QuestionAnalysis, rows, meta) -> list[tuple[str, int]]:
+    """For a count question that names a page by its menu path ('Sales > Orders'): every state of that page, newest
+    first (a count depends on the filters each view had set; the best-scored views are the filtered ones)."""
+    if not analysis.menu_paths or not COUNT_QUESTION.search(analysis.question):
+        return []
+    paths = page_words([list(path) for path in analysis.menu_paths])
+    named = [(m[0], (rows[d]["id"], i)) for (d, i), m in meta.items() if d in rows and names_page(m[2], paths)]
+    return [key for _, key in sorted(named, reverse=True)[:FINDING_STATES]]
+
+
+def phrase_states(request: PlanRequest, strong, matched, rows, meta) -> list[tuple[str, int]]:
+    """Every state the scan matched with one of the question's strong phrases, newest first: where a value that
+    changes was last seen (the best-scored states are not the newest ones)."""
+    wanted = [k for k, item in enumerate(request.scan.patterns) if (item.get("label") or item["text"]) in strong]
+    if not wanted:
+        return []
+    found = [(meta[key][0], (rows[key[0]]["id"], key[1])) for key, tf in matched.items()
+             if key in meta and key[0] in rows and any(tf.get(k) for k in wanted)]  # fmt: skip
+    return [key for _, key in sorted(found, reverse=True)[:FINDING_STATES]]
+
+
+def plan_findings(request: PlanRequest, choice, scan, catalog, matched=None) -> list[str]:
     """What can be worked out from the pages of the states chosen and the best ones scanned (core.findings), read
     from the structure the pools hold; none when the request carries no analysis or the store has no pools."""
     if not request.analysis:
@@ -93,8 +115,10 @@ def plan_findings(request: PlanRequest, choice, scan, catalog) -> list[str]:
         doc_of = {(d["t"], d["i"]): n for n, d in enumerate(docs) if gens.get(d["t"]) == d.get("g")}
     except (OSError, PoolError, ValueError):
         return []
-    keys = list(dict.fromkeys(list(choice.keys) + [h.key for h in scan.latest + scan.states]))[:FINDING_STATES]
     strong = strong_phrases(analysis)
+    keys = list(dict.fromkeys(list(choice.keys) + [h.key for h in scan.latest + scan.states]))[:FINDING_STATES]
+    keys += named_page_states(analysis, rows, meta) + phrase_states(request, strong, matched or {}, rows, meta)
+    keys = list(dict.fromkeys(keys))
     views = []
     for t, i in keys:
         n, m = doc_of.get((t, i)), meta.get((by_id.get(t), i))

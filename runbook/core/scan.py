@@ -166,6 +166,9 @@ class Printer:
 
     def __init__(self, max_chars):
         self.max_chars, self.used, self.lines = max_chars, 0, []
+        self.matched: dict = {}
+        """(folder, state index) -> Counter(pattern index: matches) of every state the scan matched (not printed:
+        what the plan program's findings read beyond the printed best)."""
 
     def add(self, rec):
         line = json.dumps(rec, ensure_ascii=False)
@@ -214,6 +217,7 @@ def scan_output(params: ScanParams, catalog=None):
     idf = weights_of(items, df, n_states)
     sites = site_matches(rows, compiled, [k for k, it in enumerate(items) if it.get("kind") == "term"])
     out = Printer(params.max_chars)
+    out.matched = tfs
     out.add(
         {
             "type": "terms",
