@@ -34,6 +34,7 @@ class StoreReader(RipgrepSearch):
                 "RUNBOOK_STORE_DIR to the store folder"
             )
         self._rows: list | None = None
+        self._pools: tuple | None = None
         self._by_id: dict = {}
         self._by_dir: dict = {}
         self._state_meta: dict | None = None
@@ -154,6 +155,32 @@ class StoreReader(RipgrepSearch):
             header_lines=n_header,
             path=os.path.relpath(path, self.root),
         )
+
+    def page(self, trajectory_id: str, index: int) -> Record:
+        """One state's page structure as parsed at insert: blocks (kind, region, text; a row's `header` is the index
+        of its table's header block) and `tables` (each: header cells, then each row's cells)."""
+        from .findings import tables
+        from .layout import POOLS_DIR
+        from .pools import PoolError, PoolSnapshot
+
+        rec = self.trajectory(trajectory_id)
+        index = index + rec.n_states if index < 0 else index
+        if self._pools is None:
+            snapshot = PoolSnapshot(os.path.join(self.root, POOLS_DIR))
+            gens = snapshot.manifest["trajectories"]
+            docs = snapshot.docs("slices")
+            self._pools = (snapshot, {(d["t"], d["i"]): n for n, d in enumerate(docs) if gens.get(d["t"]) == d["g"]})
+        snapshot, doc_of = self._pools
+        doc = doc_of.get((rec.id, index))
+        if doc is None:
+            raise RbkError(f"no page structure for {rec.id} state {index}: the store's pools do not hold it "
+                           f"(`runbook reindex` builds them)")  # fmt: skip
+        try:
+            _, page = snapshot.page(doc)
+        except PoolError as exc:
+            raise RbkError(str(exc)) from exc
+        blocks = [Record(kind=b.kind, region=b.region, text=b.text, header=b.header) for b in page.blocks]
+        return Record(trajectory=rec.id, index=index, form=page.form, blocks=blocks, tables=tables(page))
 
     def states(self, trajectory_id: str) -> list:
         """Every state of one trajectory, in order (see state())."""

@@ -50,3 +50,14 @@ def test_a_pages_count_and_rows_reach_the_reader_and_its_repeats_cost_a_line(sto
     assert repeats, [item.text[:80] for item in states]
     assert all(not item.url and not item.goal and item.measure() < 0.6 * full[0].measure() for item in repeats)
     assert len({(item.trajectory_id, item.state_index) for item in states}) == len(states)  # each view cited once
+
+
+def test_the_sandbox_reader_gives_a_pages_blocks_and_tables(store, tmp_path):
+    from runbook.core.reader import StoreReader
+
+    run = make_trajectory("run-0", 2, texts=[GRID, GRID])
+    insert_paths(store, [write_jsonl(tmp_path / "in.jsonl", [run])], listeners=[insert_listener(store)], workers=1)
+    page = StoreReader(str(store.root)).page("run-0", -1)
+    assert page.index == 1 and page.form == "axtree"
+    assert any(b.kind == "count" and b.text == "345 records found" for b in page.blocks)
+    assert page.tables == [[["Nickname", "Review"], ["Lumaflex fan", "Great band for stretching"]]]

@@ -14,6 +14,9 @@ Examples:
     rbk.trajectories(site="gitlab", outcome="failure")    # catalog rows, oldest first: id, site, goal, outcome, ...
     t = rbk.trajectory("wa-gitlab-452"); print(t.goal, t.n_states, t.first_time)
     s = rbk.state("wa-gitlab-452", 3); print(s.time, s.url, s.action, s.error); print(s.text[:2000])
+    p = rbk.page("wa-gitlab-452", 3)                    # the page's structure: blocks and tables
+    for b in p.blocks: print(b.kind, b.region, b.text)  # heading, count, field, row, message, ...
+    header, *rows = p.tables[0]; print(header, len(rows))   # a table's cells, to filter, count or compare
     for s in rbk.states("wa-gitlab-452"): print(s.index, s.time, s.action)
     for h in rbk.grep(r"Website url", field="text", site="gitlab"):    # every matching line, oldest first
         print(h.time, h.trajectory, h.state, h.line)
@@ -86,6 +89,11 @@ def trajectories(site=None, outcome=None, goal=None) -> list:
 def trajectory(trajectory_id: str) -> Record:
     """One catalog row by id (a unique prefix also works)."""
     return _store().trajectory(trajectory_id)
+
+
+def page(trajectory_id: str, index: int) -> Record:
+    """One state's page structure (blocks: kind, region, text; tables: header cells then rows' cells)."""
+    return _store().page(trajectory_id, index)
 
 
 def states(trajectory_id: str) -> list:
