@@ -106,8 +106,8 @@ class Store:
         folder = self.trajectory_dir(trajectory_id)
         obj = orjson.loads(self.layout.read_bytes(folder / TRAJECTORY_FILE))
         return trajectory_from_dict(
-            obj, path=str(folder / TRAJECTORY_FILE), base_dir=str(folder), check_screenshots=False
-        )  # checked when they were copied in
+            obj, path=str(folder / TRAJECTORY_FILE), base_dir=str(folder), check_screenshots=False, check_times=False
+        )  # checked when they were copied in (or stored before times were checked)
 
     def state_path(self, trajectory_id: str, index: int) -> Path:
         return self.trajectory_dir(trajectory_id) / STATES_DIR / state_filename(index)

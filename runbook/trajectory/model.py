@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import InputError
 from .screenshots import locate
+from .times import check_time_order, check_timestamp
 
 
 @dataclass(slots=True)
@@ -147,12 +148,14 @@ def trajectory_from_dict(
     base_dir: str | None = None,
     screenshot_root: str | None = None,
     check_screenshots: bool = True,
+    check_times: bool = True,
 ) -> Trajectory:
     """Validate one trajectory object of the project / LongMemEval-V2 `states` schema.
 
     `base_dir` (default: the working folder) resolves relative screenshot paths, and screenshots must lie inside
     it, or inside `screenshot_root` when given (see trajectory/screenshots.py); `check_screenshots=False` only
-    joins the paths (for a store's own files). Raises InputError naming the file, line, trajectory and field.
+    joins the paths (for a store's own files); `check_times=False` keeps times as written (a store written before
+    times were checked). Raises InputError naming the file, line, trajectory and field.
     """
     base_dir = base_dir or os.getcwd()
     where: dict[str, Any] = {"path": path, "line": line}
@@ -203,10 +206,14 @@ def trajectory_from_dict(
                 action=_text(raw.get("action"), where=where, name=f"{fname}.action"),
                 action_error=_text(raw.get("action_error"), where=where, name=f"{fname}.action_error") or "",
                 thought=_text(thought, where=where, name=f"{fname}.thought"),
-                timestamp=_text(raw.get("timestamp"), where=where, name=f"{fname}.timestamp"),
+                timestamp=check_timestamp(raw.get("timestamp"), field=f"{fname}.timestamp", where=where)
+                if check_times
+                else _text(raw.get("timestamp"), where=where, name=f"{fname}.timestamp"),
                 screenshot=shot,
             )
         )
+    if check_times:
+        check_time_order([s.timestamp for s in states], field="states[{}].timestamp", where=where)
     outcome = obj.get("outcome")
     if isinstance(outcome, bool):
         outcome = "success" if outcome else "failure"

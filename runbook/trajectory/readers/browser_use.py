@@ -16,6 +16,7 @@ from typing import Any
 from ...errors import InputError
 from ..model import State, Trajectory, check_id
 from ..screenshots import allowed_root, confine, locate
+from ..times import check_time_order
 from .browsergym import iso_utc, load_json, reward_outcome, site_from_url
 
 NAME = "browser_use"
@@ -57,6 +58,9 @@ def _trajectory(folder: Path, history_file: Path, shots_root: str) -> Trajectory
     states = [_state(pos - first, entries[pos], pos, folder, where, shots_root) for pos in range(first, len(entries))]
     if not states:
         raise InputError("holds only browser-use's synthetic 'Initial Actions' entry", field="history", **where)
+    check_time_order(
+        [s.timestamp for s in states], field=lambda n: f"history[{n + first}].metadata.step_start_time", where=where
+    )
     result = _load_result(folder, tid)
     start_url = _dict(entries[0].get("state")).get("url") if first else states[0].url
     return Trajectory(

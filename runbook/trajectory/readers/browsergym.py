@@ -22,6 +22,7 @@ import orjson
 from ...errors import InputError
 from ..model import State, Trajectory, check_id
 from ..screenshots import allowed_root, confine
+from ..times import check_time_order
 from .safe_pickle import FolderUnreadable, fields_of, load_pickle
 
 NAME = "browsergym"
@@ -104,6 +105,8 @@ def _trajectory(folder: Path, numbered: dict[int, Path], shots_root: str) -> Tra
     for n, (file, record) in enumerate(zip(files, records)):
         following = records[n + 1] if n + 1 < len(records) else None
         states.append(_state(n, record, following, file=file, tid=tid, shots_root=shots_root))
+    where = {"path": str(folder), "trajectory_id": tid}
+    check_time_order([s.timestamp for s in states], field=lambda n: f"{files[n].name}: profiling.env_stop", where=where)
     start_url = states[0].url
     return Trajectory(
         id=tid,

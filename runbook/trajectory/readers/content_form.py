@@ -20,6 +20,7 @@ from typing import Any
 from ...errors import InputError
 from ..model import State, Trajectory, check_id
 from ..screenshots import locate
+from ..times import check_time_order, check_timestamp
 
 _TOP_KNOWN = {"id", "domain", "site", "goal", "start_url", "outcome", "source", "content", "metadata"}
 
@@ -52,6 +53,7 @@ def from_content_form(
         raise InputError("must be an object (it carries the goal as original_goal)", field="metadata", **where)
     folders = (base_dir or os.getcwd(), screenshot_root)
     states = [_state(item, pos, where=where, folders=folders) for pos, item in enumerate(content)]
+    check_time_order([s.timestamp for s in states], field="content[{}].timestamp", where=where)
     return Trajectory(
         id=tid,
         states=states,
@@ -85,7 +87,7 @@ def _state(item: Any, pos: int, *, where: dict, folders: tuple[str, str | None])
         text=text,
         action=_optional_str(item.get("action"), f"{name}.action", where),
         thought=_optional_str(item.get("thoughts", item.get("thought")), f"{name}.thoughts", where),
-        timestamp=_optional_str(item.get("timestamp"), f"{name}.timestamp", where),
+        timestamp=check_timestamp(item.get("timestamp"), field=f"{name}.timestamp", where=where),
         screenshot=_screenshot(observation.get("screenshot"), f"{name}.observation.screenshot", where, folders),
     )
 
