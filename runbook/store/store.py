@@ -48,7 +48,9 @@ class Store:
     """A runbook store on disk (see ARCHITECTURE.md's store layout)."""
 
     def __init__(self, root: str | os.PathLike, *, create: bool = False):
-        self.layout = Layout(Path(root))
+        # absolute (links kept): store files are opened from the root down, so a relative root would be looked up
+        # inside itself ('.runbook/.runbook/...')
+        self.layout = Layout(Path(root).absolute())
         self.root = self.layout.root
         if not self.layout.meta.exists():
             if not create:
