@@ -19,6 +19,9 @@ _ENCODING_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_bas
 IMAGE_TOKENS = 800
 """Stated cost of one image in a context: about what a 1024x576 screenshot costs a vision model (w*h/750)."""
 
+DEFAULT_BUDGET = "8k"
+"""The token budget a query gets when none is given, in the CLI and both servers alike."""
+
 ELISION = "\n[… {n} tokens elided …]"
 
 

@@ -4,23 +4,27 @@ from __future__ import annotations
 
 import click
 
-from ..memory import METHODS
+from ..budget import DEFAULT_BUDGET
+from ..memory import DEFAULT_METHOD, METHODS
 
 
 def evidence_options(command):
     """--budget, --method, --policy, --model, --sandbox and --image, as `runbook query` takes them."""
     decorators = [
         click.option(
-            "--budget", default="8k", show_default=True, help="Token budget of the context: 8000, 8k, 1.5k, 32K."
+            "--budget",
+            default=DEFAULT_BUDGET,
+            show_default=True,
+            help="Token budget of the context: 8000, 8k, 1.5k, 32K.",
         ),
         click.option(
             "--method",
-            type=click.Choice(sorted(METHODS)),
-            default="c",
+            type=click.Choice(sorted(METHODS), case_sensitive=False),
+            default=DEFAULT_METHOD,
             show_default=True,
-            help="c: coding agent in a sandbox; r: knowledge pools; auto: r, escalating to c when r's "
-            "evidence is weak; baselines: bm25 (plain BM25 over states), full (whole trajectories, "
-            "newest first), none (an empty context).",
+            help="auto: r, escalating to c when r's evidence is weak (and c for a question with an image); "
+            "c: coding agent in a sandbox; r: knowledge pools; baselines: bm25 (plain BM25 over states), full "
+            "(whole trajectories, newest first), none (an empty context). Case does not matter: R is r.",
         ),
         click.option(
             "--policy", default=None, help="Method c's policy: offline (default without a model), anthropic, openai."

@@ -27,6 +27,13 @@ METHODS = {
 }
 
 
+DEFAULT_METHOD = "auto"
+"""The method a query uses when none is named, in the CLI and both servers alike: R's latency on the questions R
+answers well, C's depth on the others, and the only default that looks at a question's image."""
+IMAGE_METHODS = frozenset({"c", "auto"})
+"""Methods that look at a question's image (auto hands every question with one to C)."""
+
+
 def memory_class(method: str) -> type:
     """The class registered as `method`."""
     try:

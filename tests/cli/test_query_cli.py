@@ -3,6 +3,8 @@ error and a non-zero exit, before any work (no sandbox, no transcript, no reader
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from click.testing import CliRunner
 from PIL import Image
@@ -66,3 +68,17 @@ def test_a_real_image_is_accepted(store_path, tmp_path):
     Image.new("RGB", (8, 8), "white").save(tmp_path / "q.png")
     result = run(store_path, "query", "Which page is this?", "--image", str(tmp_path / "q.png"), "--method", "r")
     assert result.exit_code == 0, result.output
+
+
+def test_method_names_are_read_in_any_case_and_the_defaults_are_the_librarys(store_path):
+    """Item 7 of issue 24: `--method R` was refused though every table says "R"; the CLI's defaults (c, 8k) differed
+    from the servers' (r, 8k and r, 4k): all three take runbook.memory.DEFAULT_METHOD and budget.DEFAULT_BUDGET."""
+    from runbook.budget import DEFAULT_BUDGET
+    from runbook.cli.query import query
+    from runbook.memory import DEFAULT_METHOD
+
+    result = run(store_path, "query", "Where is the Bestsellers report?", "--method", "R", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["method"] == "r"
+    defaults = {p.name: p.default for p in query.params}
+    assert (defaults["method"], defaults["budget"]) == (DEFAULT_METHOD, DEFAULT_BUDGET) == ("auto", "8k")
