@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 from hypothesis import given, settings
@@ -101,3 +102,14 @@ def test_a_budget_of_one_returns_nothing_and_says_so_where_it_can():
     roomier = pack("q", 30, [item("a", "x " * 100)], analysis="The price is $24.")
     assert roomier.items == [] and roomier.tokens <= 30
     assert "no evidence item fits" in roomier.analysis.lower()
+
+
+def test_the_text_an_agent_reads_costs_what_tokens_says():
+    """Item 6 of issue 24: MCP returned JSON in a text block (a 2k budget cost 3,275 tokens); to_text is the
+    counted text itself."""
+    items = [item(f"t-{n}", f"trajectory body {n} " + "word " * 300) for n in range(6)]
+    for budget in (300, 700, 2000):
+        context = pack("What is the price?", budget, [copy.deepcopy(i) for i in items], analysis="The price is $24.")
+        text = context.to_text()
+        assert text.startswith("Analysis: The price is $24.\n[state] trajectory t-0")
+        assert count_tokens(text) <= budget
