@@ -110,6 +110,24 @@ def _state(index: int, entry: Any, pos: int, folder: Path, where: dict, shots_ro
     )
 
 
+def entry_fields(entry: dict[str, Any]) -> dict[str, Any]:
+    """A history entry as a streamed step's fields (url, title, accessibility_tree, thought, action, action_error,
+    timestamp, screenshot), for an agent that posts its entries while it runs."""
+    state, output = _dict(entry.get("state")), _dict(entry.get("model_output"))
+    thought = output.get("thinking")
+    fields = {
+        "url": state.get("url"),
+        "title": state.get("title"),
+        "accessibility_tree": _browser_state(entry.get("state_message")) or None,
+        "thought": (thought.strip() or None) if isinstance(thought, str) else None,
+        "action": render_actions(output.get("action")) or None,
+        "action_error": _errors(entry.get("result")) or None,
+        "timestamp": iso_utc(_dict(entry.get("metadata")).get("step_start_time")),
+        "screenshot": state.get("screenshot_path") or None,
+    }
+    return {k: v for k, v in fields.items() if v is not None}
+
+
 def render_actions(actions: Any) -> str:
     """browser-use actions as calls, one per line: `input(index=16, text='Jordan R. Rivera', clear=True)`."""
     lines = []
