@@ -1,36 +1,56 @@
-"""The HTTP API (FastAPI; OpenAPI schema at /openapi.json, docs at /docs), a thin shell over MemoryService.
+"""The HTTP API (FastAPI), a thin shell over MemoryService. Its schema (/openapi.json) and docs (/docs: Swagger UI,
+/redoc: ReDoc, both served from the package, no CDN) are public; everything else needs the API key when one is set.
 
-    POST /query                          {"question", "budget": 8000 | "8k", "method": "r", "image_base64"?}
+    POST /query                          {"question", "budget": 8000 | "8k", "method": "auto", "image_base64"?}
     POST /trajectories                   a whole trajectory (the JSONL schema), or {"id", "stream": true, "goal",
                                          "site", ..., "visible": "close" | "step"} to open one an agent streams
-    POST /trajectories/{id}/states       the next step of an open trajectory
+    POST /trajectories/{id}/states       the next step of an open trajectory (runbook's, AgentLab's or
+                                         browser-use's shape)
     POST /trajectories/{id}/close        {"outcome"?}: insert it; queries see it from now on
     GET  /trajectories/{id}              a trajectory's row and states (or an open one's progress)
     GET  /trajectories/{id}/states/{i}   one state: header, page text, provenance
+    GET  /trajectories/{id}/states/{i}/screenshot   its screenshot
     GET  /stats                          the store's figures
 
-Bad input gets a 4xx whose `error` names the field; nothing is written. With an API key every request must carry
-`Authorization: Bearer KEY` (or `X-API-Key: KEY`).
+Bad input gets a 4xx `{"error", "field"}` naming the field; nothing is written. With an API key every request
+but the docs must carry `Authorization: Bearer KEY` (or `X-API-Key: KEY`).
 """
 
 from __future__ import annotations
 
 import hmac
-import json
-from typing import Any
+import logging
+import time
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Request
+from fastapi import Body, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse, Response
+from fastapi_offline import FastAPIOffline
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..budget import parse_budget
+from .. import __version__
 from ..errors import BudgetError, ConflictError, InputError, QueryError, RunbookError
 from .images import image_file
-from .service import BusyError, MemoryService, NotFound
+from .models import (
+    CloseRequest,
+    ErrorBody,
+    InsertResult,
+    OpenResult,
+    QueryRequest,
+    QueryResult,
+    Step,
+    StepResult,
+    TrajectoryRequest,
+)
+from .service import BusyError, Gone, MemoryService, NotFound
 
 MAX_BODY_BYTES = 20 * 1024 * 1024
 """A request body larger than this is refused before it is read whole (413)."""
+PUBLIC = ("/openapi.json", "/docs", "/redoc", "/static-offline-docs/", "/docs/oauth2-redirect")
+"""Paths served without the API key: the schema and its documentation."""
+access_log = logging.getLogger("runbook.access")
 
 
 class TooLarge(RunbookError):
@@ -38,6 +58,7 @@ class TooLarge(RunbookError):
 
 
 STATUS = [
+    (Gone, 410),
     (NotFound, 404),
     (ConflictError, 409),
     (BusyError, 503),
@@ -48,28 +69,46 @@ STATUS = [
 ]
 
 
-class QueryBody(BaseModel):
-    question: str = Field(description="What the agent wants to know")
-    budget: int | str = Field("8k", description="Tokens of context: 8000, '8k', '1.5k'")
-    method: str = Field("r", description="r (pools, fast), auto (r, then c when weak), c (coding agent), bm25")
-    image_base64: str | None = Field(None, description="An image that belongs to the question (PNG/JPEG, base64)")
-
-
-class CloseBody(BaseModel):
-    outcome: str | None = Field(None, description="How the run ended, e.g. 'success (reward 1.0)'")
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    meaning = {
+        400: "Bad input: the error names the field; nothing was written",
+        401: "A valid API key is required",
+        404: "No such trajectory, open trajectory or state",
+        409: "Another trajectory is stored under this id",
+        410: "The open trajectory went without a step past the age limit and was discarded",
+        413: "The body is over the size limit",
+        503: "The writer or every sandbox stayed busy: retry later",
+    }
+    return {code: {"model": ErrorBody, "description": meaning[code]} for code in codes}
 
 
 def create_app(service: MemoryService, *, api_key: str | None = None, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
-    app = FastAPI(
+    app = FastAPIOffline(
         title="runbook",
-        description="A long-term memory for web agents: cited, token-budgeted evidence from past trajectories.",
-        version="0.1.0",
+        description=(
+            "A long-term memory for web agents: cited, token-budgeted evidence from past trajectories, and the agent's "
+            'own steps streamed in as it works. Every refused request is a 4xx `{"error", "field"}`.'
+        ),
+        version=__version__,
     )
     app.state.max_body_bytes = max_body_bytes
 
     @app.middleware("http")
     async def guard(request: Request, call_next):
-        if api_key is not None:
+        start = time.perf_counter()
+        response = await _guarded(request, call_next)
+        access_log.info(
+            '%s "%s %s" %d %.0f ms',
+            request.client.host if request.client else "-",
+            request.method,
+            request.url.path,
+            response.status_code,
+            (time.perf_counter() - start) * 1000,
+        )
+        return response
+
+    async def _guarded(request: Request, call_next):
+        if api_key is not None and not request.url.path.startswith(PUBLIC):
             given = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ")
             if not hmac.compare_digest(given.encode(), api_key.encode()):
                 return _error(401, "a valid API key is required (Authorization: Bearer KEY or X-API-Key: KEY)")
@@ -81,9 +120,17 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
     @app.exception_handler(RequestValidationError)
     async def invalid(_request: Request, exc: RequestValidationError):
         first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
         if first.get("type") == "json_invalid":
-            return _error(400, f"malformed JSON: {first.get('msg', '')}", field="body")
+            return _error(
+                400, f"malformed JSON: {first.get('ctx', {}).get('error', first.get('msg', ''))}", field="body"
+            )
+        where = _field(first.get("loc", ()))
+        if first.get("type") == "missing" and where == "body":
+            return _error(400, "the body is missing: send a JSON object", field="body")
+        if first.get("type") == "extra_forbidden":
+            return _error(400, f"unknown field {where!r}: see /docs for the fields this takes", field=where)
+        if first.get("type") in ("model_attributes_type", "dict_type") and where == "body":
+            return _error(400, "must be a JSON object", field="body")
         return _error(400, f"field {where!r}: {first.get('msg', 'invalid')}", field=where)
 
     @app.exception_handler(RunbookError)
@@ -91,63 +138,135 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
         status = next((code for kind, code in STATUS if isinstance(exc, kind)), 500)
         return _error(status, str(exc), field=getattr(exc, "field", None))
 
-    @app.post("/query", summary="Evidence for a question, cut to the budget, every item citing its source")
-    def query(body: QueryBody) -> dict:
-        try:
-            budget = parse_budget(body.budget) if isinstance(body.budget, str) else body.budget
-        except BudgetError as exc:
-            raise InputError(str(exc), field="budget") from exc
-        if budget < 1:
-            raise InputError("must be at least 1 token", field="budget")
+    @app.post(
+        "/query",
+        response_model=QueryResult,
+        responses=_errors(400, 401, 503),
+        summary="Evidence for a question, cut to the budget, every item citing its source",
+    )
+    def query(body: QueryRequest) -> dict:
         with image_file(body.image_base64) as image:
-            return service.query(body.question, budget=budget, method=body.method, image=image)
+            return service.query(body.question, budget=body.budget, method=body.method, image=image)
 
-    @app.post("/trajectories", status_code=201, summary="Insert a trajectory, or open one to stream its steps")
-    async def post_trajectory(request: Request) -> dict:
-        obj = await _json_object(request)
-        if obj.pop("stream", False):
-            tid = obj.pop("id", None) or obj.pop("trajectory_id", None)
-            if not isinstance(tid, str):
-                raise InputError("is missing: a streamed trajectory needs an id", field="id")
-            obj.pop("states", None)
-            return service.open_trajectory(tid, **obj)
-        return service.insert(obj)
+    @app.post(
+        "/trajectories",
+        status_code=201,
+        response_model=InsertResult | OpenResult,
+        responses=_errors(400, 401, 409, 413, 503),
+        summary="Insert a whole trajectory, or open one to stream its steps",
+    )
+    def post_trajectory(body: TrajectoryRequest) -> dict:
+        if body.stream:
+            if body.states:
+                raise InputError("a streamed trajectory starts with no states: append them one by one", field="states")
+            fields = body.model_dump(exclude={"id", "stream", "visible", "states"}, exclude_none=True)
+            return service.open_trajectory(body.id, visible=body.visible, **fields)
+        if body.states is None:
+            raise InputError('is missing: send the states, or "stream": true to open the trajectory', field="states")
+        return service.insert(body.model_dump(exclude={"stream", "visible"}, exclude_unset=True))
 
-    @app.post("/trajectories/{trajectory_id}/states", status_code=201, summary="Append a step to an open trajectory")
-    async def post_state(trajectory_id: str, request: Request) -> dict:
-        return service.append_state(trajectory_id, await _json_object(request))
+    @app.post(
+        "/trajectories/{trajectory_id}/states",
+        status_code=201,
+        response_model=StepResult,
+        responses=_errors(400, 401, 404, 410, 503),
+        summary="Append a step to an open trajectory",
+    )
+    def post_state(trajectory_id: str, body: Annotated[Step, Body()]) -> dict:
+        return service.append_state(trajectory_id, body.model_dump(exclude_none=True))
 
-    @app.post("/trajectories/{trajectory_id}/close", summary="Insert an open trajectory: queries see it from now on")
-    def close(trajectory_id: str, body: CloseBody | None = None) -> dict:
+    @app.post(
+        "/trajectories/{trajectory_id}/close",
+        response_model=InsertResult,
+        responses=_errors(400, 401, 404, 410, 503),
+        summary="Insert an open trajectory: queries see it from now on",
+    )
+    def close(trajectory_id: str, body: CloseRequest | None = None) -> dict:
         return service.close_trajectory(trajectory_id, outcome=body.outcome if body else None)
 
-    @app.get("/trajectories/{trajectory_id}", summary="A trajectory's row and states")
+    @app.get("/trajectories/{trajectory_id}", responses=_errors(401, 404), summary="A trajectory's row and states")
     def get_trajectory(trajectory_id: str) -> dict:
         return service.trajectory(trajectory_id)
 
-    @app.get("/trajectories/{trajectory_id}/states/{index}", summary="One state with its provenance")
+    @app.get(
+        "/trajectories/{trajectory_id}/states/{index}",
+        responses=_errors(401, 404),
+        summary="One state with its provenance",
+    )
     def get_state(trajectory_id: str, index: int) -> dict:
         return service.state(trajectory_id, index)
 
-    @app.get("/stats", summary="The store's figures")
+    @app.get(
+        "/trajectories/{trajectory_id}/states/{index}/screenshot",
+        response_class=Response,
+        responses={200: {"content": {"image/png": {}, "image/jpeg": {}}}, **_errors(401, 404)},
+        summary="A state's screenshot",
+    )
+    def get_screenshot(trajectory_id: str, index: int) -> Response:
+        data, media_type = service.screenshot(trajectory_id, index)
+        return Response(data, media_type=media_type)
+
+    @app.get("/stats", responses=_errors(401), summary="The store's figures")
     def stats() -> dict:
         return service.stats()
 
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, exc: StarletteHTTPException):
+        return _error(exc.status_code, str(exc.detail))
+
+    app.openapi = lambda: _schema(app)  # type: ignore[method-assign]
+    app.add_middleware(BodyLimit, limit=max_body_bytes)
     return app
+
+
+class BodyLimit:
+    """Counts a body that names no length up front (chunked) as it arrives: past the limit, a 413."""
+
+    def __init__(self, app: Any, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> Any:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b"")) if message["type"] == "http.request" else 0
+            if seen > self.limit:
+                raise StarletteHTTPException(413, f"the body is over {self.limit:,} bytes")
+            return message
+
+        await self.app(scope, counted, send)
+
+
+def _schema(app: FastAPI) -> dict[str, Any]:
+    """The OpenAPI schema without FastAPI's 422 (this API answers bad input with a 400 and ErrorBody)."""
+    if app.openapi_schema is None:
+        schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+        for path in schema.get("paths", {}).values():
+            for operation in path.values():
+                operation.get("responses", {}).pop("422", None)
+        for name in ("HTTPValidationError", "ValidationError"):
+            schema.get("components", {}).get("schemas", {}).pop(name, None)
+        app.openapi_schema = schema
+    return app.openapi_schema
+
+
+def _field(loc: Any) -> str:
+    """'states[0].url' from pydantic's ('body', 'states', 0, 'url'); a step's shape tag is left out."""
+    out = ""
+    for part in loc:
+        if part in ("body", "runbook", "agentlab", "browser_use") and not out:
+            continue
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "body"
 
 
 def _error(status: int, message: str, *, field: str | None = None) -> JSONResponse:
     return JSONResponse({"error": message, **({"field": field} if field else {})}, status_code=status)
-
-
-async def _json_object(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if len(raw) > request.app.state.max_body_bytes:  # a chunked body names no length up front
-        raise TooLarge(f"the body is over {request.app.state.max_body_bytes:,} bytes")
-    try:
-        obj = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"malformed JSON: {exc}", field="body") from exc
-    if not isinstance(obj, dict):
-        raise InputError(f"must be a JSON object, got {type(obj).__name__}", field="body")
-    return obj

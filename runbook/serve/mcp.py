@@ -1,21 +1,57 @@
 """The MCP server (the official `mcp` SDK's FastMCP), a thin shell over MemoryService, over stdio or streamable HTTP.
 
-Tools: `query` (question, budget, method, image_base64), `insert` (a whole trajectory), `open_trajectory`,
-`append_state`, `close_trajectory` (streaming insert), `stats`, `show` (a trajectory, or one of its states).
-Resources: `runbook://trajectories/{trajectory_id}` and `runbook://trajectories/{trajectory_id}/states/{index}`.
+Tools: `query` (the context as text the agent reads, its structure as structured content, and screenshots as image
+content when asked), `insert` (a whole trajectory), `open_trajectory`, `append_state`, `close_trajectory`
+(streaming insert, journaled in the store: it goes on across server restarts), `stats`, `show` (a trajectory, or one
+of its states, with its screenshot when asked). Resources: `runbook://stats`, `runbook://trajectories` and the
+templates `runbook://trajectories/{trajectory_id}`, `.../states/{index}`, `.../states/{index}/screenshot`.
 Every result carries provenance (trajectory, state, url, time, file); a refused call is a tool error naming the field.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
+import inspect
 import json
-from typing import Any
+import logging
+import time
+from collections.abc import Callable
+from typing import Annotated, Any
 
+import anyio
 from mcp.server.fastmcp import FastMCP
+from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
+from pydantic import Field
 
-from ..budget import parse_budget
+from .. import __version__
+from ..budget import DEFAULT_BUDGET
 from .images import image_file
+from .models import BUDGET_HELP, DEFAULT, METHOD_HELP, Method, QueryResult, Step, TrajectoryRequest, Visibility
 from .service import MemoryService
+
+TRAJECTORY_LIST_LIMIT = 200
+"""Newest trajectories listed by the runbook://trajectories resource."""
+
+TrajectoryId = Annotated[str, Field(description="The trajectory's id")]
+call_log = logging.getLogger("runbook.access")
+
+
+class _DropDisconnects(logging.Filter):
+    """The SDK logs a client that hangs up (its stream closed under the server) as an ERROR with a traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)):
+            logging.getLogger("runbook.serve").debug("an MCP client disconnected: %s", record.getMessage())
+            return False
+        return True
+
+
+def quiet_disconnects() -> None:
+    """A client's disconnect is not an error: keep its traceback out of the server's log."""
+    for name in ("mcp.server.streamable_http", "mcp.server.streamable_http_manager"):
+        logging.getLogger(name).addFilter(_DropDisconnects())
 
 
 def create_mcp(service: MemoryService, *, host: str = "127.0.0.1", port: int = 8766) -> FastMCP:
@@ -31,53 +67,144 @@ def create_mcp(service: MemoryService, *, host: str = "127.0.0.1", port: int = 8
         port=port,
         log_level="WARNING",
     )
+    server._mcp_server.version = __version__  # FastMCP would report the SDK's version as the server's
 
-    @server.tool()
-    def query(question: str, budget: str = "4k", method: str = "r", image_base64: str | None = None) -> dict:
-        """Evidence for a question from past trajectories, cut to `budget` tokens (e.g. '4k'), most important
-        first, each item citing trajectory, state, url and time. method: r (fast, default), auto (r, then the
-        coding agent when r's evidence is weak), c (the coding agent in a sandbox)."""
+    def tool(**options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """server.tool with the docstring, dedented, as the description."""
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(fn)
+            def logged(*args: Any, **kwargs: Any) -> Any:
+                start = time.perf_counter()
+                outcome = "ok"
+                try:
+                    return fn(*args, **kwargs)
+                except Exception as exc:
+                    outcome = f"refused: {exc}"[:200]
+                    raise
+                finally:
+                    call_log.info("tool %s %.0f ms %s", fn.__name__, (time.perf_counter() - start) * 1000, outcome)
+
+            return server.tool(description=inspect.cleandoc(fn.__doc__ or ""), **options)(logged)
+
+        return register
+
+    @tool()
+    def query(
+        question: Annotated[str, Field(description="What you want to know about the web environment")],
+        budget: Annotated[int | str, Field(description=BUDGET_HELP)] = DEFAULT_BUDGET,
+        method: Annotated[Method, Field(description=METHOD_HELP)] = DEFAULT,
+        image_base64: Annotated[
+            str | None, Field(description="An image that belongs to the question (PNG/JPEG, base64): auto or c")
+        ] = None,
+        images: Annotated[
+            int,
+            Field(
+                ge=0,
+                le=10,
+                description="Return the screenshots of the first N items that have one, as images "
+                "(about 800 tokens each, on top of the budget)",
+            ),
+        ] = 0,
+    ) -> Annotated[CallToolResult, QueryResult]:
+        """Evidence from past trajectories for a question, cut to the token budget, most important first.
+
+        The text is the context to read: an analysis, then items, each citing trajectory, state, url and time.
+        The structured content holds the same items as fields (and each state's screenshot path)."""
         with image_file(image_base64) as image:
-            return service.query(question, budget=parse_budget(budget), method=method, image=image)
+            context = service.query_context(question, budget=budget, method=method, image=image)
+        structured = service.to_json(context)
+        content: list[ContentBlock] = [TextContent(type="text", text=context.to_text() or "(no evidence)")]
+        for item in [i for i in structured["items"] if i.get("screenshot")][:images]:
+            index = item.get("state_index", item.get("start_state_index"))
+            content.append(_image(service, item["trajectory_id"], index))
+        return CallToolResult(content=content, structuredContent=structured)
 
-    @server.tool()
-    def insert(trajectory: dict[str, Any]) -> dict:
-        """Insert one whole trajectory: {"id", "goal", "site", "outcome", "states": [{"url", "accessibility_tree",
-        "action", "action_error", "thought", "timestamp"}, ...]}."""
-        return service.insert(trajectory)
-
-    @server.tool()
-    def open_trajectory(
-        trajectory_id: str, goal: str = "", site: str = "", start_url: str = "", visible: str = "close"
+    @tool()
+    def insert(
+        trajectory: Annotated[
+            TrajectoryRequest, Field(description="The whole trajectory, in runbook's JSONL schema, states in order")
+        ],
     ) -> dict:
-        """Start a trajectory you will stream step by step. visible: 'close' (queries see it once closed) or
-        'step' (after every step)."""
+        """Insert one whole trajectory: {"id", "goal", "site", "outcome", "states": [{"url", "accessibility_tree",
+        "action", "action_error", "thought", "timestamp"}, ...]}. States without a timestamp get the receive time."""
+        return service.insert(trajectory.model_dump(exclude={"stream", "visible"}, exclude_unset=True))
+
+    @tool()
+    def open_trajectory(
+        trajectory_id: Annotated[str, Field(description="A new id for your run")],
+        goal: Annotated[str, Field(description="The task you were given")] = "",
+        site: Annotated[str, Field(description="The web environment, e.g. shopping_admin")] = "",
+        start_url: Annotated[str, Field(description="Where the run starts")] = "",
+        visible: Annotated[
+            Visibility, Field(description="close: queries see it once closed; step: after every step")
+        ] = "close",
+    ) -> dict:
+        """Start a trajectory you will stream step by step with append_state, then close_trajectory.
+
+        It is journaled in the store: it survives a server restart, and is discarded after a day without a step."""
         return service.open_trajectory(
             trajectory_id, visible=visible, goal=goal or None, site=site or None, start_url=start_url or None
         )
 
-    @server.tool()
-    def append_state(trajectory_id: str, state: dict[str, Any]) -> dict:
-        """Append the next step of an open trajectory: {"url", "title", "accessibility_tree", "action",
-        "action_error", "thought", "timestamp"}."""
-        return service.append_state(trajectory_id, state)
+    @tool()
+    def append_state(
+        trajectory_id: TrajectoryId,
+        state: Annotated[
+            Step,
+            Field(
+                description="The step: {url, title, accessibility_tree, action, action_error, thought, timestamp} "
+                "(also BrowserGym's axtree_txt / think / last_action_error, an AgentLab step record {obs, "
+                "action, agent_info}, or a browser-use history entry {model_output, state, result, metadata})"
+            ),
+        ],
+    ) -> dict:
+        """Append the next step of an open trajectory. Without a timestamp it gets the server's receive time."""
+        return service.append_state(trajectory_id, state.model_dump(exclude_none=True))
 
-    @server.tool()
-    def close_trajectory(trajectory_id: str, outcome: str = "") -> dict:
+    @tool()
+    def close_trajectory(
+        trajectory_id: TrajectoryId,
+        outcome: Annotated[str, Field(description="How the run ended, e.g. 'success (reward 1.0)'")] = "",
+    ) -> dict:
         """Insert an open trajectory as one atomic insert; queries see it from now on."""
         return service.close_trajectory(trajectory_id, outcome=outcome or None)
 
-    @server.tool()
+    @tool()
     def stats() -> dict:
-        """What the store holds: trajectories, states, tokens, per site and outcome."""
+        """What the store holds: trajectories, states, tokens, per site and outcome, and the open trajectories."""
         return service.stats()
 
-    @server.tool()
-    def show(trajectory_id: str, state_index: int | None = None) -> dict:
+    @tool()
+    def show(
+        trajectory_id: TrajectoryId,
+        state_index: Annotated[int | None, Field(description="A state's index: its page text and header")] = None,
+        image: Annotated[bool, Field(description="With state_index: also return its screenshot as an image")] = False,
+    ) -> CallToolResult:
         """A trajectory's goal, outcome and one line per state; with state_index, that state's page text."""
         if state_index is None:
-            return service.trajectory(trajectory_id)
-        return service.state(trajectory_id, state_index)
+            found = service.trajectory(trajectory_id)
+            return CallToolResult(content=[_json_text(found)], structuredContent=found)
+        state = service.state(trajectory_id, state_index)
+        content: list[ContentBlock] = [_json_text(state)]
+        if image and state.get("screenshot"):
+            content.append(_image(service, trajectory_id, state_index))
+        return CallToolResult(content=content, structuredContent=state)
+
+    @server.resource("runbook://stats", mime_type="application/json", description="The store's figures")
+    def stats_resource() -> str:
+        return json.dumps(service.stats())
+
+    @server.resource(
+        "runbook://trajectories",
+        mime_type="application/json",
+        description=f"The newest {TRAJECTORY_LIST_LIMIT} stored trajectories: id, site, goal, outcome, states",
+    )
+    def trajectories_resource() -> str:
+        rows = service.store.rows()[-TRAJECTORY_LIST_LIMIT:][::-1]
+        return json.dumps(
+            [{"id": r.id, "site": r.site, "goal": r.goal, "outcome": r.outcome, "n_states": r.n_states} for r in rows]
+        )
 
     @server.resource("runbook://trajectories/{trajectory_id}", mime_type="application/json")
     def trajectory_resource(trajectory_id: str) -> str:
@@ -89,4 +216,18 @@ def create_mcp(service: MemoryService, *, host: str = "127.0.0.1", port: int = 8
         """One stored state with its page text and provenance."""
         return json.dumps(service.state(trajectory_id, int(index)))
 
+    @server.resource("runbook://trajectories/{trajectory_id}/states/{index}/screenshot", mime_type="image/png")
+    def screenshot_resource(trajectory_id: str, index: str) -> bytes:
+        """A stored state's screenshot."""
+        return service.screenshot(trajectory_id, int(index))[0]
+
     return server
+
+
+def _json_text(value: Any) -> TextContent:
+    return TextContent(type="text", text=json.dumps(value, ensure_ascii=False, indent=1))
+
+
+def _image(service: MemoryService, trajectory_id: str, index: int) -> ImageContent:
+    data, media_type = service.screenshot(trajectory_id, index)
+    return ImageContent(type="image", data=base64.b64encode(data).decode(), mimeType=media_type)

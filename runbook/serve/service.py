@@ -6,43 +6,40 @@
     service.append_state("run-7", {"url": ..., "accessibility_tree": ..., "action": ...})
     service.close_trajectory("run-7")                                              # visible to queries now
 
-Readers never see a partial trajectory: a streamed one is validated step by step, held here, and inserted as one
-atomic insert when it is closed (or, with `visible="step"`, re-inserted whole after every step). One writer at a
+Readers never see a partial trajectory: a streamed one is validated step by step, journaled in the store
+(runbook/store/journal.py: it outlives the server, so a restart, or a client that starts a server per call, goes
+on where it was), and inserted as one atomic insert when it is closed (or, with `visible="step"`, re-inserted
+whole after every step). A step sent without a time gets the server's receive time, and says so. One writer at a
 time: another waits up to `write_timeout` seconds, then gets a BusyError. Method C's sandboxes are capped: at most
 `max_sandboxes` C (or escalated auto) queries run at once, others wait up to `sandbox_wait` seconds.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 import threading
-import time
-from dataclasses import dataclass, field
 from typing import Any
 
+from ..budget import DEFAULT_BUDGET, parse_budget
+from ..context import Context
 from ..core.layout import state_relpath
-from ..errors import InputError, RunbookError
-from ..memory import METHODS, get_memory
-from ..pools.build import insert_with_pools
+from ..errors import BudgetError, InputError, RunbookError
+from ..memory import DEFAULT_METHOD, IMAGE_METHODS, METHODS, get_memory
+from ..pools.build import insert_listener, insert_with_pools
 from ..store import Store
-from ..trajectory.model import trajectory_from_dict
+from ..store.journal import DEFAULT_MAX_AGE_S, Expired, Journal, NotOpen, OpenRun
+from ..trajectory.model import Trajectory, trajectory_from_dict
+from ..trajectory.steps import read_step
+from ..trajectory.times import now_iso
 
 SANDBOX_METHODS = frozenset({"c", "auto"})
 """Methods that may start a sandbox per query."""
-STATE_FIELDS = (
-    "url",
-    "title",
-    "accessibility_tree",
-    "text",
-    "page_text",
-    "action",
-    "action_error",
-    "thought",
-    "timestamp",
-    "screenshot",
-)
-"""What one streamed step may carry (the trajectory schema's state fields)."""
+VISIBILITY = ("close", "step")
+RECEIVED = "received_times"
+"""A stored trajectory's field: the states whose time is the server's receive time (none was sent)."""
+TIME_SOURCE = "server receive time (the step was sent without one)"
 
 
 class BusyError(RunbookError):
@@ -53,31 +50,26 @@ class NotFound(RunbookError):
     """No such trajectory, open trajectory or state."""
 
 
-@dataclass
-class OpenTrajectory:
-    """A trajectory an agent is still writing: its fields and the steps so far."""
-
-    fields: dict[str, Any]
-    states: list[dict[str, Any]] = field(default_factory=list)
-    visible: str = "close"
-    """'close': inserted when closed; 'step': re-inserted after every step."""
-    opened: float = field(default_factory=time.time)
+class Gone(NotFound):
+    """An open trajectory that was discarded after the age limit."""
 
 
 class MemoryService:
-    """Queries, inserts and reads over one store, safe to call from many threads."""
+    """Queries, inserts and reads over one store, safe to call from many threads and from several processes."""
 
     def __init__(
         self,
         store_path: str | os.PathLike,
         *,
+        create: bool = False,
         screenshot_root: str | os.PathLike | None = None,
         max_sandboxes: int = 2,
         sandbox_wait: float = 60.0,
         write_timeout: float = 30.0,
+        open_max_age_s: float = DEFAULT_MAX_AGE_S,
         memory_options: dict[str, Any] | None = None,
     ):
-        self.store = Store(store_path, create=True)
+        self.store = Store(store_path, create=create)
         # without a screenshot root a posted screenshot path resolves inside an empty folder: refused, never read
         self._no_shots: tempfile.TemporaryDirectory[str] | None = None
         if screenshot_root:
@@ -91,16 +83,39 @@ class MemoryService:
         self._memories_lock = threading.Lock()
         self._sandboxes = threading.BoundedSemaphore(max_sandboxes)
         self._writer = threading.Lock()
-        self._open: dict[str, OpenTrajectory] = {}
-        self._open_lock = threading.Lock()
+        self.journal = Journal(self.store.layout, max_age_s=open_max_age_s)
+        self.journal.sweep()
 
     # -- queries -----------------------------------------------------------------------------------------------
-    def query(self, question: str, *, budget: int, method: str = "r", image: str | None = None) -> dict:
+    def query(self, question: str, *, budget: int | str | None = None, method: str | None = None, image=None) -> dict:
         """The context for `question` as JSON: analysis and items, each citing trajectory, state, url and time."""
+        return self.to_json(self.query_context(question, budget=budget, method=method, image=image))
+
+    def query_context(
+        self, question: str, *, budget: int | str | None = None, method: str | None = None, image: str | None = None
+    ) -> Context:
+        """The Context for `question` (defaults: the library's method and budget)."""
+        method = (method or DEFAULT_METHOD).lower()
         if method not in METHODS:
             raise InputError(f"unknown method {method!r}: choose one of {', '.join(sorted(METHODS))}", field="method")
-        if budget < 1:
-            raise InputError("must be at least 1 token", field="budget")
+        tokens = budget_tokens(DEFAULT_BUDGET if budget is None else budget)
+        if image and method not in IMAGE_METHODS:
+            raise InputError(
+                f"method {method!r} does not look at images, so the image would be ignored: use "
+                f"{' or '.join(sorted(IMAGE_METHODS))}, which compare it with the stored screenshots",
+                field="image_base64",
+            )
+        if len(self.store) == 0:
+            from ..query_input import check_query
+
+            check_query(question, image)
+            return Context(
+                question=question,
+                budget=tokens,
+                method=method,
+                analysis="The store is empty: no trajectory has been inserted or closed yet, so there is no evidence.",
+                meta={"empty_store": True},
+            )
         memory = self._memory(method)
         if method in SANDBOX_METHODS:
             if not self._sandboxes.acquire(timeout=self.sandbox_wait):
@@ -109,12 +124,24 @@ class MemoryService:
                     f"method 'r', which needs none"
                 )
             try:
-                context = memory.query(question, budget=budget, image=image)
+                return memory.query(question, budget=tokens, image=image)
             finally:
                 self._sandboxes.release()
-        else:
-            context = memory.query(question, budget=budget, image=image)
-        return context.to_json()
+        return memory.query(question, budget=tokens, image=image)
+
+    def to_json(self, context: Context) -> dict:
+        """The context as JSON, each item naming its state's screenshot and whether its time was received."""
+        out = context.to_json()
+        for item in out["items"]:
+            index = item.get("state_index", item.get("start_state_index"))
+            if index is None or item.get("kind") not in ("state", "span"):
+                continue
+            if not item.get("screenshot"):
+                item["screenshot"] = self._screenshot(item["trajectory_id"], index)
+                item["screenshot_in_context"] = False
+            if index in self._received(item["trajectory_id"]):
+                item["timestamp_source"] = TIME_SOURCE
+        return out
 
     def _memory(self, method: str):
         with self._memories_lock:
@@ -127,17 +154,36 @@ class MemoryService:
 
     # -- inserts -----------------------------------------------------------------------------------------------
     def insert(self, obj: dict) -> dict:
-        """Insert one whole trajectory (the JSONL schema); {'trajectory_id', 'status'}."""
+        """Insert one whole trajectory (the JSONL schema); states sent without a time get the receive time."""
+        if not isinstance(obj, dict):
+            raise InputError(f"must be a JSON object, got {type(obj).__name__}", field="body")
+        states = obj.get("states")
+        received: list[int] = []
+        if isinstance(states, list):
+            stamp = now_iso()
+            stamped = []
+            for pos, state in enumerate(states):
+                if isinstance(state, dict) and not state.get("timestamp"):
+                    state = {**state, "timestamp": stamp}
+                    received.append(pos)
+                stamped.append(state)
+            obj = {**obj, "states": stamped, **({RECEIVED: received} if received else {})}
         trajectory = self._validate(obj)
-        return {"trajectory_id": trajectory.id, "status": self._write(trajectory, replace=False)}
+        return {
+            "trajectory_id": trajectory.id,
+            "status": self._write(trajectory, replace=False),
+            "states": len(trajectory.states),
+            **({"timestamps_received": received} if received else {}),
+        }
 
     def open_trajectory(self, trajectory_id: str, *, visible: str = "close", **fields: Any) -> dict:
         """Start a trajectory an agent streams step by step (goal, site, start_url, outcome, ... as `fields`)."""
-        if visible not in ("close", "step"):
+        if visible not in VISIBILITY:
             raise InputError("must be 'close' or 'step'", field="visible")
+        fields = {k: v for k, v in fields.items() if v is not None}
         self._validate({"id": trajectory_id, "states": [{"url": ""}], **fields})  # the id and fields, checked now
-        with self._open_lock:
-            if trajectory_id in self._open:
+        with self.journal.locked():
+            if self._is_open(trajectory_id):
                 raise InputError(
                     "is already open: append steps to it or close it", field="id", trajectory_id=trajectory_id
                 )
@@ -145,60 +191,97 @@ class MemoryService:
                 raise InputError(
                     "is already stored: a streamed trajectory needs a new id", field="id", trajectory_id=trajectory_id
                 )
-            self._open[trajectory_id] = OpenTrajectory(
-                {k: v for k, v in fields.items() if v is not None}, visible=visible
-            )
-        return {"trajectory_id": trajectory_id, "states": 0, "open": True}
+            run = self.journal.create(trajectory_id, fields, visible=visible)
+        return {"trajectory_id": trajectory_id, "states": 0, "open": True, "visible": visible, "opened": run.opened}
 
-    def append_state(self, trajectory_id: str, state: dict) -> dict:
-        """Add the next step; it is validated with the steps before it (nothing is kept when it is refused)."""
-        unknown = sorted(set(state) - set(STATE_FIELDS) - {"state_index"})
-        if unknown:
-            raise InputError(
-                f"unknown field(s) {', '.join(unknown)}; a step may have {', '.join(STATE_FIELDS)}",
-                field="state",
-                trajectory_id=trajectory_id,
-            )
-        with self._open_lock:
-            run = self._open.get(trajectory_id)
-            if run is None:
-                raise NotFound(
-                    f'no open trajectory {trajectory_id!r}: open it first (POST /trajectories with "stream": true)'
-                )
-            states = run.states + [{**state, "state_index": len(run.states)}]
-            trajectory = self._validate({"id": trajectory_id, "states": states, **run.fields})
-            run.states = states
-        status = self._write(trajectory, replace=True) if run.visible == "step" else "open"
-        return {"trajectory_id": trajectory_id, "states": len(states), "status": status}
+    def append_state(self, trajectory_id: str, state: Any) -> dict:
+        """Add the next step (in runbook's, BrowserGym's, AgentLab's or browser-use's shape); it is validated with
+        the steps before it, journaled, and only then acknowledged. Nothing is kept when it is refused."""
+        step = read_step(state)
+        fields = dict(step.fields)
+        fields.pop("state_index", None)
+        with self.journal.locked():
+            run = self._run(trajectory_id)
+            received = not fields.get("timestamp")
+            if received:
+                fields["timestamp"] = now_iso()
+            steps = [dict(s) for s in run.steps]
+            if step.previous_error and steps and not steps[-1].get("action_error"):
+                steps[-1]["action_error"] = step.previous_error
+            steps.append({**fields, "state_index": len(steps)})
+            marks = run.received + ([len(steps) - 1] if received else [])
+            try:
+                trajectory = self._validate(self._record(run, steps, marks))
+            except InputError as exc:
+                raise _step_error(exc, len(steps) - 1, received=received, trajectory_id=trajectory_id) from exc
+            amend = {"action_error": steps[-2]["action_error"]} if step.previous_error and len(steps) > 1 else None
+            self.journal.append(run, steps[-1], received=received, amend_previous=amend)
+            status = self._write(self._trajectory(run), replace=True) if run.visible == "step" else "open"
+        out = {
+            "trajectory_id": trajectory_id,
+            "states": len(run.steps),
+            "state_index": len(run.steps) - 1,
+            "timestamp": trajectory.states[-1].timestamp,
+            "status": status,
+        }
+        if received:
+            out["timestamp_source"] = TIME_SOURCE
+        return out
 
     def close_trajectory(self, trajectory_id: str, *, outcome: str | None = None) -> dict:
         """Insert the streamed trajectory as one atomic insert: from now on queries see it."""
-        with self._open_lock:
-            run = self._open.get(trajectory_id)
-            if run is None:
-                raise NotFound(f"no open trajectory {trajectory_id!r}")
-            if not run.states:
+        with self.journal.locked():
+            run = self._run(trajectory_id)
+            if not run.steps:
                 raise InputError(
                     "has no steps: append at least one before closing", field="states", trajectory_id=trajectory_id
                 )
-            fields = {**run.fields, **({"outcome": outcome} if outcome else {})}
-            trajectory = self._validate({"id": trajectory_id, "states": run.states, **fields})
-            status = self._write(trajectory, replace=run.visible == "step")
-            del self._open[trajectory_id]
-        return {"trajectory_id": trajectory_id, "states": len(run.states), "status": status}
+            if outcome:
+                run.fields["outcome"] = outcome
+            status = self._write(self._trajectory(run), replace=run.visible == "step")
+            self.journal.remove(trajectory_id)
+        return {"trajectory_id": trajectory_id, "states": len(run.steps), "status": status}
 
-    def _validate(self, obj: Any):
+    def _is_open(self, trajectory_id: str) -> bool:
+        try:
+            self.journal.get(trajectory_id)
+        except NotOpen:
+            return False
+        return True
+
+    def _run(self, trajectory_id: str) -> OpenRun:
+        try:
+            return self.journal.get(trajectory_id)
+        except Expired as exc:
+            raise Gone(str(exc)) from exc
+        except NotOpen:
+            stored = self.store.row(trajectory_id) is not None
+            raise NotFound(
+                f"no open trajectory {trajectory_id!r}"
+                + (
+                    ": it is stored (closed) already"
+                    if stored
+                    else ': open it first (MCP: the open_trajectory tool; HTTP: POST /trajectories with "stream": true)'
+                )
+            ) from None
+
+    @staticmethod
+    def _record(run: OpenRun, steps: list[dict[str, Any]], received: list[int]) -> dict[str, Any]:
+        return {"id": run.id, "states": steps, **run.fields, **({RECEIVED: received} if received else {})}
+
+    def _trajectory(self, run: OpenRun) -> Trajectory:
+        return self._validate(self._record(run, run.steps, run.received))
+
+    def _validate(self, obj: Any) -> Trajectory:
         return trajectory_from_dict(
             obj, path="<request>", base_dir=self.screenshot_root, screenshot_root=self.screenshot_root
         )
 
-    def _write(self, trajectory, *, replace: bool) -> str:
+    def _write(self, trajectory: Trajectory, *, replace: bool) -> str:
         if not self._writer.acquire(timeout=self.write_timeout):
             raise BusyError(f"another insert held the store for {self.write_timeout:.0f} s: retry later")
         try:
             if replace:
-                from ..pools.build import insert_listener
-
                 with self.store.writer() as writer:
                     writer.listeners.append(insert_listener(self.store))
                     return writer.insert(trajectory, replace=True).status
@@ -209,20 +292,27 @@ class MemoryService:
     # -- reads -------------------------------------------------------------------------------------------------
     def stats(self) -> dict:
         figures = self.store.stats()
-        with self._open_lock:
-            figures["open_trajectories"] = len(self._open)
+        figures["open_trajectories"] = len(self.journal.ids())
         return figures
 
     def trajectory(self, trajectory_id: str) -> dict:
         """A stored trajectory's catalog row and one line per state, or an open one's steps so far."""
         row = self.store.row(trajectory_id)
         if row is None:
-            with self._open_lock:
-                run = self._open.get(trajectory_id)
-                if run is not None:
-                    return {"id": trajectory_id, "open": True, **run.fields, "n_states": len(run.states)}
+            run = self._run_or_none(trajectory_id)
+            if run is not None:
+                return {
+                    "id": trajectory_id,
+                    "open": True,
+                    "visible": run.visible,
+                    "opened": run.opened,
+                    "last_step": run.touched,
+                    **run.fields,
+                    "n_states": len(run.steps),
+                }
             raise NotFound(f"no trajectory {trajectory_id!r} in the store")
         trajectory = self.store.load(trajectory_id)
+        received = self._received(trajectory_id)
         return {
             "id": row.id,
             "open": False,
@@ -236,12 +326,20 @@ class MemoryService:
                     "state_index": s.index,
                     "url": s.url,
                     "timestamp": s.timestamp,
+                    **({"timestamp_source": TIME_SOURCE} if s.index in received else {}),
                     "action": s.action,
                     "action_error": s.action_error or "",
+                    "screenshot": self._screenshot(trajectory_id, s.index),
                 }
                 for s in trajectory.states
             ],
         }
+
+    def _run_or_none(self, trajectory_id: str) -> OpenRun | None:
+        try:
+            return self._run(trajectory_id)
+        except NotFound:
+            return None
 
     def state(self, trajectory_id: str, index: int) -> dict:
         """One stored state: its header fields and page text, with its provenance."""
@@ -256,10 +354,38 @@ class MemoryService:
             "state_index": index,
             "url": header.get("url", ""),
             "timestamp": header.get("time", ""),
+            **({"timestamp_source": TIME_SOURCE} if index in self._received(trajectory_id) else {}),
+            "screenshot": self._screenshot(trajectory_id, index),
             "header": header,
             "text": text,
             "path": state_relpath(row.dir, index),
         }
+
+    def screenshot(self, trajectory_id: str, index: int) -> tuple[bytes, str]:
+        """(bytes, media type) of a stored state's screenshot; NotFound when it has none."""
+        rel = self.state(trajectory_id, index)["screenshot"]
+        if not rel:
+            raise NotFound(f"state {index} of trajectory {trajectory_id!r} has no screenshot")
+        data = self.store.layout.read_bytes(rel)
+        suffix = os.path.splitext(rel)[1].lower()
+        return data, {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp"}.get(suffix, "image/png")
+
+    def _screenshot(self, trajectory_id: str, index: int) -> str | None:
+        """The store-relative path of a stored state's screenshot, or None."""
+        row = self.store.row(trajectory_id)
+        if row is None:
+            return None
+        with self.store.connect() as conn:
+            found = conn.execute(
+                "SELECT screenshot FROM states WHERE trajectory_id = ? AND state_index = ?", (trajectory_id, index)
+            ).fetchone()
+        if not found or not found[0]:
+            return None
+        return f"{self.store.layout.relative(self.store.layout.trajectory_dir(row.dir))}/{found[0]}"
+
+    def _received(self, trajectory_id: str) -> frozenset[int]:
+        row = self.store.row(trajectory_id)
+        return _received_times(self.store, trajectory_id, row.fingerprint) if row is not None else frozenset()
 
     def close(self) -> None:
         """Stop what the memories keep running (C's warm sandbox)."""
@@ -268,3 +394,33 @@ class MemoryService:
                 memory.close()
         if self._no_shots is not None:
             self._no_shots.cleanup()
+
+
+def _step_error(exc: InputError, index: int, *, received: bool, trajectory_id: str) -> InputError:
+    """A refused step's error, naming the field of the step (not of the whole trajectory it was checked in)."""
+    prefix = f"states[{index}]."
+    if not (exc.field or "").startswith(prefix):
+        return exc
+    name = (exc.field or "")[len(prefix) :]
+    reason = exc.reason
+    if received and name == "timestamp":
+        reason = (
+            f"none was sent, and the server's receive time is earlier than the previous step's time ({reason}): "
+            f"send every step's timestamp, or none"
+        )
+    return InputError(f"step {index}: {reason}", field=name, trajectory_id=trajectory_id)
+
+
+def budget_tokens(value: int | str) -> int:
+    """A budget as tokens; InputError on field 'budget' when it is not a positive count."""
+    try:
+        return parse_budget(value)
+    except BudgetError as exc:
+        raise InputError(str(exc), field="budget") from exc
+
+
+@functools.lru_cache(maxsize=4096)
+def _received_times(store: Store, trajectory_id: str, fingerprint: str) -> frozenset[int]:
+    """The states of a stored trajectory whose time is the server's receive time (cached per content)."""
+    marks = store.load(trajectory_id).extra.get(RECEIVED) or []
+    return frozenset(n for n in marks if isinstance(n, int))

@@ -11,7 +11,7 @@ from runbook.serve import BusyError, MemoryService
 
 @pytest.fixture
 def service(tmp_path, clean_env):
-    service = MemoryService(tmp_path / "store", write_timeout=0.3, max_sandboxes=1, sandbox_wait=0.3)
+    service = MemoryService(tmp_path / "store", create=True, write_timeout=0.3, max_sandboxes=1, sandbox_wait=0.3)
     yield service
     service.close()
 
@@ -29,6 +29,7 @@ def test_a_second_writer_waits_then_gets_a_clear_error(service):
 
 
 def test_excess_sandbox_queries_wait_then_fail_clearly(service):
+    service.insert({"id": "t-1", "states": [{"url": "http://shop/a", "accessibility_tree": "'Reports'"}]})
     service._sandboxes.acquire()  # every sandbox is busy
     try:
         with pytest.raises(BusyError, match="every sandbox stayed busy.*method 'r'"):
