@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -164,7 +165,8 @@ def _console():
 
 
 class _RichProgress:
-    """The runner's progress as rich bars on stderr: one per run, the store builds as notes."""
+    """The runner's progress on stderr: rich bars on a terminal (one per run, the store builds as notes); on a
+    file or a pipe, one plain line per note and per question answered, so a log shows the run as it goes."""
 
     def __init__(self, console) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -179,6 +181,7 @@ class _RichProgress:
             disable=not console.is_terminal,
         )
         self.tasks: dict[str, TaskID] = {}
+        self.started = time.monotonic()
 
     def __enter__(self):
         self.bar.__enter__()
@@ -187,8 +190,14 @@ class _RichProgress:
     def __exit__(self, *exc):
         self.bar.__exit__(*exc)
 
+    def _line(self, text: str) -> None:
+        click.echo(f"[{time.monotonic() - self.started:7.1f} s] {text}", err=True)
+
     def note(self, text: str) -> None:
-        self.console.print(f"[dim]{text}[/dim]") if self.console.is_terminal else None
+        if self.console.is_terminal:
+            self.console.print(f"[dim]{text}[/dim]")
+        else:
+            self._line(text)
 
     def begin(self, label: str, total: int, done: int) -> None:
         if label in self.tasks:
@@ -197,6 +206,12 @@ class _RichProgress:
             self.bar.update(self.tasks[label], total=before + total, advance=done)
         else:
             self.tasks[label] = self.bar.add_task(label, total=total, completed=done)
+        if not self.console.is_terminal:
+            task = self.bar.tasks[self.tasks[label]]
+            self._line(f"{label}: {int(task.completed)} of {int(task.total or 0)} questions done, starting")
 
     def advance(self, label: str) -> None:
         self.bar.advance(self.tasks[label])
+        if not self.console.is_terminal:
+            task = self.bar.tasks[self.tasks[label]]
+            self._line(f"{label}: {int(task.completed)}/{int(task.total or 0)}")

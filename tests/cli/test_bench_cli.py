@@ -75,3 +75,33 @@ def test_the_progress_bars_draw_on_a_terminal(tmp_path, clean_env):
         bars = {task.description: (task.completed, task.total) for task in progress.bar.tasks}
     assert bars == {"R 2k": (3, 3), "no memory 2k": (3, 3)}
     assert "store for gen" in screen.getvalue()
+
+
+def test_a_run_not_on_a_terminal_prints_each_question_as_it_is_answered(tmp_path, clean_env):
+    """Item 7 of issue 24: `bench run` printed nothing until the end when its output was a file or a pipe."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    write_dataset(tmp_path / "gen", seed=3, n=12, screenshots=False)
+    config = tmp_path / "gen.toml"
+    config.write_text(CONFIG.format(questions=tmp_path / "gen"))
+    root = Path(__file__).resolve().parents[2]
+    log = tmp_path / "bench.log"
+    with open(log, "w") as fh:
+        run = subprocess.Popen(
+            [sys.executable, "-m", "runbook.cli", "bench", "run", str(config), "--limit", "3", "--workers", "1"],
+            stdout=subprocess.DEVNULL,
+            stderr=fh,
+            env={**os.environ, "PYTHONPATH": str(root)},
+            cwd=tmp_path,
+        )
+        assert run.wait(300) == 0, log.read_text()
+    lines = log.read_text().splitlines()
+    assert any("store for gen" in line for line in lines)
+    assert [line.split("] ", 1)[1] for line in lines if "R 2k: " in line and "/" in line] == [
+        "R 2k: 1/3",
+        "R 2k: 2/3",
+        "R 2k: 3/3",
+    ]
