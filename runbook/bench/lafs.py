@@ -43,6 +43,8 @@ PUBLISHED = {
     ],
 }
 """LongMemEval-V2's reference frontier, as its leaderboard code states it (accuracy %, average latency s)."""
+PUBLISHED_QUESTIONS = 451
+"""The questions those accuracies are over (LongMemEval-V2's README): the n of each published point."""
 
 
 def frontier(points: Iterable[OperatingPoint]) -> list[OperatingPoint]:

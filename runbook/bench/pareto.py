@@ -1,5 +1,10 @@
-"""The accuracy-vs-latency chart: every run a labelled point, the frontier drawn, the published LongMemEval-V2
-points as reference markers; and the same points as CSV.
+"""The accuracy-vs-latency chart: every run a point with its 95% interval and its n, the frontier drawn, and (only
+for reader accuracy) LongMemEval-V2's published points beside them; the same points as CSV.
+
+A reader-free figure (answer phrases, evidence) is never drawn against the published reader accuracy: the two
+measure different things on different questions. Labels and the legend are kept off the points: the legend sits
+outside the axes, and each label goes to the first spot around its point that covers no marker, interval bar or
+other label (with a leader line when it had to move away).
 
 matplotlib is an optional extra (`pip install 'runbook[bench]'`): it is imported here only, when a chart is drawn.
 """
@@ -9,14 +14,22 @@ from __future__ import annotations
 import csv
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
-from .lafs import PUBLISHED, OperatingPoint, frontier
+from .lafs import PUBLISHED, PUBLISHED_QUESTIONS, OperatingPoint, frontier
 
 MIN_SHOWN_LATENCY = 1e-3
 """Latencies below a millisecond (the empty baseline's) are drawn at 1 ms: a log axis has no zero."""
-LABEL_OFFSETS = [(7, 5), (7, -13), (-7, 5), (-7, -13), (7, 16), (-7, 16), (7, -24), (-7, -24), (0, 26), (0, -34)]
-"""Where a label may go around its point (points), tried in order until it overlaps no earlier label."""
+LABEL_OFFSETS = [
+    (dx, dy)
+    for radius in (8, 18, 30, 44, 60)
+    for dx, dy in ((1, 0.4), (1, -1.2), (-1, 0.4), (-1, -1.2), (0.3, 1.4), (0.3, -2.2), (-0.3, 1.4), (-0.3, -2.2))
+    for dx, dy in [(dx * radius, dy * radius)]
+]
+"""Where a label may go around its point (points), nearest first, tried until it covers nothing drawn."""
+MARKER_PAD = 5
+"""Pixels around a marker that a label must keep clear of."""
 
 
 def _pyplot():
@@ -32,45 +45,74 @@ def _pyplot():
     return plt
 
 
-def write_csv(path: Path, points: Sequence[OperatingPoint], rows: Sequence[dict], tier: str = "small") -> Path:
-    """One row per run (with the report's columns) and one per published point; `frontier` marks the frontier."""
+def write_csv(
+    path: Path,
+    points: Sequence[OperatingPoint],
+    intervals: Sequence[Any],
+    rows: Sequence[dict],
+    tier: str = "small",
+    *,
+    published: bool = False,
+) -> Path:
+    """One row per run (the report's columns, the score's n and 95% interval); `frontier` marks the frontier.
+    With `published` (a reader-scored report) also one row per LongMemEval-V2 published point."""
+    from .report import wilson
+
     on_frontier = {p.name for p in frontier(points)}
-    columns = list(
-        dict.fromkeys(["source", "label", "score", "avg_latency_s", "frontier", *(k for row in rows for k in row)])
-    )
+    head = ["source", "label", "score", "score_n", "score_low95", "score_high95", "avg_latency_s", "frontier"]
+    columns = list(dict.fromkeys([*head, *(k for row in rows for k in row)]))
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
-        for point, row in zip(points, rows):
+        for point, interval, row in zip(points, intervals, rows):
             writer.writerow(
                 {
                     **row,
                     "source": "run",
                     "label": point.name,
                     "score": round(point.accuracy, 2),
+                    "score_n": interval.n,
+                    "score_low95": round(interval.low, 2),
+                    "score_high95": round(interval.high, 2),
                     "avg_latency_s": point.latency,
                     "frontier": point.name in on_frontier,
                 }
             )
-        for point in PUBLISHED[tier]:
-            writer.writerow(
-                {
-                    "source": f"LongMemEval-V2 {tier} (published)",
-                    "label": point.name,
-                    "score": point.accuracy,
-                    "avg_latency_s": point.latency,
-                    "frontier": point.name in {p.name for p in frontier(PUBLISHED[tier])},
-                }
-            )
+        if published:
+            for point in PUBLISHED[tier]:
+                low, high = wilson(point.accuracy / 100, PUBLISHED_QUESTIONS)
+                writer.writerow(
+                    {
+                        "source": f"LongMemEval-V2 {tier} (published reader accuracy)",
+                        "label": point.name,
+                        "score": point.accuracy,
+                        "score_n": PUBLISHED_QUESTIONS,
+                        "score_low95": round(100 * low, 2),
+                        "score_high95": round(100 * high, 2),
+                        "avg_latency_s": point.latency,
+                        "frontier": point.name in {p.name for p in frontier(PUBLISHED[tier])},
+                    }
+                )
     return path
 
 
 def draw_chart(
-    path: Path, points: Sequence[OperatingPoint], *, score_name: str, title: str, tier: str = "small", note: str = ""
+    path: Path,
+    points: Sequence[OperatingPoint],
+    intervals: Sequence[Any],
+    *,
+    score_name: str,
+    title: str,
+    tier: str = "small",
+    note: str = "",
+    published: bool = False,
 ) -> Path:
-    """The PNG: runs as labelled dots, their frontier as a step line, the published points as grey diamonds."""
+    """The PNG: runs as dots with 95% bars and n, their frontier as a step line; with `published` (reader accuracy
+    only) LongMemEval-V2's points as grey diamonds with theirs."""
+    from .report import wilson
+
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(11, 6.5), dpi=130)
+    fig, ax = plt.subplots(figsize=(12.5, 6.8), dpi=130)
     shown = [
         OperatingPoint(
             p.name if p.latency >= MIN_SHOWN_LATENCY else f"{p.name} (<1 ms)",
@@ -79,104 +121,143 @@ def draw_chart(
         )
         for p in points
     ]
-    published = PUBLISHED[tier]
-    right = max([p.latency for p in shown + published] + [200.0]) * 2.5
-    left = min(p.latency for p in shown + published) / 2.5
+    reference = PUBLISHED[tier] if published else []
+    every = shown + reference
+    right = max([p.latency for p in every] + [200.0]) * 2.5
+    left = min(p.latency for p in every) / 2.5
 
     front = frontier(shown)
     xs = [p.latency for p in front] + [right]
     ys = [p.accuracy for p in front] + [front[-1].accuracy if front else 0]
-    ax.step(xs, ys, where="post", color="tab:blue", linewidth=2, alpha=0.6, label="frontier of these runs", zorder=2)
-    ref_front = frontier(published)
-    ax.step(
-        [p.latency for p in ref_front] + [right],
-        [p.accuracy for p in ref_front] + [ref_front[-1].accuracy],
-        where="post",
-        color="grey",
-        linewidth=1,
-        linestyle="--",
-        alpha=0.7,
-        label=f"published LongMemEval-V2 {tier} frontier (reader accuracy)",
-        zorder=1,
-    )
+    ax.step(xs, ys, where="post", color="tab:blue", linewidth=2, alpha=0.5, label="frontier of these runs", zorder=2)
     on_front = {p.name for p in front}
-    for p in shown:
-        ax.scatter(
+    for p, interval in zip(shown, intervals):
+        colour = "tab:blue" if p.name in on_front else "tab:orange"
+        ax.errorbar(
             p.latency,
             p.accuracy,
-            s=60,
+            yerr=[[p.accuracy - interval.low], [interval.high - p.accuracy]],
+            fmt="o",
+            markersize=7,
+            color=colour,
+            markeredgecolor="black",
+            markeredgewidth=0.6,
+            ecolor=colour,
+            elinewidth=1.2,
+            capsize=3,
             zorder=4,
-            color="tab:blue" if p.name in on_front else "tab:orange",
-            edgecolor="black",
-            linewidth=0.6,
         )
-    ax.scatter(
-        [p.latency for p in published],
-        [p.accuracy for p in published],
-        marker="D",
-        s=50,
-        color="lightgrey",
-        edgecolor="dimgrey",
-        zorder=3,
-        label=f"published LongMemEval-V2 {tier} points",
-    )
-    ax.scatter([], [], s=60, color="tab:orange", edgecolor="black", linewidth=0.6, label="run (off the frontier)")
-    ax.scatter([], [], s=60, color="tab:blue", edgecolor="black", linewidth=0.6, label="run (on the frontier)")
+    if reference:
+        ref_front = frontier(reference)
+        ax.step(
+            [p.latency for p in ref_front] + [right],
+            [p.accuracy for p in ref_front] + [ref_front[-1].accuracy],
+            where="post",
+            color="grey",
+            linewidth=1,
+            linestyle="--",
+            alpha=0.7,
+            label=f"published LongMemEval-V2 {tier} frontier",
+            zorder=1,
+        )
+        for p in reference:
+            low, high = wilson(p.accuracy / 100, PUBLISHED_QUESTIONS)
+            ax.errorbar(
+                p.latency,
+                p.accuracy,
+                yerr=[[p.accuracy - 100 * low], [100 * high - p.accuracy]],
+                fmt="D",
+                markersize=6,
+                color="lightgrey",
+                markeredgecolor="dimgrey",
+                ecolor="darkgrey",
+                capsize=3,
+                zorder=3,
+            )
+        ax.errorbar([], [], fmt="D", color="lightgrey", markeredgecolor="dimgrey", label=_published_label(tier))
+    ax.errorbar([], [], fmt="o", color="tab:blue", markeredgecolor="black", label="run on the frontier (95% interval)")
+    ax.errorbar([], [], fmt="o", color="tab:orange", markeredgecolor="black", label="run off the frontier")
 
     ax.set_xscale("log")
     ax.set_xlim(left, right)
     ax.set_ylim(-4, 104)
-    ax.set_xlabel("average query latency (seconds, log scale)", fontsize=11)
-    ax.set_ylabel(f"{score_name} (%)", fontsize=11)
-    ax.set_title(title, fontsize=12)
+    ax.set_xlabel("average query latency (seconds, log scale; lower is better)", fontsize=11)
+    ax.set_ylabel(f"{score_name} (%; higher is better)", fontsize=11)
+    ax.set_title(title, fontsize=11)
     ax.grid(True, which="major", alpha=0.3)
     ax.axvspan(1, 200, color="tab:green", alpha=0.04, label="LAFS latency range (1-200 s)")
-    ax.legend(loc="upper left", fontsize=8.5, framealpha=0.9)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8.5, framealpha=0.9, borderaxespad=0)
     if note:
-        fig.text(0.01, 0.01, note, fontsize=8, color="dimgrey", ha="left", va="bottom")
-    fig.tight_layout(rect=(0, 0.03 if note else 0, 1, 1))
-    _place_labels(
-        fig,
-        ax,
-        [(p.name, p.latency, p.accuracy, "black", 9) for p in shown]
-        + [(p.name, p.latency, p.accuracy, "dimgrey", 8) for p in published],
-    )
+        fig.text(0.01, 0.01, note, fontsize=8, color="dimgrey", ha="left", va="bottom", wrap=True)
+    fig.tight_layout(rect=(0, 0.04 if note else 0, 1, 1))
+    labelled = [(p, i.n, "black", 9) for p, i in zip(shown, intervals)]
+    labelled += [(p, PUBLISHED_QUESTIONS, "dimgrey", 8) for p in reference]
+    _place_labels(fig, ax, labelled)
     fig.savefig(path)
     plt.close(fig)
     return path
 
 
-def _place_labels(fig, ax, labels: list[tuple[str, float, float, str, int]]) -> None:
-    """Each label beside its point, at the first offset where it overlaps no label placed before it."""
+def _published_label(tier: str) -> str:
+    return f"LongMemEval-V2 {tier}, published (reader accuracy, n={PUBLISHED_QUESTIONS})"
+
+
+def _place_labels(fig, ax, labelled: list[tuple[OperatingPoint, int, str, int]]) -> None:
+    """Each point's label ('name (n=22)') at the first offset where it covers no marker, interval bar, label or
+    the legend; a leader line joins a label that had to move away from its point."""
+    from matplotlib.transforms import Bbox
+
     renderer = fig.canvas.get_renderer()
     taken = [ax.get_legend().get_window_extent(renderer)] if ax.get_legend() else []
-    for text, x, y, color, size in labels:
-        for dx, dy in LABEL_OFFSETS:
-            note = ax.annotate(
-                text,
-                (x, y),
-                xytext=(dx, dy),
-                textcoords="offset points",
-                fontsize=size,
-                color=color,
-                ha="left" if dx >= 0 else "right",
-                va="bottom",
-                zorder=5,
+    for line in ax.lines:  # the markers, and the interval bars' caps (lines without a marker are not points)
+        if line.get_marker() in (None, "None", "", " "):
+            continue
+        for x, y in ax.transData.transform(line.get_xydata()) if len(line.get_xydata()) else []:
+            taken.append(
+                Bbox.from_extents(x - 2 * MARKER_PAD, y - 2 * MARKER_PAD, x + 2 * MARKER_PAD, y + 2 * MARKER_PAD)
             )
+    for collection in ax.collections:  # the interval bars' vertical segments
+        for segment in getattr(collection, "get_segments", lambda: [])():
+            pixels = ax.transData.transform(segment)
+            (x0, y0), (x1, y1) = pixels.min(axis=0), pixels.max(axis=0)
+            taken.append(Bbox.from_extents(x0 - MARKER_PAD, y0 - MARKER_PAD, x1 + MARKER_PAD, y1 + MARKER_PAD))
+    inside = ax.get_window_extent(renderer)
+    for point, n, colour, size in labelled:
+        text = f"{point.name} (n={n})"
+        best = None
+        for dx, dy in LABEL_OFFSETS:
+            note = _annotate(ax, text, point, (dx, dy), colour, size)
             box = note.get_window_extent(renderer)
-            if not any(box.overlaps(other) for other in taken):
+            clear = not any(box.overlaps(other) for other in taken) and _within(box, inside)
+            if clear:
+                best = (note, box, dx, dy)
                 break
             note.remove()
-        else:  # every spot is taken: keep the first and accept the overlap rather than lose the label
-            note = ax.annotate(
-                text,
-                (x, y),
-                xytext=LABEL_OFFSETS[0],
-                textcoords="offset points",
-                fontsize=size,
-                color=color,
-                va="bottom",
-                zorder=5,
-            )
-            box = note.get_window_extent(renderer)
+        if best is None:  # every spot is taken: keep the nearest and accept the overlap rather than lose the label
+            note = _annotate(ax, text, point, LABEL_OFFSETS[0], colour, size)
+            best = (note, note.get_window_extent(renderer), *LABEL_OFFSETS[0])
+        note, box, dx, dy = best
+        if abs(dx) > 20 or abs(dy) > 20:
+            note.remove()
+            note = _annotate(ax, text, point, (dx, dy), colour, size, leader=True)
         taken.append(box)
+
+
+def _annotate(ax, text: str, point: OperatingPoint, offset: tuple[float, float], colour: str, size: int, leader=False):
+    dx, dy = offset
+    return ax.annotate(
+        text,
+        (point.latency, point.accuracy),
+        xytext=(dx, dy),
+        textcoords="offset points",
+        fontsize=size,
+        color=colour,
+        ha="left" if dx >= 0 else "right",
+        va="bottom" if dy >= 0 else "top",
+        zorder=5,
+        arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.6, "shrinkA": 0, "shrinkB": 4} if leader else None,
+    )
+
+
+def _within(box, inside) -> bool:
+    return box.x0 >= inside.x0 and box.x1 <= inside.x1 and box.y0 >= inside.y0 and box.y1 <= inside.y1

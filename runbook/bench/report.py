@@ -2,19 +2,22 @@
 
 The score of a run is the reader's accuracy (`overall_full_set`, LongMemEval-V2's headline) when every run given
 was reader-scored, otherwise the reader-free share of answerable questions whose answer phrases reached the
-context (`--score` picks explicitly). LAFS integrates that score over latency budgets; it is the leaderboard's
-number only for reader accuracy on LongMemEval-V2 itself.
+context (`--score` picks explicitly). Every score comes with the number of questions it is over and a 95% (Wilson)
+interval. LAFS integrates the score over latency budgets; a gain over LongMemEval-V2's published frontier (reader
+accuracy) is computed, and its points drawn, only when the score is reader accuracy too: a reader-free figure is
+never set against a reader's.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .lafs import OperatingPoint, frontier, lafs, lafs_gain
+from .lafs import PUBLISHED_QUESTIONS, OperatingPoint, frontier, lafs, lafs_gain
 from .metrics import aggregate
 from .run_folder import CONFIG, METRICS, read_records
 
@@ -23,6 +26,31 @@ SCORES = {
     "phrases": ("answer phrases in context", lambda m: m.get("reader_free", {}).get("answer_phrases")),
     "evidence": ("evidence states cited", lambda m: m.get("reader_free", {}).get("evidence")),
 }
+SCORE_COUNTS = {
+    "accuracy": lambda m: m.get("overall", {}).get("count_graded"),
+    "phrases": lambda m: m.get("reader_free", {}).get("answer_phrases_count"),
+    "evidence": lambda m: m.get("reader_free", {}).get("evidence_count"),
+}
+"""How many questions each score is over (answer phrases: the answerable, text-grounded ones only)."""
+Z95 = 1.959964
+
+
+def wilson(share: float, n: int) -> tuple[float, float]:
+    """The 95% Wilson score interval of a share observed over n questions (0..1; (0, 1) when n is 0)."""
+    if n <= 0:
+        return 0.0, 1.0
+    centre = (share + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
+    half = Z95 * math.sqrt(share * (1 - share) / n + Z95**2 / (4 * n * n)) / (1 + Z95**2 / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A score's question count and its 95% interval, in percent."""
+
+    n: int
+    low: float
+    high: float
 
 
 @dataclass
@@ -35,6 +63,13 @@ class RunSummary:
 
     def value(self, score: str) -> float | None:
         return SCORES[score][1](self.metrics)
+
+    def interval(self, score: str) -> Interval:
+        """How many questions `score` is over (the run's count when the metrics predate the per-score counts)."""
+        n = SCORE_COUNTS[score](self.metrics)
+        n = int(self.metrics.get("count") or 0) if n is None else int(n)
+        low, high = wilson(self.value(score) or 0.0, n)
+        return Interval(n, 100 * low, 100 * high)
 
     def row(self) -> dict[str, Any]:
         m = self.metrics
@@ -69,18 +104,24 @@ class Report:
     runs: list[RunSummary]
     score: str
     points: list[OperatingPoint] = field(default_factory=list)
+    intervals: list[Interval] = field(default_factory=list)
 
     @property
     def score_name(self) -> str:
         return SCORES[self.score][0]
 
     @property
+    def reader_scored(self) -> bool:
+        """True when the score is a reader's accuracy: the only score LongMemEval-V2's published points share."""
+        return self.score == "accuracy"
+
+    @property
     def lafs(self) -> float:
         return lafs(self.points)
 
-    @property
-    def lafs_gain(self) -> float:
-        return lafs_gain(self.points)
+    def lafs_gain(self, tier: str = "small") -> float | None:
+        """The gain over the published frontier, or None for a reader-free score (not comparable)."""
+        return lafs_gain(self.points, tier) if self.reader_scored else None
 
     def frontier_names(self) -> set[str]:
         return {p.name for p in frontier(self.points)}
@@ -133,7 +174,7 @@ def build_report(paths: list[str | Path], score: str = "auto") -> Report:
         )
         for r in runs
     ]
-    return Report(runs, score, points)
+    return Report(runs, score, points, [r.interval(score) for r in runs])
 
 
 def _pct(value: float | None) -> str:
@@ -153,35 +194,42 @@ def _seconds(value: float | None) -> str:
 def table(report: Report):
     """The terminal table (a rich Table): one row per run, best score first.
 
-    Failures are counted in questions: READ (evidence never reached the context), UTIL (it did, the reader was
-    still wrong), STALE (an older value came first), WRITE (an evidence state missing from the store). `excerpt`:
-    phrases found where a gold state is cited; `items` and `furn/rep tok`: items, and tokens on the site's
-    furniture and on repeated views, per context.
+    Each column says which way is better: ↑ higher, ↓ lower, – neither (a count or a mark). Failures are counted
+    in questions: READ (evidence never reached the context), UTIL (it did, the reader was still wrong), STALE (an
+    older value came first), WRITE (an evidence state missing from the store). `excerpt`: phrases found where a
+    gold state is cited; `items` and `furn/rep tok`: items, and tokens on the site's furniture and on repeated
+    views, per context.
     """
     from rich.table import Table
 
-    t = Table(title=f"score = {report.score_name} (%); failures: READ/UTIL/STALE/WRITE questions", title_justify="left")
+    t = Table(
+        title=f"score = {report.score_name} (%) over n questions, with its 95% interval; ↑ higher is better, "
+        "↓ lower is better, – neither; failures: READ/UTIL/STALE/WRITE questions",
+        title_justify="left",
+    )
     for name in (
         "run",
-        "n",
-        "score",
-        "acc",
-        "phrases",
-        "evid",
-        "stale",
-        "premise",
-        "excerpt",
-        "items",
-        "furn/rep tok",
-        "avg lat",
-        "p95",
-        "tokens",
-        "R/U/S/W",
-        "front",
+        "n –",
+        "score ↑",
+        "95% CI",
+        "acc ↑",
+        "phrases ↑",
+        "evid ↑",
+        "stale ↓",
+        "premise ↑",
+        "excerpt ↑",
+        "items –",
+        "furn/rep tok ↓",
+        "avg lat ↓",
+        "p95 ↓",
+        "tokens ↓",
+        "R/U/S/W ↓",
+        "front –",
     ):
         t.add_column(name, justify="left" if name == "run" else "right", no_wrap=True)
     on_front = report.frontier_names()
-    for run, point in sorted(zip(report.runs, report.points), key=lambda rp: -rp[1].accuracy):
+    ranked = sorted(zip(report.runs, report.points, report.intervals), key=lambda rpi: -rpi[1].accuracy)
+    for run, point, interval in ranked:
         row = run.row()
         failures = "/".join(
             "-" if row[k] is None else str(row[k])
@@ -189,8 +237,9 @@ def table(report: Report):
         )
         t.add_row(
             run.label,
-            str(row["questions"]),
+            str(interval.n),
             f"{point.accuracy:.1f}",
+            f"{interval.low:.0f}-{interval.high:.0f}",
             _pct(row["accuracy"]),
             _pct(row["answer_phrases"]),
             _pct(row["evidence"]),
@@ -213,21 +262,43 @@ def write_outputs(report: Report, out_dir: Path, *, chart: bool = True, tier: st
     from .pareto import draw_chart, write_csv
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = {"csv": write_csv(out_dir / "pareto.csv", report.points, [r.row() for r in report.runs], tier)}
+    rows = [r.row() for r in report.runs]
+    files = {
+        "csv": write_csv(
+            out_dir / "pareto.csv", report.points, report.intervals, rows, tier, published=report.reader_scored
+        )
+    }
     if chart:
-        questions = max(r.metrics.get("count") or 0 for r in report.runs)
+        n = sorted({i.n for i in report.intervals})
+        over = f"n = {n[0]} questions" if len(n) == 1 else f"n = {n[0]}-{n[-1]} questions"
         title = (
-            f"{report.score_name} vs average query latency - {len(report.runs)} runs, up to {questions} "
-            f"questions; LAFS {report.lafs:.1f}"
+            f"{report.score_name} vs average query latency: {len(report.runs)} runs, {over} each, "
+            f"95% intervals; LAFS {report.lafs:.1f}"
         )
-        note = (
-            "Runs: "
-            + report.score_name
-            + " on their own question sets. Grey: LongMemEval-V2 "
-            + tier
-            + " published reader accuracy (other questions), shown for reference only."
-        )
+        if report.reader_scored:
+            note = (
+                f"Runs: reader accuracy on their own question sets. Grey: LongMemEval-V2 {tier}, published reader "
+                f"accuracy on its {PUBLISHED_QUESTIONS} questions (another haystack, reader and judge)."
+            )
+        else:
+            note = (
+                f"Reader-free: {SCORE_HELP[report.score]} LongMemEval-V2's published points are reader accuracy, "
+                "not comparable, so they are not drawn."
+            )
         files["png"] = draw_chart(
-            out_dir / "pareto.png", report.points, score_name=report.score_name, title=title, tier=tier, note=note
+            out_dir / "pareto.png",
+            report.points,
+            report.intervals,
+            score_name=report.score_name,
+            title=title,
+            tier=tier,
+            note=note,
+            published=report.reader_scored,
         )
     return files
+
+
+SCORE_HELP = {
+    "phrases": "the share of answerable questions whose every gold answer phrase is in the context.",
+    "evidence": "the share of questions whose every gold evidence state is cited.",
+}

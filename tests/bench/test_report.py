@@ -22,9 +22,14 @@ def write_run(folder, label, *, latency, phrases, accuracy=None, count=10):
         "count": count,
         "budget": 8000,
         "method": "x",
-        "overall": {"overall_full_set": accuracy},
+        "overall": {"overall_full_set": accuracy, "count_graded": count if accuracy is not None else 0},
         "memory_query": {"avg_seconds": latency, "p50_seconds": latency, "p95_seconds": 2 * latency},
-        "reader_free": {"answer_phrases": phrases, "evidence": phrases / 2},
+        "reader_free": {
+            "answer_phrases": phrases,
+            "answer_phrases_count": count - 2,
+            "evidence": phrases / 2,
+            "evidence_count": count,
+        },
         "memory_context": {"avg_final_tokens": 7000.0},
         "diagnostics": {
             "read_failures": 3,
@@ -51,13 +56,20 @@ def test_reader_free_runs_are_scored_by_answer_phrases(runs):
     assert [p.accuracy for p in report.points] == [75.0, 0.0, 80.0]
     assert report.frontier_names() == {"none 8k", "R 8k"}  # C is slower and worse than R
     assert report.lafs == pytest.approx(80.0)  # R is under 1 s, so it holds over the whole range
-    # R beats every published point and is faster than all: with them, 80 holds over the whole range
-    assert report.lafs_gain == pytest.approx(80.0 - lafs(PUBLISHED["small"]))
-    rendered = Console(width=200, record=True)
+    # a reader-free figure is never set against the published reader accuracy: no gain is computed
+    assert report.lafs_gain() is None and not report.reader_scored
+    assert [i.n for i in report.intervals] == [8, 8, 8]  # answer phrases: the answerable questions only
+    r = report.intervals[2]
+    assert (round(r.low), round(r.high)) == (45, 95)  # Wilson 95% for 0.8 over 8 questions
+    rendered = Console(width=250, record=True)
     rendered.print(table(report))
-    rows = [line for line in rendered.export_text().splitlines() if line.startswith("│")]
-    assert "R 8k" in rows[0] and "80.0" in rows[0] and "3/0/1/0" in rows[0]  # best score first
+    text = rendered.export_text()
+    rows = [line for line in text.splitlines() if line.startswith("│")]
+    assert "R 8k" in rows[0] and "80.0" in rows[0] and "45-95" in rows[0] and "3/0/1/0" in rows[0]  # best first
     assert "none 8k" in rows[-1]
+    header = next(line for line in text.splitlines() if "run" in line and "score" in line)
+    for column in ("score ↑", "phrases ↑", "stale ↓", "avg lat ↓", "R/U/S/W ↓", "n –"):
+        assert column in header
 
 
 def test_reader_accuracy_is_the_score_when_every_run_has_it(tmp_path):
@@ -65,6 +77,10 @@ def test_reader_accuracy_is_the_score_when_every_run_has_it(tmp_path):
     write_run(tmp_path / "b", "B", latency=120.0, phrases=0.9, accuracy=0.8)
     report = build_report([tmp_path / "a", tmp_path / "b"])
     assert report.score == "accuracy" and [p.accuracy for p in report.points] == [60.0, 80.0]
+    assert report.reader_scored and report.lafs_gain() == pytest.approx(
+        lafs([*PUBLISHED["small"], *report.points]) - lafs(PUBLISHED["small"])
+    )
+    assert [i.n for i in report.intervals] == [10, 10]
     assert build_report([tmp_path], score="evidence").points[0].accuracy == 25.0
 
 
@@ -75,8 +91,58 @@ def test_chart_and_csv(runs, tmp_path):
     ours = {r["label"]: r for r in rows if r["source"] == "run"}
     assert ours["R 8k"]["frontier"] == "True" and ours["C 8k"]["frontier"] == "False"
     assert float(ours["R 8k"]["avg_latency_s"]) == 0.2 and ours["R 8k"]["read_failures"] == "3"
-    published = [r for r in rows if r["source"].startswith("LongMemEval-V2")]
-    assert {r["label"] for r in published} == {p.name for p in PUBLISHED["small"]}
+    assert ours["R 8k"]["score_n"] == "8" and float(ours["R 8k"]["score_low95"]) < 80 < float(
+        ours["R 8k"]["score_high95"]
+    )
+    assert not [r for r in rows if r["source"] != "run"]  # reader-free: no published reader accuracy beside it
+
+
+def _drawn(monkeypatch, report, tmp_path):
+    """What draw_chart put on the axes: the points' y values, the legend's box, the labels' boxes."""
+    import matplotlib.pyplot as plt
+
+    from runbook.bench import pareto
+
+    seen = {}
+    real_savefig = plt.Figure.savefig
+
+    def keep(fig, path, *args, **kwargs):
+        ax = fig.axes[0]
+        renderer = fig.canvas.get_renderer()
+        seen["ys"] = sorted({round(float(y), 1) for line in ax.lines for y in line.get_ydata()})
+        seen["legend"] = ax.get_legend().get_window_extent(renderer)
+        seen["axes"] = ax.get_window_extent(renderer)
+        seen["labels"] = {t.get_text(): t.get_window_extent(renderer) for t in ax.texts}
+        markers = [line for line in ax.lines if line.get_marker() not in (None, "None", "") and len(line.get_xydata())]
+        seen["markers"] = [ax.transData.transform(xy) for line in markers for xy in line.get_xydata()]
+        return real_savefig(fig, path, *args, **kwargs)
+
+    monkeypatch.setattr(plt.Figure, "savefig", keep)
+    pareto_file = write_outputs(report, tmp_path / "chart")["png"]
+    assert pareto_file.exists() and pareto
+    return seen
+
+
+def test_a_reader_free_chart_shows_no_published_point_and_keeps_labels_off_the_points(runs, tmp_path, monkeypatch):
+    """Item 9 of issue 24: the chart put reader-free answer phrases next to the published reader accuracy; labels
+    and the legend sat on the points; no n or interval was shown."""
+    seen = _drawn(monkeypatch, build_report([runs]), tmp_path)
+    published = {p.accuracy for p in PUBLISHED["small"]}
+    assert not published & set(seen["ys"])  # 51.0, 58.6, 74.9, 69.9 are not drawn
+    assert set(seen["labels"]) == {"R 8k (n=8)", "C 8k (n=8)", "none 8k (<1 ms) (n=8)"}
+    assert seen["legend"].x0 >= seen["axes"].x1  # the legend is outside the axes
+    for box in seen["labels"].values():
+        assert not any(box.contains(x, y) for x, y in seen["markers"])
+
+
+def test_a_reader_scored_chart_shows_the_published_points_with_their_n(tmp_path, monkeypatch):
+    write_run(tmp_path / "runs" / "a", "A", latency=30.0, phrases=0.5, accuracy=0.6)
+    write_run(tmp_path / "runs" / "b", "B", latency=120.0, phrases=0.9, accuracy=0.8)
+    seen = _drawn(monkeypatch, build_report([tmp_path / "runs"]), tmp_path)
+    assert {p.accuracy for p in PUBLISHED["small"]} <= set(seen["ys"])
+    assert "AgentRunbook-C (n=451)" in seen["labels"] and "A (n=10)" in seen["labels"]
+    rows = list(csv.DictReader((tmp_path / "chart" / "pareto.csv").open()))
+    assert len([r for r in rows if r["source"].startswith("LongMemEval-V2")]) == 4
 
 
 def test_no_runs_is_an_error_that_says_what_to_do(tmp_path):
