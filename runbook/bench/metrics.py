@@ -8,6 +8,7 @@ accuracy fields are null when the run had no reader. runbook's own: `reader_free
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -160,3 +161,15 @@ def aggregate(records: list[dict], *, store_write_failures: int = 0) -> dict[str
         "grade_errors": sum(1 for r in records if r.get("grade_error")),
         "completed_at_utc": datetime.now(UTC).isoformat(),
     }
+
+
+Z95 = 1.959964
+
+
+def wilson(share: float, n: int) -> tuple[float, float]:
+    """The 95% Wilson score interval of a share observed over n questions (0..1; (0, 1) when n is 0)."""
+    if n <= 0:
+        return 0.0, 1.0
+    centre = (share + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
+    half = Z95 * math.sqrt(share * (1 - share) / n + Z95**2 / (4 * n * n)) / (1 + Z95**2 / n)
+    return max(0.0, centre - half), min(1.0, centre + half)

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .lafs import PUBLISHED, PUBLISHED_QUESTIONS, OperatingPoint, frontier
+from .metrics import wilson
 
 MIN_SHOWN_LATENCY = 1e-3
 """Latencies below a millisecond (the empty baseline's) are drawn at 1 ms: a log axis has no zero."""
@@ -56,8 +57,6 @@ def write_csv(
 ) -> Path:
     """One row per run (the report's columns, the score's n and 95% interval); `frontier` marks the frontier.
     With `published` (a reader-scored report) also one row per LongMemEval-V2 published point."""
-    from .report import wilson
-
     on_frontier = {p.name for p in frontier(points)}
     head = ["source", "label", "score", "score_n", "score_low95", "score_high95", "avg_latency_s", "frontier"]
     columns = list(dict.fromkeys([*head, *(k for row in rows for k in row)]))
@@ -109,8 +108,6 @@ def draw_chart(
 ) -> Path:
     """The PNG: runs as dots with 95% bars and n, their frontier as a step line; with `published` (reader accuracy
     only) LongMemEval-V2's points as grey diamonds with theirs."""
-    from .report import wilson
-
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(12.5, 6.8), dpi=130)
     shown = [

@@ -11,14 +11,13 @@ never set against a reader's.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 from .lafs import PUBLISHED_QUESTIONS, OperatingPoint, frontier, lafs, lafs_gain
-from .metrics import aggregate
+from .metrics import aggregate, wilson
 from .run_folder import CONFIG, METRICS, read_records
 
 SCORES = {
@@ -32,16 +31,6 @@ SCORE_COUNTS = {
     "evidence": lambda m: m.get("reader_free", {}).get("evidence_count"),
 }
 """How many questions each score is over (answer phrases: the answerable, text-grounded ones only)."""
-Z95 = 1.959964
-
-
-def wilson(share: float, n: int) -> tuple[float, float]:
-    """The 95% Wilson score interval of a share observed over n questions (0..1; (0, 1) when n is 0)."""
-    if n <= 0:
-        return 0.0, 1.0
-    centre = (share + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
-    half = Z95 * math.sqrt(share * (1 - share) / n + Z95**2 / (4 * n * n)) / (1 + Z95**2 / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 @dataclass(frozen=True)
