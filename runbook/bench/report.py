@@ -196,6 +196,8 @@ def table(report: Report):
         "↓ lower is better, – neither; failures: READ/UTIL/STALE/WRITE questions",
         title_justify="left",
     )
+    counted = {"acc ↑": "accuracy", "phrases ↑": "phrases", "evid ↑": "evidence"}
+    counted |= {"stale ↓": "stale_led", "premise ↑": "premise_flagged", "excerpt ↑": "excerpt_recall"}
     for name in (
         "run",
         "n –",
@@ -215,7 +217,8 @@ def table(report: Report):
         "R/U/S/W ↓",
         "front –",
     ):
-        t.add_column(name, justify="left" if name == "run" else "right", no_wrap=True)
+        header = f"{name}\n{_counts(report.runs, counted[name])}" if name in counted else name
+        t.add_column(header, justify="left" if name == "run" else "right", no_wrap=True)
     on_front = report.frontier_names()
     ranked = sorted(zip(report.runs, report.points, report.intervals), key=lambda rpi: -rpi[1].accuracy)
     for run, point, interval in ranked:
@@ -244,6 +247,16 @@ def table(report: Report):
             "*" if point.name in on_front else "",
         )
     return t
+
+
+def _counts(runs: list[RunSummary], figure: str) -> str:
+    """'n=22' (or 'n=18-22'): how many questions a table column's figure is over, across the runs."""
+    if figure in SCORE_COUNTS:
+        values = {run.interval(figure).n for run in runs}
+    else:
+        values = {run.metrics.get("reader_free", {}).get(f"{figure}_count") or 0 for run in runs}
+    low, high = min(values), max(values)
+    return f"n={low}" if low == high else f"n={low}-{high}"
 
 
 def write_outputs(report: Report, out_dir: Path, *, chart: bool = True, tier: str = "small") -> dict[str, Path]:

@@ -168,7 +168,7 @@ def _console():
 
     from rich.console import Console
 
-    return Console(width=None if sys.stdout.isatty() else 150)
+    return Console(width=None if sys.stdout.isatty() else 230)
 
 
 class _RichProgress:
