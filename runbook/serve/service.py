@@ -20,6 +20,7 @@ import functools
 import os
 import tempfile
 import threading
+from contextlib import closing
 from typing import Any
 
 from ..budget import DEFAULT_BUDGET, parse_budget
@@ -132,16 +133,44 @@ class MemoryService:
     def to_json(self, context: Context) -> dict:
         """The context as JSON, each item naming its state's screenshot and whether its time was received."""
         out = context.to_json()
-        for item in out["items"]:
-            index = item.get("state_index", item.get("start_state_index"))
-            if index is None or item.get("kind") not in ("state", "span"):
-                continue
-            if not item.get("screenshot"):
-                item["screenshot"] = self._screenshot(item["trajectory_id"], index)
+        cited = [
+            (item, item.get("state_index", item.get("start_state_index")))
+            for item in out["items"]
+            if item.get("kind") in ("state", "span")
+        ]
+        shots, received = self._state_notes({(item["trajectory_id"], index) for item, index in cited})
+        for item, index in cited:
+            key = (item["trajectory_id"], index)
+            if not item.get("screenshot") and key in shots:
+                item["screenshot"] = shots[key]
                 item["screenshot_in_context"] = False
-            if index in self._received(item["trajectory_id"]):
+            if key in received:
                 item["timestamp_source"] = TIME_SOURCE
         return out
+
+    def _state_notes(self, keys: set[tuple[str, int]]) -> tuple[dict[tuple[str, int], str], set[tuple[str, int]]]:
+        """For stored states: their screenshots' store paths, and which have the server's receive time (one
+        catalog read for all of them)."""
+        ids = sorted({tid for tid, _ in keys})
+        if not ids:
+            return {}, set()
+        marks = ",".join("?" * len(ids))
+        with closing(self.store.connect()) as conn:
+            rows = conn.execute(f"SELECT id, dir, fingerprint FROM trajectories WHERE id IN ({marks})", ids).fetchall()
+            found = conn.execute(
+                f"SELECT trajectory_id, state_index, screenshot FROM states WHERE trajectory_id IN ({marks}) "
+                "AND screenshot IS NOT NULL AND screenshot != ''",
+                ids,
+            ).fetchall()
+        folders = {tid: self.store.layout.relative(self.store.layout.trajectory_dir(d)) for tid, d, _ in rows}
+        shots = {(tid, i): f"{folders[tid]}/{shot}" for tid, i, shot in found if (tid, i) in keys and tid in folders}
+        received = {
+            (tid, i)
+            for tid, _, fingerprint in rows
+            for i in _received_times(self.store, tid, fingerprint)
+            if (tid, i) in keys
+        }
+        return shots, received
 
     def _memory(self, method: str):
         with self._memories_lock:
@@ -312,7 +341,8 @@ class MemoryService:
                 }
             raise NotFound(f"no trajectory {trajectory_id!r} in the store")
         trajectory = self.store.load(trajectory_id)
-        received = self._received(trajectory_id)
+        shots, received_keys = self._state_notes({(trajectory_id, s.index) for s in trajectory.states})
+        received = {i for _, i in received_keys}
         return {
             "id": row.id,
             "open": False,
@@ -329,7 +359,7 @@ class MemoryService:
                     **({"timestamp_source": TIME_SOURCE} if s.index in received else {}),
                     "action": s.action,
                     "action_error": s.action_error or "",
-                    "screenshot": self._screenshot(trajectory_id, s.index),
+                    "screenshot": shots.get((trajectory_id, s.index)),
                 }
                 for s in trajectory.states
             ],
@@ -372,16 +402,7 @@ class MemoryService:
 
     def _screenshot(self, trajectory_id: str, index: int) -> str | None:
         """The store-relative path of a stored state's screenshot, or None."""
-        row = self.store.row(trajectory_id)
-        if row is None:
-            return None
-        with self.store.connect() as conn:
-            found = conn.execute(
-                "SELECT screenshot FROM states WHERE trajectory_id = ? AND state_index = ?", (trajectory_id, index)
-            ).fetchone()
-        if not found or not found[0]:
-            return None
-        return f"{self.store.layout.relative(self.store.layout.trajectory_dir(row.dir))}/{found[0]}"
+        return self._state_notes({(trajectory_id, index)})[0].get((trajectory_id, index))
 
     def _received(self, trajectory_id: str) -> frozenset[int]:
         row = self.store.row(trajectory_id)
