@@ -108,7 +108,12 @@ def main(argv: list[str]) -> None:
         with httpx.Client(base_url=url, timeout=300) as http:
             for method, question in work:
                 start = time.perf_counter()
-                response = http.post("/query", json={"question": question, "budget": "4k", "method": method})
+                try:
+                    response = http.post("/query", json={"question": question, "budget": "4k", "method": method})
+                except httpx.TransportError as exc:  # counted, and the client goes on
+                    with lock:
+                        errors.append(f"{method} {type(exc).__name__}: {exc}")
+                    continue
                 took = time.perf_counter() - start
                 with lock:
                     if response.status_code == 200:
@@ -160,9 +165,13 @@ def main(argv: list[str]) -> None:
         print("  error:", line)
     streamed = [row for row in store.rows() if row.id.startswith("load-stream-")]
     lost = args.streams - sum(1 for row in streamed if row.n_states == args.steps)
-    leaked = sandbox_containers() - before
+    timed = sum(1 for row in streamed for s in store.load(row.id).states if s.timestamp)
+    deadline = time.monotonic() + 30  # a used container is removed in the background
+    while (leaked := sandbox_containers() - before) and time.monotonic() < deadline:
+        time.sleep(0.5)
     print(
-        f"streamed trajectories stored whole: {len(streamed)} of {args.streams} (lost: {lost}); "
+        f"streamed trajectories stored whole: {len(streamed)} of {args.streams} (lost: {lost}), "
+        f"steps with a time: {timed} of {len(streamed) * args.steps}; open left: {len(service.journal.ids())}; "
         f"sandbox containers left: {len(leaked)}"
     )
 
