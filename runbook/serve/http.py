@@ -151,6 +151,7 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
     @app.post(
         "/trajectories",
         status_code=201,
+        response_model_exclude_none=True,
         response_model=InsertResult | OpenResult,
         responses=_errors(400, 401, 409, 413, 503),
         summary="Insert a whole trajectory, or open one to stream its steps",
@@ -168,6 +169,7 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
     @app.post(
         "/trajectories/{trajectory_id}/states",
         status_code=201,
+        response_model_exclude_none=True,
         response_model=StepResult,
         responses=_errors(400, 401, 404, 410, 503),
         summary="Append a step to an open trajectory",
@@ -177,6 +179,7 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
 
     @app.post(
         "/trajectories/{trajectory_id}/close",
+        response_model_exclude_none=True,
         response_model=InsertResult,
         responses=_errors(400, 401, 404, 410, 503),
         summary="Insert an open trajectory: queries see it from now on",

@@ -52,10 +52,11 @@ class QueryRequest(BaseModel):
 class Item(BaseModel):
     """One piece of evidence, with where it came from."""
 
-    model_config = ConfigDict(extra="allow")
     kind: str = Field(description="state, span, note, event or summary")
     trajectory_id: str
     state_index: int | None = Field(None, description="The state cited (a span gives start/end_state_index)")
+    start_state_index: int | None = Field(None, description="A span's first state")
+    end_state_index: int | None = Field(None, description="A span's last state")
     url: str = ""
     timestamp: str | None = Field(None, description="ISO-8601 time of the (first) state")
     timestamp_source: str | None = Field(None, description="Set when the time is the server's receive time")
@@ -65,14 +66,18 @@ class Item(BaseModel):
     screenshot_in_context: bool | None = Field(
         None, description="False when the screenshot is the state's but was not part of the context's budget"
     )
+    goal: str = Field("", description="The goal of the run the evidence comes from")
+    score: float | None = Field(None, description="The method's own ranking score")
     text: str = Field(description="The evidence as the reader sees it")
-    tokens: int = 0
+    elided_tokens: int = Field(0, description="Tokens cut from the text to fit the budget")
+    tokens: int = Field(0, description="Tokens the item costs (its text, and a screenshot when in context)")
+    furniture_tokens: int | None = Field(None, description="Tokens of the site's menus and banners in the text")
+    repeat: bool | None = Field(None, description="True when it shows again what an earlier item shows")
 
 
 class QueryResult(BaseModel):
     """The context: an analysis, then evidence items most important first, within the budget."""
 
-    model_config = ConfigDict(extra="allow")
     question: str
     method: str
     budget: int
@@ -224,22 +229,29 @@ class CloseRequest(BaseModel):
 
 
 class InsertResult(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    """A trajectory written to the store."""
+
     trajectory_id: str
-    status: str = Field(description="inserted, replaced, unchanged, open")
+    status: str = Field(description="inserted, replaced or unchanged")
     states: int = 0
+    timestamps_received: list[int] | None = Field(
+        None, description="The states sent without a time, which got the server's receive time"
+    )
 
 
 class OpenResult(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    """A trajectory opened for streaming."""
+
     trajectory_id: str
     open: bool
     states: int
     visible: Visibility
+    opened: str = Field(description="When it was opened (ISO-8601)")
 
 
 class StepResult(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    """A step accepted and journaled."""
+
     trajectory_id: str
     states: int = Field(description="Steps so far")
     state_index: int

@@ -318,6 +318,8 @@ def test_the_docs_work_offline_and_the_schema_is_typed_and_public(service):
     assert models["StepFields"]["examples"]
     assert set(models["QueryRequest"]["properties"]["method"]["enum"]) == set(METHODS)
     assert all(spec.get("description") for spec in models["StepFields"]["properties"].values())
+    for reply in ("QueryResult", "Item", "InsertResult", "OpenResult", "StepResult"):  # no 'additionalProp1'
+        assert models[reply].get("additionalProperties") is not True, reply
 
 
 def test_a_mistyped_store_is_an_error_and_an_empty_store_says_so(tmp_path, clean_env):
