@@ -109,7 +109,16 @@ class Page:
 
     def shown(self) -> str:
         """The whole page as a reader is shown it: every block, one a line."""
-        return "\n".join({"header": "table: ", "row": "  "}.get(b.kind, "") + b.text for b in self.blocks)
+        return "\n".join(shown_line(b) for b in self.blocks)
+
+
+def shown_line(block: Block) -> str:
+    """A block as a reader sees it, one line: a heading as '## ...', a table's header after 'table:', its rows
+    indented under it, anything else as an item of a list ('- ...'), so that no line starts flush against the line
+    break before it (a JSON rendering of the text turns that break into a letter stuck to the line's first word)."""
+    if block.kind == "heading":
+        return block.text
+    return {"header": "table: ", "row": "  "}.get(block.kind, "- ") + block.text
 
 
 def parse_page(text: str) -> Page:
