@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from .page import Page
-from .question import QuestionAnalysis
+from .question import QuestionAnalysis, quoted_labels
 
 MAX_FINDINGS = 4
 """Lines of one kind of finding at most."""
@@ -30,7 +30,6 @@ _NUMBER = re.compile(r"[-+]?\$?\d[\d,]*(?:\.\d+)?")
 _UNFILTERED = re.compile(
     r"(?i)\b(?:no|without|none of the|any) (?:filters?|keywords?|search(?:es)?)\b|\bunfiltered\b|\bin total\b"
 )
-_QUOTED = re.compile(r"'[^']{1,80}'(?!\w)|\"[^\"]{1,80}\"|‘[^’]{1,80}’|“[^”]{1,80}”")
 _FILTER_TEXT = re.compile(r"(?i)^active filters\b|^keyword:|^filters?:|^search(?:ing)? for\b")
 
 
@@ -72,7 +71,7 @@ def findings(analysis: QuestionAnalysis, views: list[View]) -> list[str]:
 def strong_phrases(analysis: QuestionAnalysis) -> tuple[str, ...]:
     """The phrases that pick out one thing: quoted labels, ids and numbers, names of two words or more (a single
     Capitalised word, 'GitLab', is on every page of its site)."""
-    quoted = {m.group(0).strip("'\"‘’“”") for m in _QUOTED.finditer(analysis.question)}
+    quoted = set(quoted_labels(analysis.question))
     return tuple(p for p in analysis.phrases if p in quoted or re.search(r"\d", p) or len(p.split()) >= 2)
 
 

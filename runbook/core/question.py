@@ -265,6 +265,11 @@ def _phrases(text: str, menus: list[tuple[str, ...]]) -> list[str]:
     return [p for p in found if p not in _LEADING_CAPS]
 
 
+def quoted_labels(text: str) -> list[str]:
+    """The labels a question quotes ('Yours', "Pending"): the page's own words, kept even when they are stop words."""
+    return [next(g for g in m.groups() if g).strip() for m in _QUOTED.finditer(text)]
+
+
 def _premise_hints(text: str, phrases: list[str]) -> list[str]:
     hints = []
     for pattern, template in _PREMISE_CUES:
@@ -272,7 +277,6 @@ def _premise_hints(text: str, phrases: list[str]) -> list[str]:
         if match:
             groups = ["" if g is None else g for g in match.groups()]
             hints.append(template.format(match.group(0), *groups))
-    quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
-    for name in quoted[:3]:
+    for name in quoted_labels(text)[:3]:
         hints.append(f"assumes '{name}' exists; confirm it appears in a state")
     return hints

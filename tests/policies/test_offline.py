@@ -95,6 +95,13 @@ def test_patterns_for_a_question():
     assert all(p["derived"] for p in patterns if p["weight"] < 0.5)  # word pairs are extra, never the question's own
 
 
+def test_a_quoted_label_is_searched_even_when_it_is_a_stop_word():
+    # 'Yours' is the name of a GitLab dashboard tab; unquoted, "yours" says nothing
+    quoted = {p["label"] for p in patterns_for(analyze("How many projects does the 'Yours' tab list?"))}
+    unquoted = {p["label"] for p in patterns_for(analyze("How many projects are yours?"))}
+    assert "Yours" in quoted and "yours" not in {label.lower() for label in unquoted}
+
+
 def test_word_pairs_are_neighbours_without_function_words():
     assert ("website", "url") in word_pairs("What website URL is saved on the profile?")
     assert ("url", "saved") not in word_pairs("What website URL is saved on the profile?")
