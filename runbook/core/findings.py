@@ -30,6 +30,9 @@ _NUMBER = re.compile(r"[-+]?\$?\d[\d,]*(?:\.\d+)?")
 _UNFILTERED = re.compile(
     r"(?i)\b(?:no|without|none of the|any) (?:filters?|keywords?|search(?:es)?)\b|\bunfiltered\b|\bin total\b"
 )
+_LABELLED = re.compile(  # 'LCP: +320ms' as one of a block's ' · ' parts
+    r"(?:^|(?<= · ))([A-Za-z][\w ()%/-]{0,28}):\s*([-+]?\$?\d[\d,]*(?:\.\d+)?\s?[A-Za-z%]{0,3})(?= · |$)"
+)
 _FILTER_TEXT = re.compile(r"(?i)^active filters\b|^keyword:|^filters?:|^search(?:ing)? for\b")
 
 
@@ -163,7 +166,7 @@ def extreme_findings(analysis: QuestionAnalysis, views: list[View], *, largest: 
     out = []
     seen: set[str] = set()
     for view in views:
-        for table in tables(view.page):
+        for table in tables(view.page) + card_tables(view.page):
             numeric = [n for n in range(len(table[0])) if _mostly_numbers(table[1:], n)]
             column = best_column(table[0], words, numeric)
             if column is None:
@@ -196,6 +199,27 @@ def tables(page: Page) -> list[list[list[str]]]:
         elif block.kind == "row" and block.header in by_header:
             by_header[block.header].append(_cells(block.text))
     return out
+
+
+def card_tables(page: Page) -> list[list[list[str]]]:
+    """A list of cards that label their numbers ('Instafeed · … · LCP: +320ms', 'INP: +25ms') read as a table: one
+    row per card (its name, then each label's value), one column per label that at least two cards show."""
+    cards: list[dict[str, str]] = []
+    for block in page.blocks:
+        if block.kind not in ("text", "count") or block.furniture:
+            continue
+        pairs = _LABELLED.findall(block.text)
+        if not pairs:
+            continue
+        name = _LABELLED.split(block.text, maxsplit=1)[0].strip(" ·")
+        if name or not cards:
+            cards.append({"": name})
+        for label, value in pairs:
+            cards[-1].setdefault(label.strip(), value)
+    labels = [label for label in dict.fromkeys(k for card in cards for k in card if k)
+              if sum(1 for card in cards if label in card) >= 2]  # fmt: skip
+    rows = [[card[""]] + [card.get(label, "") for label in labels] for card in cards if any(k in card for k in labels)]
+    return [[["item", *labels], *rows]] if labels and len(rows) >= 2 else []
 
 
 def _cells(text: str) -> list[str]:

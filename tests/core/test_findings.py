@@ -84,6 +84,32 @@ def test_the_largest_number_of_the_named_column_is_worked_out():
     assert cheapest[0].startswith("Worked out: smallest 'Quantity' of 3 rows: Zing Jump Rope")
 
 
+def test_cards_that_label_their_numbers_are_a_table_for_the_largest():
+    cards = ["[Start of page]", "Installed Apps (3)"]
+    for name, lcp, inp in (
+        ("Loox Reviews", "+180ms", "+35ms"),
+        ("Instafeed", "+320ms", "+25ms"),
+        ("Hotjar", "+90ms", "+110ms"),
+    ):
+        cards += [
+            name,
+            "LCP:",
+            "*[1]<span />",
+            f"\t{lcp}",
+            "INP:",
+            "*[2]<span />",
+            f"\t{inp}",
+            "[3]<button />",
+            "\tUninstall",
+        ]
+    apps = view("apps", 1, "2026-02-19T02:33", "\n".join(cards), title="Apps")
+    lines = findings(analyze("Which installed app adds the largest LCP impact?"), [apps])
+    assert lines == ["Worked out: largest 'LCP' of 3 rows: Instafeed | +320ms | +25ms (apps state 1, 2026-02-19 02:33)"]
+    assert findings(analyze("Which installed app adds the smallest INP?"), [apps])[0].startswith(
+        "Worked out: smallest 'INP' of 3 rows: Instafeed"
+    )
+
+
 def test_the_most_recent_is_a_time_not_a_largest_value():
     rows = (("A", "$1.00", "1"), ("B", "$2.00", "2"))
     assert findings(analyze("What is the most recent order's price?"), [view("a", 1, "2025", grid(2, rows=rows))]) == []
