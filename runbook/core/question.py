@@ -30,6 +30,8 @@ here there thing things way
 """.split()
 )
 """Function words, question words, and words every question about a memory of web pages carries."""
+LIST_NOUNS = frozenset({"apps", "pages"})
+"""Plurals of stop words that name a list a site shows ('the apps installed': its Apps page), kept as terms."""
 
 _LATEST = re.compile(
     r"\b(current(ly)?|now|latest|most recent(ly)?|newest|last (set|saved|changed|updated|value)|"
@@ -186,7 +188,7 @@ def _terms(text: str) -> list[str]:
     for raw in _WORD.findall(text.lower()):
         if raw in STOP_WORDS:
             continue
-        term = normalize_term(raw)
+        term = raw if raw in LIST_NOUNS else normalize_term(raw)
         if term and term not in STOP_WORDS and term not in out and len(term) > 1:
             out.append(term)
     return out

@@ -17,6 +17,7 @@ from runbook.agent.types import Task
 from runbook.core.choice import MAX_STATES, choice_record, choose, read_choice
 from runbook.core.hits import Hit
 from runbook.core.patterns import pattern_regex, pattern_stem, python_regex
+from runbook.core.plan import PlanRequest
 from runbook.core.question import analyze
 from runbook.core.scanout import read_scan, read_steps
 from runbook.errors import ConfigError
@@ -346,6 +347,9 @@ def test_the_scan_is_scoped_to_the_sites_of_rs_own_evidence():
     policy.begin(Task("What price does the admin list now?", recall=hits))
     request = policy.next([Message("user", "q")], []).tool_calls[0].arguments["request"]
     assert request["scan"]["scope_sites"] == ["shopping", "shopping_admin"]
+    # rbplan's findings read R's ranked pages too, whether or not R's context had room for them
+    assert request["recall_states"] == [["a", 0], ["a", 0], ["a", 0]]
+    assert PlanRequest.from_json(request).recall_states == [["a", 0], ["a", 0], ["a", 0]]
 
 
 def test_a_current_value_questions_added_states_come_newest_first():
