@@ -26,13 +26,15 @@ these they this those through to too under until up very was wasn't we were were
 which while who whom why will with won't would wouldn't you your yours yourself yourselves
 one ones also via per does shown show shows showing list lists listed displayed display displays use used uses using
 get got make made currently current now latest still anymore recently most last time times agent agent's page app
-here there thing things way
+here there thing things way without
 """.split()
 )
 """Function words, question words, and words every question about a memory of web pages carries."""
 LIST_NOUNS = frozenset({"apps", "pages"})
 """Plurals of stop words that name a list a site shows ('the apps installed': its Apps page), kept as terms."""
 
+_NOT_DONE = re.compile(r"(?i)\b(?:without|rather than|instead of)\s+\w+ing\b")
+"""An action the question rules out ('without deleting it'): not a word to search for."""
 _LATEST = re.compile(
     r"\b(current(ly)?|now|latest|most recent(ly)?|newest|last (set|saved|changed|updated|value)|"
     r"still|any ?more|at present|as of (now|today)|these days|final(ly)? (value|state))\b",
@@ -150,7 +152,7 @@ def analyze(question: str) -> QuestionAnalysis:
     return QuestionAnalysis(
         question=question,
         kind=_kind(text, wants_latest),
-        terms=tuple(_terms(text)),
+        terms=tuple(_terms(_NOT_DONE.sub(" ", text))),
         phrases=tuple(phrases),
         wants_latest=wants_latest,
         possible_false_premise=tuple(_premise_hints(text, phrases)),

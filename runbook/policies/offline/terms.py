@@ -9,7 +9,14 @@ from ...core.question import STOP_WORDS, QuestionAnalysis, quoted_labels
 
 MAX_PATTERNS = 24
 """Patterns searched at most: each one costs the single ripgrep pass a little."""
-ACTION_SYNONYMS = (("change", "update", "edit", "modify"), ("create", "add"), ("delete", "remove"), ("send", "submit"))
+ACTION_SYNONYMS = (
+    ("change", "update", "edit", "modify"),
+    ("create", "add"),
+    ("delete", "remove"),
+    ("send", "submit"),
+    ("stop", "pause"),
+    ("restart", "resume"),
+)
 """Actions that goals and pages name with different verbs: a question's verb also finds its group's others."""
 SYNONYM_WEIGHT = 0.5
 PAIR_WEIGHT = 0.25
