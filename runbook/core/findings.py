@@ -182,7 +182,8 @@ def extreme_findings(analysis: QuestionAnalysis, views: list[View], *, largest: 
                 continue
             seen.add(line)
             word = "largest" if largest else "smallest"
-            out.append(f"{word} '{table[0][column]}' of {len(rows)} rows: {line[:200]} ({view.cite()})")
+            compared = f"{value:g}" if value is not None else "?"  # the number the rows were compared on
+            out.append(f"{word} '{table[0][column]}' of {len(rows)} rows ({compared}): {line[:200]} ({view.cite()})")
             if len(out) == MAX_FINDINGS:
                 return [f"Worked out: {line}" for line in out]
     return [f"Worked out: {line}" for line in out]

@@ -50,7 +50,7 @@ _GOTCHA = re.compile(
     r"\b(went wrong|go wrong|goes wrong|why\b|fail(ed|s|ure)?|error|errors|time[sd]? ?out|"
     r"pitfall|gotcha|mistake|careful|watch out|avoid|check first|problem|trap|workaround|fix\b|"
     r"did not work|didn't work|doesn't work|broken|stuck|retry|retries|in the way|obstacle|blocked|"
-    r"prerequisite|(?:have|need|must) to do (?:first|before)|must be (?:set|done|checked|chosen) "
+    r"prerequisite|what happen(?:s|ed)\b|(?:have|need|must) to do (?:first|before)|must be (?:set|done|checked|chosen) "
     r"(?:first|before))",
     re.I,
 )

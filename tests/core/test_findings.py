@@ -77,11 +77,13 @@ def test_the_largest_number_of_the_named_column_is_worked_out():
     rows = (("Quest Lumaflex Band", "$19.00", "100"), ("Zing Jump Rope", "$12.00", "5"), ("Sprite Ball", "$23.00", "7"))
     analysis = analyze("Which product in the catalog grid has the highest price?")
     lines = findings(analysis, [view("a", 3, "2025-12-16T10:00", grid(3, rows=rows))])
-    assert lines == ["Worked out: largest 'Price' of 3 rows: Sprite Ball | $23.00 | 7 (a state 3, 2025-12-16 10:00)"]
+    assert lines == [
+        "Worked out: largest 'Price' of 3 rows (23): Sprite Ball | $23.00 | 7 (a state 3, 2025-12-16 10:00)"
+    ]
     cheapest = findings(
         analyze("Which product has the lowest quantity?"), [view("a", 3, "2025-12-16", grid(3, rows=rows))]
     )
-    assert cheapest[0].startswith("Worked out: smallest 'Quantity' of 3 rows: Zing Jump Rope")
+    assert cheapest[0].startswith("Worked out: smallest 'Quantity' of 3 rows (5): Zing Jump Rope")
 
 
 def test_cards_that_label_their_numbers_are_a_table_for_the_largest():
@@ -104,9 +106,11 @@ def test_cards_that_label_their_numbers_are_a_table_for_the_largest():
         ]
     apps = view("apps", 1, "2026-02-19T02:33", "\n".join(cards), title="Apps")
     lines = findings(analyze("Which installed app adds the largest LCP impact?"), [apps])
-    assert lines == ["Worked out: largest 'LCP' of 3 rows: Instafeed | +320ms | +25ms (apps state 1, 2026-02-19 02:33)"]
+    assert lines == [
+        "Worked out: largest 'LCP' of 3 rows (320): Instafeed | +320ms | +25ms (apps state 1, 2026-02-19 02:33)"
+    ]
     assert findings(analyze("Which installed app adds the smallest INP?"), [apps])[0].startswith(
-        "Worked out: smallest 'INP' of 3 rows: Instafeed"
+        "Worked out: smallest 'INP' of 3 rows (25): Instafeed"
     )
 
 

@@ -626,6 +626,20 @@ def test_the_probe_finds_where_the_site_shows_another_value_than_the_one_typed()
     assert [(s.key, s.seen) for s in sightings] == [(("acct", 1), "StaticText 'emma.lopez@gmail.com'")]
 
 
+def test_the_probe_pattern_of_values_with_spaces_and_quotes_is_one_ripgrep_accepts(tmp_path):
+    import subprocess
+
+    from runbook.core.ripgrep import ripgrep_binary
+    from runbook.policies.offline.probe import probe_pattern
+
+    page = tmp_path / "0001.md"
+    page.write_text("StaticText 'Place for Karaoke lovers'\nStaticText \"['devices', 'setup']\"\n")
+    pattern = probe_pattern(["Place for Karaoke lovers", "['devices', 'setup']"])
+    assert pattern == r"Place for Karaoke lovers|\['devices', 'setup'\]"  # older ripgreps refuse '\ ' (the sandbox's)
+    found = subprocess.run([ripgrep_binary(), "-c", pattern, str(page)], capture_output=True, text=True)
+    assert found.returncode == 0 and found.stdout.strip() == "2", found.stderr
+
+
 def test_a_gotcha_whose_run_typed_a_value_searches_for_it():
     policy = OfflinePlanner()
     policy.begin(Task("What went wrong in the failed newsletter subscription?"))
