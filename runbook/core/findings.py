@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from .page import Page
 from .question import QuestionAnalysis, quoted_labels
+from .scoring import page_words, title_words
 
 MAX_FINDINGS = 4
 """Lines of one kind of finding at most."""
@@ -60,7 +61,9 @@ def findings(analysis: QuestionAnalysis, views: list[View]) -> list[str]:
     names = named_words(analysis)
     if COUNT_QUESTION.search(analysis.question):
         out += count_findings(
-            [v for v in views if about(v, names)], unfiltered=bool(_UNFILTERED.search(analysis.question))
+            [v for v in views if about(v, names)],
+            unfiltered=bool(_UNFILTERED.search(analysis.question)),
+            named=page_words([list(path) for path in analysis.menu_paths]),
         )
     extreme = _EXTREME.search(analysis.question)
     if extreme and analysis.kind != "procedure":
@@ -93,12 +96,15 @@ def _words(text: str) -> set[str]:
     return {w.lower().rstrip("s") for w in re.findall(r"[A-Za-z]{3,}", text)}
 
 
-def count_findings(views: list[View], *, unfiltered: bool = False) -> list[str]:
-    """The count lines of the best pages, each with the filters or search its page had set; with `unfiltered` (the
-    question asks for the count with nothing set) the views with nothing set come first."""
+def count_findings(views: list[View], *, unfiltered: bool = False, named: list | None = None) -> list[str]:
+    """The count lines of the best pages, each with the filters or search its page had set. The views of the page
+    the question's menu path names (`named`, as scoring.page_words: 'Sales > Orders' is the page titled 'Orders / …',
+    not an order's own page or the Orders Report) come first; with `unfiltered` (the question asks for the count with
+    nothing set), then the views with nothing set."""
     settings_of = {id(v): page_settings(v.page) for v in views}
-    if unfiltered:
-        views = sorted(views, key=lambda v: bool(settings_of[id(v)]))
+    views = sorted(
+        views, key=lambda v: (not is_named_page(v.title, named or []), unfiltered and bool(settings_of[id(v)]))
+    )
     seen: set[tuple[str, str, str]] = set()
     out = []
     for view in views:
@@ -115,6 +121,12 @@ def count_findings(views: list[View], *, unfiltered: bool = False) -> list[str]:
         if len(out) == MAX_FINDINGS:
             break
     return [f"Counts shown: {line}" for line in out]
+
+
+def is_named_page(title: str, named: list) -> bool:
+    """Whether the page's own name (its title's first part) is the last step of a menu path the question gives."""
+    own = title_words(title.split(" / ")[0])
+    return any(path and own == path[-1] for path in named)
 
 
 def page_settings(page: Page) -> str:

@@ -46,6 +46,18 @@ def test_a_count_question_gets_each_count_with_the_filter_it_was_taken_under():
     assert unfiltered[0].startswith("Counts shown: '308 records found'")
 
 
+def test_the_page_the_menu_path_names_leads_before_pages_that_only_mention_it():
+    analysis = analyze("How many orders does the Sales > Orders grid report?")
+    views = [
+        view("a", 8, "2025-12-18", grid(0), title="#000000301 / Orders / Operations / Sales / Magento Admin"),
+        view("b", 10, "2025-12-18", grid(0), title="Orders Report / Sales / Reports / Magento Admin"),
+        view("c", 5, "2025-12-22", grid(308)),
+    ]
+    lines = findings(analysis, views)
+    assert lines[0].startswith("Counts shown: '308 records found' on Orders / Operations / Sales (c state 5")
+    assert len(lines) == 3
+
+
 def test_a_count_on_a_page_the_question_does_not_name_is_left_out():
     analysis = analyze("How many reviews does the Marketing > All Reviews grid list?")
     assert findings(analysis, [view("a", 1, "2025-12-17", grid(12))]) == []
