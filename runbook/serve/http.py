@@ -32,6 +32,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from ..errors import BudgetError, ConflictError, InputError, QueryError, RunbookError
+from .body_limit import BodyLimit
 from .images import image_file
 from .models import (
     CloseRequest,
@@ -53,16 +54,11 @@ PUBLIC = ("/openapi.json", "/docs", "/redoc", "/static-offline-docs/", "/docs/oa
 access_log = logging.getLogger("runbook.access")
 
 
-class TooLarge(RunbookError):
-    """A request body over the server's limit."""
-
-
 STATUS = [
     (Gone, 410),
     (NotFound, 404),
     (ConflictError, 409),
     (BusyError, 503),
-    (TooLarge, 413),
     (InputError, 400),
     (QueryError, 400),
     (BudgetError, 400),
@@ -91,7 +87,6 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
         ),
         version=__version__,
     )
-    app.state.max_body_bytes = max_body_bytes
 
     @app.middleware("http")
     async def guard(request: Request, call_next):
@@ -112,9 +107,6 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
             given = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ")
             if not hmac.compare_digest(given.encode(), api_key.encode()):
                 return _error(401, "a valid API key is required (Authorization: Bearer KEY or X-API-Key: KEY)")
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > max_body_bytes):
-            return _error(413, f"the body is over {max_body_bytes:,} bytes")
         return await call_next(request)
 
     @app.exception_handler(RequestValidationError)
@@ -218,31 +210,8 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
         return _error(exc.status_code, str(exc.detail))
 
     app.openapi = lambda: _schema(app)  # type: ignore[method-assign]
-    app.add_middleware(BodyLimit, limit=max_body_bytes)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)  # outermost: counts the body as it arrives
     return app
-
-
-class BodyLimit:
-    """Counts a body that names no length up front (chunked) as it arrives: past the limit, a 413."""
-
-    def __init__(self, app: Any, limit: int):
-        self.app, self.limit = app, limit
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        seen = 0
-
-        async def counted() -> Any:
-            nonlocal seen
-            message = await receive()
-            seen += len(message.get("body", b"")) if message["type"] == "http.request" else 0
-            if seen > self.limit:
-                raise StarletteHTTPException(413, f"the body is over {self.limit:,} bytes")
-            return message
-
-        await self.app(scope, counted, send)
 
 
 def _schema(app: FastAPI) -> dict[str, Any]:
