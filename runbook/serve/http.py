@@ -152,6 +152,7 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
         if body.stream:
             if body.states:
                 raise InputError("a streamed trajectory starts with no states: append them one by one", field="states")
+            _check_addressable(body.id)
             fields = body.model_dump(exclude={"id", "stream", "visible", "states"}, exclude_none=True)
             return service.open_trajectory(body.id, visible=body.visible, **fields)
         if body.states is None:
@@ -238,6 +239,17 @@ def _field(loc: Any) -> str:
         else:
             out += f".{part}" if out else str(part)
     return out or "body"
+
+
+def _check_addressable(trajectory_id: str) -> None:
+    """A streamed trajectory is closed at /trajectories/{id}/close: an id that no URL path can carry (a '/',
+    '.' or '..', which clients resolve away) could be opened but never closed."""
+    if "/" in trajectory_id or trajectory_id in (".", ".."):
+        raise InputError(
+            f"{trajectory_id!r} cannot be part of a URL path (no '/', and not '.' or '..'): a streamed trajectory "
+            "is closed at /trajectories/{id}/close, so choose another id",
+            field="id",
+        )
 
 
 def _error(status: int, message: str, *, field: str | None = None) -> JSONResponse:

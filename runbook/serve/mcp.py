@@ -27,7 +27,7 @@ from pydantic import Field
 from .. import __version__
 from ..budget import DEFAULT_BUDGET
 from .images import image_file
-from .models import BUDGET_HELP, DEFAULT, METHOD_HELP, Method, QueryResult, Step, TrajectoryRequest, Visibility
+from .models import BUDGET_HELP, DEFAULT, METHOD_HELP, Budget, Method, QueryResult, Step, TrajectoryRequest, Visibility
 from .service import MemoryService
 
 TRAJECTORY_LIST_LIMIT = 200
@@ -92,7 +92,7 @@ def create_mcp(service: MemoryService, *, host: str = "127.0.0.1", port: int = 8
     @tool()
     def query(
         question: Annotated[str, Field(description="What you want to know about the web environment")],
-        budget: Annotated[int | str, Field(description=BUDGET_HELP)] = DEFAULT_BUDGET,
+        budget: Annotated[Budget, Field(description=BUDGET_HELP)] = DEFAULT_BUDGET,
         method: Annotated[Method, Field(description=METHOD_HELP)] = DEFAULT,
         image_base64: Annotated[
             str | None, Field(description="An image that belongs to the question (PNG/JPEG, base64): auto or c")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, cast
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, StrictInt, StrictStr, Tag
 
 from ..budget import DEFAULT_BUDGET
 from ..memory import DEFAULT_METHOD
@@ -23,6 +23,8 @@ METHOD_HELP = (
     "r: knowledge pools, fast, no sandbox; c: the coding agent in a sandbox; baselines: bm25, full, none. "
     "Case does not matter ('R' is r)."
 )
+Budget = StrictInt | StrictStr
+"""A budget as a whole number or text, strictly: lax validation read JSON's true as a budget of 1 token."""
 BUDGET_HELP = "Tokens of context, as a number (8000) or text ('8k', '1.5k'); the context never exceeds it."
 QUESTION_EXAMPLE = "What must be set before the Bestsellers report shows any data?"
 
@@ -42,7 +44,7 @@ class QueryRequest(BaseModel):
         json_schema_extra={"examples": [{"question": QUESTION_EXAMPLE, "budget": "4k", "method": "auto"}]},
     )
     question: str = Field(description="What the agent wants to know about the web environment")
-    budget: int | str = Field(DEFAULT_BUDGET, description=BUDGET_HELP, examples=[4000, "4k"])
+    budget: Budget = Field(DEFAULT_BUDGET, description=BUDGET_HELP, examples=[4000, "4k"])
     method: Method = Field(DEFAULT, description=METHOD_HELP)
     image_base64: str | None = Field(
         None, description="An image that belongs to the question (PNG or JPEG, base64); read by methods auto and c"
