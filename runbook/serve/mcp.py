@@ -125,7 +125,7 @@ def create_mcp(service: MemoryService, *, host: str = "127.0.0.1", port: int = 8
         trajectory: Annotated[
             TrajectoryRequest, Field(description="The whole trajectory, in runbook's JSONL schema, states in order")
         ],
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Insert one whole trajectory: {"id", "goal", "site", "outcome", "states": [{"url", "accessibility_tree",
         "action", "action_error", "thought", "timestamp"}, ...]}. States without a timestamp get the receive time."""
         return service.insert(trajectory.model_dump(exclude={"stream", "visible"}, exclude_unset=True))
@@ -139,7 +139,7 @@ def create_mcp(service: MemoryService, *, host: str = "127.0.0.1", port: int = 8
         visible: Annotated[
             Visibility, Field(description="close: queries see it once closed; step: after every step")
         ] = "close",
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Start a trajectory you will stream step by step with append_state, then close_trajectory.
 
         It is journaled in the store: it survives a server restart, and is discarded after a day without a step."""
@@ -158,7 +158,7 @@ def create_mcp(service: MemoryService, *, host: str = "127.0.0.1", port: int = 8
                 "action, agent_info}, or a browser-use history entry {model_output, state, result, metadata})"
             ),
         ],
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Append the next step of an open trajectory. Without a timestamp it gets the server's receive time."""
         return service.append_state(trajectory_id, state.model_dump(exclude_none=True))
 
@@ -166,12 +166,12 @@ def create_mcp(service: MemoryService, *, host: str = "127.0.0.1", port: int = 8
     def close_trajectory(
         trajectory_id: TrajectoryId,
         outcome: Annotated[str, Field(description="How the run ended, e.g. 'success (reward 1.0)'")] = "",
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Insert an open trajectory as one atomic insert; queries see it from now on."""
         return service.close_trajectory(trajectory_id, outcome=outcome or None)
 
     @tool()
-    def stats() -> dict:
+    def stats() -> dict[str, Any]:
         """What the store holds: trajectories, states, tokens, per site and outcome, and the open trajectories."""
         return service.stats()
 
@@ -180,7 +180,7 @@ def create_mcp(service: MemoryService, *, host: str = "127.0.0.1", port: int = 8
         trajectory_id: TrajectoryId,
         state_index: Annotated[int | None, Field(description="A state's index: its page text and header")] = None,
         image: Annotated[bool, Field(description="With state_index: also return its screenshot as an image")] = False,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
         """A trajectory's goal, outcome and one line per state; with state_index, that state's page text."""
         if state_index is None:
             found = service.trajectory(trajectory_id)

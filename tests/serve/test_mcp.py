@@ -162,6 +162,8 @@ def test_tools_are_typed_described_and_versioned(env):
             assert {"type": "integer"} in query["budget"]["anyOf"]
             assert tools["open_trajectory"].inputSchema["properties"]["visible"]["enum"] == ["close", "step"]
             assert tools["query"].outputSchema and "items" in tools["query"].outputSchema["properties"]
+            # every tool's result is structured content (the Inspector showed insert's, stats', ... as JSON text only)
+            assert [name for name, tool in tools.items() if not tool.outputSchema] == []
             uris = {str(r.uri) for r in (await session.list_resources()).resources}
             assert {"runbook://stats", "runbook://trajectories"} <= uris
 
