@@ -133,7 +133,7 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
     @app.post(
         "/query",
         response_model=QueryResult,
-        responses=_errors(400, 401, 503),
+        responses=_errors(400, 401, 413, 503),
         summary="Evidence for a question, cut to the budget, every item citing its source",
     )
     def query(body: QueryRequest) -> dict:
@@ -164,7 +164,7 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
         status_code=201,
         response_model_exclude_none=True,
         response_model=StepResult,
-        responses=_errors(400, 401, 404, 410, 503),
+        responses=_errors(400, 401, 404, 410, 413, 503),
         summary="Append a step to an open trajectory",
     )
     def post_state(trajectory_id: str, body: Annotated[Step, Body()]) -> dict:
@@ -174,7 +174,7 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
         "/trajectories/{trajectory_id}/close",
         response_model_exclude_none=True,
         response_model=InsertResult,
-        responses=_errors(400, 401, 404, 410, 503),
+        responses=_errors(400, 401, 404, 410, 413, 503),
         summary="Insert an open trajectory: queries see it from now on",
     )
     def close(trajectory_id: str, body: CloseRequest | None = None) -> dict:

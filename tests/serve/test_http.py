@@ -310,6 +310,7 @@ def test_the_docs_work_offline_and_the_schema_is_typed_and_public(service):
         assert "422" not in operation["responses"]
         assert operation["responses"]["400"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorBody")
         assert "requestBody" in operation, path
+        assert "413" in operation["responses"], path  # every body is held to the size limit
     assert set(models["ErrorBody"]["properties"]) == {"error", "field"}
     assert "HTTPValidationError" not in models
     assert {"id", "states", "stream", "visible"} <= set(models["TrajectoryRequest"]["properties"])
