@@ -44,12 +44,17 @@ def latest_first(
         by_time = sorted(group, key=lambda h: h.timestamp or "", reverse=True)
         if len(by_time) > 1:
             newest = by_time[0]
-            newest.label = f"latest of {len(group)} views of this page"
-            for hit in by_time[1:]:
-                hit.label = (
-                    f"older view ({(hit.timestamp or '?')[:10]}); newer: {newest.trajectory_id} state "
-                    f"{newest.state_index} ({(newest.timestamp or '?')[:10]})"
-                )
+            # an event's time is its last state's; views at the newest time (a run's last transition and its final
+            # action) are all the latest, none older than another
+            newest_state = newest.state_index if newest.end_state_index is None else newest.end_state_index
+            for hit in by_time:
+                if hit is newest or (hit.timestamp and hit.timestamp == newest.timestamp):
+                    hit.label = f"latest of {len(group)} views of this page"
+                else:
+                    hit.label = (
+                        f"older view ({(hit.timestamp or '?')[:10]}); newer: {newest.trajectory_id} state "
+                        f"{newest_state} ({(newest.timestamp or '?')[:10]})"
+                    )
         if reorder:
             group[:] = by_time
     if reorder:

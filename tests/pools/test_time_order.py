@@ -68,3 +68,23 @@ def test_identical_pages_are_collapsed(store, tmp_path):
     assert len(states) == 2  # both cited ...
     assert states[1].text.startswith("(the same page as trajectory")  # ... but the second costs only a pointer
     assert states[1].tokens < states[0].tokens
+
+
+def test_views_at_the_same_time_are_not_labelled_older_than_each_other():
+    """A run's last transition (states 0-1) and its final action (state 1) are events at state 1's time: the one
+    ranked second was labelled 'older view; newer: <run> state 0' (a span names its first state), though neither is
+    older. Seen by hand after a streamed run changed the Store Email."""
+    from runbook.core.fusion import latest_first
+    from runbook.core.hits import Hit
+
+    def event(n: int, first: int, last: int | None, time: str, tid: str = "run-new") -> Hit:
+        return Hit(f"e{n}", "events", tid, tid, first, last, url="http://admin/config", timestamp=time)
+
+    hits = [
+        event(1, 0, 1, "2026-11-25T13:00:29Z"),  # the transition that set the new value
+        event(2, 1, None, "2026-11-25T13:00:29Z"),  # the final action, on the same page at the same time
+        event(3, 4, None, "2026-01-12T20:40:01Z", tid="run-old"),
+    ]
+    labels = {hit.id: hit.label for hit in latest_first(hits, lambda h: h.url)}
+    assert labels["e1"].startswith("latest of 3 views") and labels["e2"].startswith("latest of 3 views")
+    assert labels["e3"].startswith("older view") and "run-new state 1 " in labels["e3"]
