@@ -45,7 +45,10 @@ def test_answer_prints_the_answer_and_the_evidence_it_used(store_path, monkeypat
         monkeypatch.setenv("RUNBOOK_READER_PROVIDER", "openai")
         monkeypatch.setenv("RUNBOOK_READER_MODEL", "reader")
         monkeypatch.setenv("RUNBOOK_READER_BASE_URL", reader.base_url)
-        result = invoke(answer, store_path, "What is the grand total?", "--policy", "openai", "--sandbox", "local")
+        # the script is the coding agent's (method C): the default method, auto, would rank with R's pools first
+        result = invoke(
+            answer, store_path, "What is the grand total?", "--method", "c", "--policy", "openai", "--sandbox", "local"
+        )
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0] == "answer: $41.00"
