@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from ..core.actions import action_name, describe, error_gist, split_actions
 from ..trajectory.model import Trajectory
-from .actions import action_name, describe, error_gist, split_actions
 
 FINAL_ACTIONS = {"send_msg_to_user", "done", "report_infeasible", "stop", "answer"}
 NAVIGATION_NOISE = {"scroll", "noop", "wait", "take_note", "calculate", "find_elements", "search_page"}

@@ -489,6 +489,35 @@ def test_a_menu_path_the_question_gives_ranks_the_page_it_names_first(tmp_path):
     assert without[0] == 0  # the menu's words alone favour the dashboard
 
 
+def test_a_gotchas_plan_follows_each_failed_step_to_what_the_run_did_next(tmp_path):
+    """Real admin runs: clicking an option of an opened carrier dropdown times out ('not visible'); the runs then
+    opened the combobox or pressed ArrowDown on it and selected the option. The plan's finding says so."""
+    import gzip
+
+    from tests.conftest import require_shared
+
+    wanted = {"wa-shopping_admin-498", "wa-shopping_admin-499"}
+    source = tmp_path / "runs.jsonl"
+    with gzip.open(require_shared() / "webarena" / "trajectories.jsonl.gz", "rt", encoding="utf-8") as fh:
+        source.write_text("".join(line for line in fh if json.loads(line)["id"] in wanted), encoding="utf-8")
+    store = Store(tmp_path / "store", create=True)
+    insert_paths(store, [source])
+    question = (
+        "In shipment forms, what goes wrong when the agent clicks an option inside an opened dropdown "
+        "(e.g. carrier 'United Parcel Service'), and what works instead?"
+    )
+    policy = OfflinePlanner()
+    policy.begin(Task(question))
+    request = policy.plan_request()
+    assert request.kind == "gotcha"
+    findings = [r["text"] for r in run_program(store, "plan", request.to_json()) if r["type"] == "finding"]
+    failed = [f for f in findings if f.startswith("Failed step: ")]
+    assert failed, findings
+    option = next(f for f in failed if "wa-shopping_admin-499 state 7" in f)
+    assert "option 'United States Postal Service'" in option and "element is not visible" in option
+    assert 'next: s8 press("1043", "ArrowDown")' in option and "ran without error" in option
+
+
 def test_detail_names_what_an_action_clicked(sample_store):
     trajectory = next(iter(read_jsonl(SAMPLE / "trajectories.jsonl")))
     index = next(i for i, s in enumerate(trajectory.states) if s.action and "click" in s.action)
