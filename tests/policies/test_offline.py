@@ -518,6 +518,31 @@ def test_a_gotchas_plan_follows_each_failed_step_to_what_the_run_did_next(tmp_pa
     assert 'next: s8 press("1043", "ArrowDown")' in option and "ran without error" in option
 
 
+def test_a_scoped_plan_is_the_same_whatever_the_processs_hash_seed(tmp_path):
+    """Runs that tie (the same task, other values) are walked through in the catalog's order: a set's order changes
+    with the hash seed, and the same query gave a different context from one call to the next."""
+    from tests.conftest import make_trajectory
+
+    store = Store(tmp_path / "store", create=True)
+    with store.writer() as writer:
+        for n in range(6):
+            texts = [f"'Alder Backpack' stock {n}", "'Quantity' field", "'Saved' message"]
+            writer.insert(make_trajectory(f"adm-{n}", 3, site="admin", texts=texts, goal=f"Set the stock to {n}"))
+        writer.insert(make_trajectory("shop-1", 3, site="shop", texts=["stock", "stock", "stock"], goal="Buy stock"))
+    policy = OfflinePlanner()
+    policy.begin(Task("How do you update a product's stock quantity?"))
+    request = policy.plan_request().to_json()
+    request["scan"]["scope_sites"] = ["admin"]
+    outputs = set()
+    for seed in range(4):
+        env = dict(os.environ, RUNBOOK_STORE_DIR=str(store.root), PYTHONPATH=str(TOOLS), PYTHONHASHSEED=str(seed))
+        argv = [sys.executable, str(TOOLS / "rbplan"), "--request", json.dumps(request)]
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=True)
+        outputs.add(done.stdout)
+    assert len(outputs) == 1
+    assert json.loads(next(iter(outputs)).splitlines()[0])["runs"]
+
+
 def test_detail_names_what_an_action_clicked(sample_store):
     trajectory = next(iter(read_jsonl(SAMPLE / "trajectories.jsonl")))
     index = next(i for i, s in enumerate(trajectory.states) if s.action and "click" in s.action)
