@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from .actions import error_gist
-from .page import Page
+from .blocks import Page
 from .question import QuestionAnalysis, quoted_labels
 from .scoring import page_words, title_words
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.actions import describe, error_gist, split_actions
-from ..core.page import page_record, parse_page
+from ..core.blocks import page_record
+from ..core.page import parse_page
 from ..core.text import line_hash
 from ..trajectory.model import Trajectory
 from .diff import diff_pages
