@@ -16,11 +16,9 @@ time: another waits up to `write_timeout` seconds, then gets a BusyError. Method
 
 from __future__ import annotations
 
-import functools
 import os
 import tempfile
 import threading
-from contextlib import closing
 from typing import Any
 
 from ..budget import DEFAULT_BUDGET, parse_budget
@@ -34,13 +32,11 @@ from ..store.journal import DEFAULT_MAX_AGE_S, Expired, Journal, NotOpen, OpenRu
 from ..trajectory.model import Trajectory, trajectory_from_dict
 from ..trajectory.steps import read_step
 from ..trajectory.times import now_iso
+from .provenance import RECEIVED, TIME_SOURCE, received_times, state_notes, step_error
 
 SANDBOX_METHODS = frozenset({"c", "auto"})
 """Methods that may start a sandbox per query."""
 VISIBILITY = ("close", "step")
-RECEIVED = "received_times"
-"""A stored trajectory's field: the states whose time is the server's receive time (none was sent)."""
-TIME_SOURCE = "server receive time (the step was sent without one)"
 
 
 class BusyError(RunbookError):
@@ -138,7 +134,7 @@ class MemoryService:
             for item in out["items"]
             if item.get("kind") in ("state", "span")
         ]
-        shots, received = self._state_notes({(item["trajectory_id"], index) for item, index in cited})
+        shots, received = state_notes(self.store, {(item["trajectory_id"], index) for item, index in cited})
         for item, index in cited:
             key = (item["trajectory_id"], index)
             if not item.get("screenshot") and key in shots:
@@ -147,30 +143,6 @@ class MemoryService:
             if key in received:
                 item["timestamp_source"] = TIME_SOURCE
         return out
-
-    def _state_notes(self, keys: set[tuple[str, int]]) -> tuple[dict[tuple[str, int], str], set[tuple[str, int]]]:
-        """For stored states: their screenshots' store paths, and which have the server's receive time (one
-        catalog read for all of them)."""
-        ids = sorted({tid for tid, _ in keys})
-        if not ids:
-            return {}, set()
-        marks = ",".join("?" * len(ids))
-        with closing(self.store.connect()) as conn:
-            rows = conn.execute(f"SELECT id, dir, fingerprint FROM trajectories WHERE id IN ({marks})", ids).fetchall()
-            found = conn.execute(
-                f"SELECT trajectory_id, state_index, screenshot FROM states WHERE trajectory_id IN ({marks}) "
-                "AND screenshot IS NOT NULL AND screenshot != ''",
-                ids,
-            ).fetchall()
-        folders = {tid: self.store.layout.relative(self.store.layout.trajectory_dir(d)) for tid, d, _ in rows}
-        shots = {(tid, i): f"{folders[tid]}/{shot}" for tid, i, shot in found if (tid, i) in keys and tid in folders}
-        received = {
-            (tid, i)
-            for tid, _, fingerprint in rows
-            for i in _received_times(self.store, tid, fingerprint)
-            if (tid, i) in keys
-        }
-        return shots, received
 
     def _memory(self, method: str):
         with self._memories_lock:
@@ -242,7 +214,7 @@ class MemoryService:
             try:
                 trajectory = self._validate(self._record(run, steps, marks))
             except InputError as exc:
-                raise _step_error(exc, len(steps) - 1, received=received, trajectory_id=trajectory_id) from exc
+                raise step_error(exc, len(steps) - 1, received=received, trajectory_id=trajectory_id) from exc
             amend = {"action_error": steps[-2]["action_error"]} if step.previous_error and len(steps) > 1 else None
             self.journal.append(run, steps[-1], received=received, amend_previous=amend)
             status = self._write(self._trajectory(run), replace=True) if run.visible == "step" else "open"
@@ -341,7 +313,7 @@ class MemoryService:
                 }
             raise NotFound(f"no trajectory {trajectory_id!r} in the store")
         trajectory = self.store.load(trajectory_id)
-        shots, received_keys = self._state_notes({(trajectory_id, s.index) for s in trajectory.states})
+        shots, received_keys = state_notes(self.store, {(trajectory_id, s.index) for s in trajectory.states})
         received = {i for _, i in received_keys}
         return {
             "id": row.id,
@@ -402,11 +374,11 @@ class MemoryService:
 
     def _screenshot(self, trajectory_id: str, index: int) -> str | None:
         """The store-relative path of a stored state's screenshot, or None."""
-        return self._state_notes({(trajectory_id, index)})[0].get((trajectory_id, index))
+        return state_notes(self.store, {(trajectory_id, index)})[0].get((trajectory_id, index))
 
     def _received(self, trajectory_id: str) -> frozenset[int]:
         row = self.store.row(trajectory_id)
-        return _received_times(self.store, trajectory_id, row.fingerprint) if row is not None else frozenset()
+        return received_times(self.store, trajectory_id, row.fingerprint) if row is not None else frozenset()
 
     def close(self) -> None:
         """Stop what the memories keep running (C's warm sandbox)."""
@@ -417,31 +389,9 @@ class MemoryService:
             self._no_shots.cleanup()
 
 
-def _step_error(exc: InputError, index: int, *, received: bool, trajectory_id: str) -> InputError:
-    """A refused step's error, naming the field of the step (not of the whole trajectory it was checked in)."""
-    prefix = f"states[{index}]."
-    if not (exc.field or "").startswith(prefix):
-        return exc
-    name = (exc.field or "")[len(prefix) :]
-    reason = exc.reason
-    if received and name == "timestamp":
-        reason = (
-            f"none was sent, and the server's receive time is earlier than the previous step's time ({reason}): "
-            f"send every step's timestamp, or none"
-        )
-    return InputError(f"step {index}: {reason}", field=name, trajectory_id=trajectory_id)
-
-
 def budget_tokens(value: int | str) -> int:
     """A budget as tokens; InputError on field 'budget' when it is not a positive count."""
     try:
         return parse_budget(value)
     except BudgetError as exc:
         raise InputError(str(exc), field="budget") from exc
-
-
-@functools.lru_cache(maxsize=4096)
-def _received_times(store: Store, trajectory_id: str, fingerprint: str) -> frozenset[int]:
-    """The states of a stored trajectory whose time is the server's receive time (cached per content)."""
-    marks = store.load(trajectory_id).extra.get(RECEIVED) or []
-    return frozenset(n for n in marks if isinstance(n, int))
