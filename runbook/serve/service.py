@@ -297,27 +297,22 @@ class MemoryService:
         return figures
 
     def trajectory(self, trajectory_id: str) -> dict:
-        """A stored trajectory's catalog row and one line per state, or an open one's steps so far."""
-        row = self.store.row(trajectory_id)
+        """A stored trajectory's catalog row and one line per state, or an open one's steps so far. The journal is
+        read first: a close removes the open trajectory only after its insert committed, so one being closed is
+        open or stored, never neither (read the other way round, a close in between answered 404)."""
+        run = self._run_or_none(trajectory_id)
+        row = self.store.row(trajectory_id) if run is None or run.visible == "step" else None
+        if row is None and run is not None:
+            opened = {"id": trajectory_id, "open": True, "visible": run.visible, "opened": run.opened}
+            return {**opened, "last_step": run.touched, **run.fields, "n_states": len(run.steps)}
         if row is None:
-            run = self._run_or_none(trajectory_id)
-            if run is not None:
-                return {
-                    "id": trajectory_id,
-                    "open": True,
-                    "visible": run.visible,
-                    "opened": run.opened,
-                    "last_step": run.touched,
-                    **run.fields,
-                    "n_states": len(run.steps),
-                }
             raise NotFound(f"no trajectory {trajectory_id!r} in the store")
         trajectory = self.store.load(trajectory_id)
         shots, received_keys = state_notes(self.store, {(trajectory_id, s.index) for s in trajectory.states})
         received = {i for _, i in received_keys}
         return {
             "id": row.id,
-            "open": False,
+            "open": run is not None,  # streamed with visible='step': stored after every step, and still open
             "site": row.site,
             "goal": row.goal,
             "outcome": row.outcome,

@@ -36,3 +36,28 @@ def test_excess_sandbox_queries_wait_then_fail_clearly(service):
             service.query("Where is the report?", budget=1000, method="c")
     finally:
         service._sandboxes.release()
+
+
+def test_a_trajectory_being_closed_reads_as_open_or_stored_never_missing(service, monkeypatch):
+    """A GET that a close overtook answered 404: it asked the store first (not stored yet), the close then committed
+    and removed the open trajectory, and the journal no longer had it. The close is made to land between the
+    read's two looks, whichever it takes first."""
+    service.open_trajectory("s-1", goal="Close me")
+    service.append_state("s-1", {"url": "http://shop/a", "accessibility_tree": "'Catalog'"})
+    armed = True
+
+    def closing_after(read):
+        def wrapped(*args, **kwargs):
+            nonlocal armed
+            found = read(*args, **kwargs)
+            if armed:
+                armed = False
+                service.close_trajectory("s-1")
+            return found
+
+        return wrapped
+
+    monkeypatch.setattr(service.store, "row", closing_after(service.store.row))
+    monkeypatch.setattr(service.journal, "get", closing_after(service.journal.get))
+    seen = service.trajectory("s-1")
+    assert seen["id"] == "s-1" and seen["n_states"] == 1 and not armed
