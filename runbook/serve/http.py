@@ -22,10 +22,10 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictInt, StrictStr
 
 from ..budget import parse_budget
-from ..errors import BudgetError, ConflictError, InputError, QueryError, RunbookError
+from ..errors import BudgetError, ConflictError, InputError, QueryError, RunbookError, UnsafeStoreFile
 from .images import image_file
 from .service import BusyError, MemoryService, NotFound
 
@@ -39,6 +39,7 @@ class TooLarge(RunbookError):
 
 STATUS = [
     (NotFound, 404),
+    (UnsafeStoreFile, 403),  # a link or FIFO planted in the store: refused, not read (and not a server fault)
     (ConflictError, 409),
     (BusyError, 503),
     (TooLarge, 413),
@@ -50,7 +51,8 @@ STATUS = [
 
 class QueryBody(BaseModel):
     question: str = Field(description="What the agent wants to know")
-    budget: int | str = Field("8k", description="Tokens of context: 8000, '8k', '1.5k'")
+    # strict: JSON's true is no budget (lax validation read it as 1 token)
+    budget: StrictInt | StrictStr = Field("8k", description="Tokens of context: 8000, '8k', '1.5k'")
     method: str = Field("r", description="r (pools, fast), auto (r, then c when weak), c (coding agent), bm25")
     image_base64: str | None = Field(None, description="An image that belongs to the question (PNG/JPEG, base64)")
 
@@ -109,6 +111,7 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
             tid = obj.pop("id", None) or obj.pop("trajectory_id", None)
             if not isinstance(tid, str):
                 raise InputError("is missing: a streamed trajectory needs an id", field="id")
+            _check_addressable(tid)
             obj.pop("states", None)
             return service.open_trajectory(tid, **obj)
         return service.insert(obj)
@@ -134,6 +137,17 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
         return service.stats()
 
     return app
+
+
+def _check_addressable(trajectory_id: str) -> None:
+    """A streamed trajectory is closed at /trajectories/{id}/close: an id that no URL path can carry (a '/',
+    '.' or '..', which clients resolve away) could be opened but never closed."""
+    if "/" in trajectory_id or trajectory_id in (".", ".."):
+        raise InputError(
+            f"{trajectory_id!r} cannot be part of a URL path (no '/', and not '.' or '..'): a streamed trajectory "
+            "is closed at /trajectories/{id}/close, so choose another id",
+            field="id",
+        )
 
 
 def _error(status: int, message: str, *, field: str | None = None) -> JSONResponse:

@@ -99,3 +99,15 @@ def test_check_exits_1_when_a_claimed_limit_does_not_hold(tiny_store, monkeypatc
     assert CliRunner().invoke(cli(tiny_store), ["sandbox", "check", "--sandbox", "local"]).exit_code == 0
     strict = CliRunner().invoke(cli(tiny_store), ["sandbox", "check", "--sandbox", "local", "--strict"])
     assert strict.exit_code == 1 and "NOT ENFORCED here: network" in strict.output
+
+
+@pytest.mark.parametrize("timeout", ["nan", "inf", "-1", "0"])
+def test_exec_refuses_a_timeout_that_is_not_a_positive_number_without_a_traceback(tiny_store, timeout):
+    from runbook.cli import main
+
+    result = CliRunner().invoke(
+        main, ["--store", str(tiny_store), "sandbox", "exec", "--sandbox", "local", "--timeout", timeout, "--", "true"]
+    )
+    assert result.exit_code == 1
+    assert isinstance(result.exception, SystemExit), result.exception  # a clear line, not an uncaught error
+    assert f"error: timeout must be a positive number of seconds, got {float(timeout)}" in result.output
