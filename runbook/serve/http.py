@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, StrictInt, StrictStr
 
 from ..budget import parse_budget
 from ..errors import BudgetError, ConflictError, InputError, QueryError, RunbookError, UnsafeStoreFile
+from .body_limit import BodyLimit
 from .images import image_file
 from .service import BusyError, MemoryService, NotFound
 
@@ -33,16 +34,11 @@ MAX_BODY_BYTES = 20 * 1024 * 1024
 """A request body larger than this is refused before it is read whole (413)."""
 
 
-class TooLarge(RunbookError):
-    """A request body over the server's limit."""
-
-
 STATUS = [
     (NotFound, 404),
     (UnsafeStoreFile, 403),  # a link or FIFO planted in the store: refused, not read (and not a server fault)
     (ConflictError, 409),
     (BusyError, 503),
-    (TooLarge, 413),
     (InputError, 400),
     (QueryError, 400),
     (BudgetError, 400),
@@ -67,7 +63,6 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
         description="A long-term memory for web agents: cited, token-budgeted evidence from past trajectories.",
         version="0.1.0",
     )
-    app.state.max_body_bytes = max_body_bytes
 
     @app.middleware("http")
     async def guard(request: Request, call_next):
@@ -75,10 +70,9 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
             given = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ")
             if not hmac.compare_digest(given.encode(), api_key.encode()):
                 return _error(401, "a valid API key is required (Authorization: Bearer KEY or X-API-Key: KEY)")
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > max_body_bytes):
-            return _error(413, f"the body is over {max_body_bytes:,} bytes")
         return await call_next(request)
+
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)  # outermost: counts the body as it arrives
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_request: Request, exc: RequestValidationError):
@@ -155,9 +149,7 @@ def _error(status: int, message: str, *, field: str | None = None) -> JSONRespon
 
 
 async def _json_object(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if len(raw) > request.app.state.max_body_bytes:  # a chunked body names no length up front
-        raise TooLarge(f"the body is over {request.app.state.max_body_bytes:,} bytes")
+    raw = await request.body()  # at most the limit: BodyLimit answers 413 past it
     try:
         obj = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -51,3 +51,65 @@ def test_a_state_or_trajectory_file_planted_as_a_link_is_a_403(service, tmp_path
         (folder / "trajectory.json").rename(tmp_path / "trajectory.json")
         os.symlink(tmp_path / "trajectory.json", folder / "trajectory.json")
         refused(client.get("/trajectories/run-1"), 403, "symbolic link")
+
+
+def _send_chunked(port: int, path: str, total: int, chunk: int = 65536) -> tuple[bytes, int]:
+    """POST a JSON body of `total` bytes with Transfer-Encoding: chunked (no length up front), stopping as soon as
+    the server answers; (the response's first bytes, body bytes sent)."""
+    import select
+    import socket
+
+    head = b'{"question": "Where is the Bestsellers report?", "budget": "2k", "pad": "'
+    tail = b'"}'
+    sent = 0
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+        sock.sendall(
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n".encode()
+        )
+        pieces = [head] + [b"a" * chunk] * ((total - len(head) - len(tail)) // chunk) + [tail]
+        for piece in pieces:
+            if select.select([sock], [], [], 0)[0]:
+                break  # the server answered: stop sending, as a client reading its response would
+            try:
+                sock.sendall(b"%x\r\n" % len(piece) + piece + b"\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            sent += len(piece)
+        else:
+            sock.sendall(b"0\r\n\r\n")
+        response = b""
+        while b"\r\n\r\n" not in response or len(response.split(b"\r\n\r\n", 1)[1]) < _length(response):
+            more = sock.recv(65536)
+            if not more:
+                break
+            response += more
+        return response, sent
+
+
+def _length(response: bytes) -> int:
+    for line in response.split(b"\r\n\r\n", 1)[0].split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value)
+    return 1 << 62
+
+
+@pytest.mark.parametrize("path", ["/query", "/trajectories"])
+def test_a_chunked_body_is_cut_at_the_limit_as_it_arrives(service, path):  # noqa: F811
+    """Was: the size check read Content-Length only, so a chunked 50 MB body was read whole (and /query answered
+    200 after 25.5 s). Now the server answers 413 once the bytes it received pass the limit, and reads no further."""
+    limit = 200_000
+    with Server(create_app(service, max_body_bytes=limit)) as url:
+        response, sent = _send_chunked(int(url.rsplit(":", 1)[1]), path, total=8_000_000)
+    assert response.startswith(b"HTTP/1.1 413"), response[:200]
+    assert b"over 200,000 bytes" in response
+    assert sent < 4_000_000, f"{sent:,} bytes were taken in before the 413"  # socket buffers hold a few MB at most
+    assert service.store.rows() == []
+
+
+def test_a_body_within_the_limit_still_arrives_whole_when_chunked(service):  # noqa: F811
+    with Server(create_app(service, max_body_bytes=200_000)) as url:
+        response, sent = _send_chunked(int(url.rsplit(":", 1)[1]), "/query", total=150_000)
+    assert response.startswith(b"HTTP/1.1 200"), response[:300]
+    assert sent > 130_000
