@@ -113,3 +113,18 @@ def test_a_body_within_the_limit_still_arrives_whole_when_chunked(service):  # n
         response, sent = _send_chunked(int(url.rsplit(":", 1)[1]), "/query", total=150_000)
     assert response.startswith(b"HTTP/1.1 200"), response[:300]
     assert sent > 130_000
+
+
+def test_method_full_over_http_leaves_out_a_planted_link_and_fifo(service, tmp_path):  # noqa: F811
+    service.insert({"id": "run-1", "states": [{"url": "http://shop/a", "accessibility_tree": "'Catalog'"}] * 3})
+    secret = tmp_path / "secret.md"
+    secret.write_text("trajectory: run-1\n---\nHOST-SECRET\n")
+    linked, fifo = service.store.state_path("run-1", 1), service.store.state_path("run-1", 2)
+    linked.unlink()
+    os.symlink(secret, linked)
+    fifo.unlink()
+    os.mkfifo(fifo)
+    with Server(create_app(service)) as url, httpx.Client(base_url=url, timeout=30) as client:
+        answer = client.post("/query", json={"question": "What is in the catalog?", "budget": "8k", "method": "full"})
+    assert answer.status_code == 200, answer.text
+    assert "HOST-SECRET" not in answer.text and "Catalog" in answer.text
