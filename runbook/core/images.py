@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from .files import open_regular
 from .layout import trajectory_relpath
 
 HASH_SIZE = 16
@@ -20,7 +21,7 @@ def grey_pixels(path, width, height):
         from PIL import Image
     except ImportError:
         return None
-    with Image.open(path) as img:
+    with open_regular(path, "rb") as fh, Image.open(fh) as img:
         img.draft("L", (width * 4, height * 4))  # a JPEG decodes at a fraction of its size: far faster
         # Pillow defines the module-level Image.BILINEAR at import time (from Image.Resampling); its type hints
         # do not declare it

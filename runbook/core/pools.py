@@ -19,10 +19,11 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 
+from .files import open_regular
 from .page import Page, read_page_record
 
 _loads: Callable[[bytes], Any]
@@ -69,7 +70,7 @@ which refuses links planted in the store (raising PoolError)."""
 
 
 def _open(path: Path) -> BinaryIO:
-    return open(path, "rb")
+    return cast(BinaryIO, open_regular(path, "rb"))
 
 
 def read_manifest(root: str | os.PathLike, opener: Opener = _open) -> dict:
