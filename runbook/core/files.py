@@ -2,6 +2,7 @@
 link is not followed and a FIFO is never waited on. The host reads through runbook.store.safe_read, which also
 refuses a link anywhere on the path; inside the sandbox only the store is mounted, so the file itself is what matters
 (a FIFO planted among the state files held each tool call that opened it for its whole timeout: method C took 61 s).
+And the one way an array file (a cache) is written: into a temporary file of its own, renamed into place.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import tempfile
+from pathlib import Path
 from typing import IO
 
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -59,3 +62,23 @@ _KINDS = (
 
 def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "a special file")
+
+
+def save_atomic(path: Path, **arrays) -> None:
+    """`np.savez` into a temporary file of its own, renamed over `path`; best effort (nothing on an OSError).
+    A name of its own: two threads of one server once shared `<name>.tmp<pid>`, and one renamed the other's
+    half-written file into place (EOFError for every reader after it)."""
+    import numpy as np
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".npz", dir=path.parent)  # O_EXCL
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, **arrays)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass

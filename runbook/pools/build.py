@@ -28,20 +28,35 @@ class PoolListener:
         self.store = store
         self.note_writer = note_writer
         self._writer: PoolWriter | None = None
+        self._before: tuple[str, dict] | None = None
+        """(trajectory id, the manifest before its documents were committed): what `rollback` restores."""
         # the documents are computed in the insert's staging workers, beside the state files
         self.deriver = ("pools", _derive_docs) if note_writer is None else None
 
     def __call__(self, store: Store, staged, status: str) -> None:
-        row = store.row(staged.trajectory_id)
-        dirname = row.dir if row else staged.dirname
+        """Append the trajectory's documents and commit them (inside the writer's catalog transaction)."""
+        self._before = None
+        dirname = staged.final_dirname or staged.dirname
         docs = staged.derived.get("pools") if dirname == staged.dirname else None
         if docs is None:
             trajectory = staged.trajectory if staged.trajectory is not None else store.load(staged.trajectory_id)
             docs = trajectory_docs(trajectory, dirname, self.note_writer)
         if self._writer is None:
-            self._writer = PoolWriter(store.layout.pools)
-        self._writer.add(docs)
-        self._writer.commit()
+            self._writer = PoolWriter(store.layout)
+        before = self._writer.committed
+        try:
+            self._writer.add(docs)
+            self._writer.commit()
+        except BaseException:
+            self._writer = None  # its memory is ahead of the committed manifest: the next one starts from the files
+            raise
+        self._before = (staged.trajectory_id, before)
+
+    def rollback(self, staged) -> None:
+        """The trajectory's catalog rows did not commit: its documents leave the pools again."""
+        if self._before is not None and self._before[0] == staged.trajectory_id and self._writer is not None:
+            self._writer.rollback(self._before[1])
+        self._writer, self._before = None, None
 
     def finish(self, store: Store) -> None:
         """At the end of an insert: build the indexes the pools' new stamp needs, so that a query (and the
@@ -92,9 +107,9 @@ def reindex(
     report = ReindexReport()
     final = store.layout.pools
     fresh = final.with_name(f"{final.name}.tmp-{os.getpid()}")
-    with store.writer():
+    with store.writer(check_pools=False):  # the pools are rebuilt: whatever was planted in them is discarded
         rows = store.rows()
-        writer = PoolWriter(fresh, fresh=True)
+        writer = PoolWriter(store.layout, fresh, fresh=True)
         for n, docs in enumerate(_docs_in_order(store, rows, workers, note_writer), 1):
             writer.add(docs)
             report.trajectories += 1
@@ -104,7 +119,7 @@ def reindex(
             if progress:
                 progress(n, len(rows))
         writer.commit()
-        build_caches(fresh)
+        build_caches(fresh, safe_opener(store.layout))
         _swap(fresh, final)
     report.pool_bytes = folder_bytes(final)
     report.seconds = time.perf_counter() - start
@@ -137,10 +152,13 @@ def _docs_for(job: tuple[str, str, str], note_writer=None) -> TrajectoryDocs:
 
 def _swap(fresh, final) -> None:
     trash = final.with_name(f"{final.name}.old-{os.getpid()}")
-    if final.exists():
+    if final.exists() or final.is_symlink():
         os.replace(final, trash)
     os.replace(fresh, final)
-    shutil.rmtree(trash, ignore_errors=True)
+    if trash.is_symlink():  # a planted link is removed itself; rmtree would refuse it, and must not follow it
+        trash.unlink()
+    else:
+        shutil.rmtree(trash, ignore_errors=True)
 
 
 def folder_bytes(folder) -> int:

@@ -18,6 +18,7 @@ from ..errors import ConflictError, StoreError
 from ..trajectory.model import Trajectory, trajectory_from_dict
 from . import catalog
 from .catalog import TrajectoryRow
+from .check import check_catalog, refuse_unsafe_for_writing
 from .layout import (
     FINGERPRINT_FILE,
     FORMAT_VERSION,
@@ -70,12 +71,11 @@ class Store:
         self.layout.trajectories.mkdir(exist_ok=True)
         catalog.connect(self.layout.catalog).close()
         meta = {"format": FORMAT_VERSION, "created": _now(), "layout": "trajectories/<id>/states/NNNN.md"}
-        tmp = self.layout.meta.with_suffix(".tmp")
-        tmp.write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
-        os.replace(tmp, self.layout.meta)
+        self.layout.replace(self.layout.meta, orjson.dumps(meta, option=orjson.OPT_INDENT_2))
 
     # -- reading -------------------------------------------------------------------------------------------------
     def connect(self) -> sqlite3.Connection:
+        check_catalog(self.layout)  # SQLite would follow a planted link, or wait on a FIFO
         return catalog.connect(self.layout.catalog, readonly=True)
 
     def rows(self) -> list[TrajectoryRow]:
@@ -125,9 +125,10 @@ class Store:
             yield self.load(row.id)
 
     # -- writing -------------------------------------------------------------------------------------------------
-    def writer(self) -> StoreWriter:
-        """Exclusive writer: serialises concurrent inserts and repairs what a crashed writer left."""
-        return StoreWriter(self)
+    def writer(self, *, check_pools: bool = True) -> StoreWriter:
+        """Exclusive writer: serialises concurrent inserts and repairs what a crashed writer left. UnsafeStoreFile,
+        before anything is written, when a file where it writes is a link or not a regular file."""
+        return StoreWriter(self, check_pools=check_pools)
 
     def stats(self) -> dict:
         from .stats import compute_stats
@@ -147,22 +148,27 @@ class _Closing:
 
 
 CommitListener = Callable[["Store", StagedTrajectory, str], None]
-"""Called after a trajectory's catalog rows commit, with its status ('inserted' or 'replaced');
-`staged.trajectory` is the Trajectory itself."""
+"""Called with a trajectory's status ('inserted' or 'replaced') inside the transaction that commits its catalog
+rows: when a listener raises, the rows are rolled back and the trajectory's folder removed (the one it replaced put
+back). `staged.trajectory` is the Trajectory itself, `staged.final_dirname` its folder. A listener with a
+`rollback()` method is asked to undo its part when a later listener or the commit itself fails."""
 
 
 class StoreWriter:
     """Holds the store's write lock; inserts trajectories one at a time, each atomically."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, *, check_pools: bool = True):
+        """`check_pools`: False for a writer that rebuilds the pools (a link planted in them is discarded then)."""
         self.store = store
         self.layout = store.layout
         self.listeners: list[CommitListener] = []
-        self._lock_fh = open(self.layout.lock, "a+")
+        # the lock file is opened without following a link (a dangling one made runbook create a file there)
+        self._lock_fd = self.layout.open_for_write(self.layout.lock, os.O_RDWR | os.O_CREAT)
         try:
-            fcntl.flock(self._lock_fh, fcntl.LOCK_EX)
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+            refuse_unsafe_for_writing(self.layout, pools=check_pools)  # before anything is written
         except BaseException:
-            self._lock_fh.close()
+            os.close(self._lock_fd)
             raise
         self.conn: sqlite3.Connection | None = catalog.connect(self.layout.catalog)
         """None once closed."""
@@ -195,8 +201,8 @@ class StoreWriter:
         finally:
             self.conn.close()
             self.conn = None
-            fcntl.flock(self._lock_fh, fcntl.LOCK_UN)
-            self._lock_fh.close()
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
 
     def _recover(self) -> None:
         """Undo what a killed writer left: temporary folders, uncommitted folders, a replace cut in half."""
@@ -209,9 +215,9 @@ class StoreWriter:
                 shutil.rmtree(entry, ignore_errors=True)
             elif name.startswith(TRASH_PREFIX):
                 original = base / name[len(TRASH_PREFIX) :]
-                if known.get(original.name) == _read_fingerprint(entry) and _read_fingerprint(original) != known.get(
-                    original.name
-                ):
+                if known.get(original.name) == _read_fingerprint(self.layout, entry) and _read_fingerprint(
+                    self.layout, original
+                ) != known.get(original.name):
                     # the replacement was renamed in but its row never committed: put the old one back
                     shutil.rmtree(original, ignore_errors=True)
                     os.replace(entry, original)
@@ -250,6 +256,7 @@ class StoreWriter:
                 raise StoreError(f"trajectory {staged.trajectory_id!r} changed while inserting; run the insert again")
             return self.insert(staged.trajectory, replace=replace)
         dirname = existing[0].dir if existing else self._free_dirname(staged.dirname, staged.trajectory_id)
+        staged.final_dirname = dirname
         final = self.layout.trajectory_dir(dirname)
         trash = None
         if final.exists():
@@ -257,14 +264,31 @@ class StoreWriter:
             shutil.rmtree(trash, ignore_errors=True)
             os.replace(final, trash)
         os.replace(staged.folder, final)
-        self._commit_rows(staged, dirname, replacing=bool(existing))
+        status = "replaced" if existing else "inserted"
+        try:
+            # one transaction: the rows and what the listeners derive (the pools) stand or fall together
+            with self._open_conn:
+                self._insert_rows(staged, dirname, replacing=bool(existing))
+                for listener in self.listeners:
+                    listener(self.store, staged, status)
+        except BaseException:
+            self._undo(staged, final, trash)
+            raise
         if trash is not None:
             shutil.rmtree(trash, ignore_errors=True)
         self.changed = True
-        status = "replaced" if existing else "inserted"
-        for listener in self.listeners:
-            listener(self.store, staged, status)
         return InsertOutcome(staged.trajectory_id, status, staged.n_states, staged.tokens)
+
+    def _undo(self, staged: StagedTrajectory, final: Path, trash: Path | None) -> None:
+        """After a failed commit (its rows rolled back): the listeners undo their part, the new folder goes and the
+        one it replaced comes back, so the store is as it was before this trajectory."""
+        for listener in self.listeners:
+            rollback = getattr(listener, "rollback", None)
+            if rollback is not None:
+                rollback(staged)
+        shutil.rmtree(final, ignore_errors=True)
+        if trash is not None:
+            os.replace(trash, final)
 
     def _free_dirname(self, dirname: str, trajectory_id: str) -> str:
         """The folder name for a new id; two ids that clean to the same name get a hash suffix."""
@@ -273,45 +297,45 @@ class StoreWriter:
             return dirname
         return f"{dirname}-{hashlib.sha1(trajectory_id.encode()).hexdigest()[:10]}"
 
-    def _commit_rows(self, staged: StagedTrajectory, dirname: str, *, replacing: bool) -> None:
+    def _insert_rows(self, staged: StagedTrajectory, dirname: str, *, replacing: bool) -> None:
+        """The trajectory's catalog rows, inside the caller's transaction."""
         traj = staged.trajectory
         assert traj is not None  # attached by insert(), or by the writer process before commit()
         success = traj.succeeded
         conn = self._open_conn
-        with conn:
-            if replacing:
-                conn.execute("DELETE FROM states WHERE trajectory_id = ?", (staged.trajectory_id,))
-                conn.execute("DELETE FROM trajectories WHERE id = ?", (staged.trajectory_id,))
-            conn.execute(
-                "INSERT INTO trajectories (id, dir, domain, site, goal, start_url, outcome, success, n_states, "
-                "n_screenshots, n_errors, tokens, bytes, first_ts, last_ts, fingerprint, source, inserted_at) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    staged.trajectory_id,
-                    dirname,
-                    traj.domain,
-                    traj.site,
-                    traj.goal,
-                    traj.start_url,
-                    traj.outcome,
-                    None if success is None else int(success),
-                    staged.n_states,
-                    staged.n_screenshots,
-                    staged.n_errors,
-                    staged.tokens,
-                    staged.bytes,
-                    traj.first_timestamp,
-                    traj.last_timestamp,
-                    staged.fingerprint,
-                    _source_text(traj),
-                    _now(),
-                ),
-            )
-            conn.executemany(
-                "INSERT INTO states (trajectory_id, state_index, url, title, timestamp, action, action_error, "
-                "tokens, screenshot) VALUES (?,?,?,?,?,?,?,?,?)",
-                [(staged.trajectory_id, *row) for row in staged.state_rows],
-            )
+        if replacing:
+            conn.execute("DELETE FROM states WHERE trajectory_id = ?", (staged.trajectory_id,))
+            conn.execute("DELETE FROM trajectories WHERE id = ?", (staged.trajectory_id,))
+        conn.execute(
+            "INSERT INTO trajectories (id, dir, domain, site, goal, start_url, outcome, success, n_states, "
+            "n_screenshots, n_errors, tokens, bytes, first_ts, last_ts, fingerprint, source, inserted_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                staged.trajectory_id,
+                dirname,
+                traj.domain,
+                traj.site,
+                traj.goal,
+                traj.start_url,
+                traj.outcome,
+                None if success is None else int(success),
+                staged.n_states,
+                staged.n_screenshots,
+                staged.n_errors,
+                staged.tokens,
+                staged.bytes,
+                traj.first_timestamp,
+                traj.last_timestamp,
+                staged.fingerprint,
+                _source_text(traj),
+                _now(),
+            ),
+        )
+        conn.executemany(
+            "INSERT INTO states (trajectory_id, state_index, url, title, timestamp, action, action_error, "
+            "tokens, screenshot) VALUES (?,?,?,?,?,?,?,?,?)",
+            [(staged.trajectory_id, *row) for row in staged.state_rows],
+        )
 
 
 def _discard(staged: StagedTrajectory) -> None:
@@ -319,10 +343,10 @@ def _discard(staged: StagedTrajectory) -> None:
         shutil.rmtree(staged.folder, ignore_errors=True)
 
 
-def _read_fingerprint(folder: Path) -> str | None:
+def _read_fingerprint(layout: Layout, folder: Path) -> str | None:
     try:
-        return (folder / FINGERPRINT_FILE).read_text().strip()
-    except OSError:
+        return layout.read_text(folder / FINGERPRINT_FILE).strip()
+    except (OSError, StoreError):  # missing, or planted (a link, a FIFO): not this writer's fingerprint
         return None
 
 
