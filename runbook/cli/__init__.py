@@ -27,6 +27,7 @@ COMMANDS = [
     ("config", "config"),
     ("bench", "bench"),
     ("serve", "serve"),
+    ("store", "store_group"),
 ]
 
 
