@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import replace
 
 import numpy as np
 
 from .boilerplate import LineCounts
-from .page import Block, Page, parse_page
+from .page import Block, Page, parse_page, shown_line
 from .text import line_hash
 
 HEAD_SHARE = 0.25
@@ -215,8 +216,9 @@ def render(blocks: list[Block], chosen: set[int]) -> str:
         if n != last + 1:
             out.append("…")
         block = blocks[n]
-        text = block.text if tokens_of(block.text) <= BLOCK_TOKENS else block.text[: BLOCK_TOKENS * 3] + " …"
-        out.append({"header": "table: ", "row": "  "}.get(block.kind, "") + text)
+        if tokens_of(block.text) > BLOCK_TOKENS:
+            block = replace(block, text=block.text[: BLOCK_TOKENS * 3] + " …")
+        out.append(shown_line(block))
         last = n
     if chosen and last < len(blocks) - 1:
         out.append("…")

@@ -17,7 +17,8 @@ import re
 from dataclasses import dataclass, field
 
 from .page import Page
-from .question import QuestionAnalysis
+from .question import QuestionAnalysis, quoted_labels
+from .scoring import page_words, title_words
 
 MAX_FINDINGS = 4
 """Lines of one kind of finding at most."""
@@ -30,7 +31,9 @@ _NUMBER = re.compile(r"[-+]?\$?\d[\d,]*(?:\.\d+)?")
 _UNFILTERED = re.compile(
     r"(?i)\b(?:no|without|none of the|any) (?:filters?|keywords?|search(?:es)?)\b|\bunfiltered\b|\bin total\b"
 )
-_QUOTED = re.compile(r"'[^']{1,80}'(?!\w)|\"[^\"]{1,80}\"|‘[^’]{1,80}’|“[^”]{1,80}”")
+_LABELLED = re.compile(  # 'LCP: +320ms' as one of a block's ' · ' parts
+    r"(?:^|(?<= · ))([A-Za-z][\w ()%/-]{0,28}):\s*([-+]?\$?\d[\d,]*(?:\.\d+)?\s?[A-Za-z%]{0,3})(?= · |$)"
+)
 _FILTER_TEXT = re.compile(r"(?i)^active filters\b|^keyword:|^filters?:|^search(?:ing)? for\b")
 
 
@@ -58,7 +61,9 @@ def findings(analysis: QuestionAnalysis, views: list[View]) -> list[str]:
     names = named_words(analysis)
     if COUNT_QUESTION.search(analysis.question):
         out += count_findings(
-            [v for v in views if about(v, names)], unfiltered=bool(_UNFILTERED.search(analysis.question))
+            [v for v in views if about(v, names)],
+            unfiltered=bool(_UNFILTERED.search(analysis.question)),
+            named=page_words([list(path) for path in analysis.menu_paths]),
         )
     extreme = _EXTREME.search(analysis.question)
     if extreme and analysis.kind != "procedure":
@@ -72,7 +77,7 @@ def findings(analysis: QuestionAnalysis, views: list[View]) -> list[str]:
 def strong_phrases(analysis: QuestionAnalysis) -> tuple[str, ...]:
     """The phrases that pick out one thing: quoted labels, ids and numbers, names of two words or more (a single
     Capitalised word, 'GitLab', is on every page of its site)."""
-    quoted = {m.group(0).strip("'\"‘’“”") for m in _QUOTED.finditer(analysis.question)}
+    quoted = set(quoted_labels(analysis.question))
     return tuple(p for p in analysis.phrases if p in quoted or re.search(r"\d", p) or len(p.split()) >= 2)
 
 
@@ -91,12 +96,15 @@ def _words(text: str) -> set[str]:
     return {w.lower().rstrip("s") for w in re.findall(r"[A-Za-z]{3,}", text)}
 
 
-def count_findings(views: list[View], *, unfiltered: bool = False) -> list[str]:
-    """The count lines of the best pages, each with the filters or search its page had set; with `unfiltered` (the
-    question asks for the count with nothing set) the views with nothing set come first."""
+def count_findings(views: list[View], *, unfiltered: bool = False, named: list | None = None) -> list[str]:
+    """The count lines of the best pages, each with the filters or search its page had set. The views of the page
+    the question's menu path names (`named`, as scoring.page_words: 'Sales > Orders' is the page titled 'Orders / …',
+    not an order's own page or the Orders Report) come first; with `unfiltered` (the question asks for the count with
+    nothing set), then the views with nothing set."""
     settings_of = {id(v): page_settings(v.page) for v in views}
-    if unfiltered:
-        views = sorted(views, key=lambda v: bool(settings_of[id(v)]))
+    views = sorted(
+        views, key=lambda v: (not is_named_page(v.title, named or []), unfiltered and bool(settings_of[id(v)]))
+    )
     seen: set[tuple[str, str, str]] = set()
     out = []
     for view in views:
@@ -113,6 +121,12 @@ def count_findings(views: list[View], *, unfiltered: bool = False) -> list[str]:
         if len(out) == MAX_FINDINGS:
             break
     return [f"Counts shown: {line}" for line in out]
+
+
+def is_named_page(title: str, named: list) -> bool:
+    """Whether the page's own name (its title's first part) is the last step of a menu path the question gives."""
+    own = title_words(title.split(" / ")[0])
+    return any(path and own == path[-1] for path in named)
 
 
 def page_settings(page: Page) -> str:
@@ -164,7 +178,7 @@ def extreme_findings(analysis: QuestionAnalysis, views: list[View], *, largest: 
     out = []
     seen: set[str] = set()
     for view in views:
-        for table in tables(view.page):
+        for table in tables(view.page) + card_tables(view.page):
             numeric = [n for n in range(len(table[0])) if _mostly_numbers(table[1:], n)]
             column = best_column(table[0], words, numeric)
             if column is None:
@@ -180,7 +194,8 @@ def extreme_findings(analysis: QuestionAnalysis, views: list[View], *, largest: 
                 continue
             seen.add(line)
             word = "largest" if largest else "smallest"
-            out.append(f"{word} '{table[0][column]}' of {len(rows)} rows: {line[:200]} ({view.cite()})")
+            compared = f"{value:g}" if value is not None else "?"  # the number the rows were compared on
+            out.append(f"{word} '{table[0][column]}' of {len(rows)} rows ({compared}): {line[:200]} ({view.cite()})")
             if len(out) == MAX_FINDINGS:
                 return [f"Worked out: {line}" for line in out]
     return [f"Worked out: {line}" for line in out]
@@ -197,6 +212,27 @@ def tables(page: Page) -> list[list[list[str]]]:
         elif block.kind == "row" and block.header in by_header:
             by_header[block.header].append(_cells(block.text))
     return out
+
+
+def card_tables(page: Page) -> list[list[list[str]]]:
+    """A list of cards that label their numbers ('Instafeed · … · LCP: +320ms', 'INP: +25ms') read as a table: one
+    row per card (its name, then each label's value), one column per label that at least two cards show."""
+    cards: list[dict[str, str]] = []
+    for block in page.blocks:
+        if block.kind not in ("text", "count") or block.furniture:
+            continue
+        pairs = _LABELLED.findall(block.text)
+        if not pairs:
+            continue
+        name = _LABELLED.split(block.text, maxsplit=1)[0].strip(" ·")
+        if name or not cards:
+            cards.append({"": name})
+        for label, value in pairs:
+            cards[-1].setdefault(label.strip(), value)
+    labels = [label for label in dict.fromkeys(k for card in cards for k in card if k)
+              if sum(1 for card in cards if label in card) >= 2]  # fmt: skip
+    rows = [[card[""]] + [card.get(label, "") for label in labels] for card in cards if any(k in card for k in labels)]
+    return [[["item", *labels], *rows]] if labels and len(rows) >= 2 else []
 
 
 def _cells(text: str) -> list[str]:

@@ -58,6 +58,8 @@ TEXT_RUN, TEXT_RUN_CHARS = 8, 100
 LIST_ITEM_CHARS = 60
 """A list whose items are all this short (a link or a few words each) is shown as one block."""
 BLOCK_CHARS = 600
+LABEL_CHARS = 30
+"""A label and its value, each at most this long, read as one line ('LCP: +180ms')."""
 """A block's text is cut here: a long paragraph is not one answer line."""
 COUNT = re.compile(
     r"(?i)^(?:\d[\d,]*\s+(?:records?|items?|results?|products?|orders?|customers?|reviews?|comments?|matches|entries|"
@@ -109,7 +111,16 @@ class Page:
 
     def shown(self) -> str:
         """The whole page as a reader is shown it: every block, one a line."""
-        return "\n".join({"header": "table: ", "row": "  "}.get(b.kind, "") + b.text for b in self.blocks)
+        return "\n".join(shown_line(b) for b in self.blocks)
+
+
+def shown_line(block: Block) -> str:
+    """A block as a reader sees it, one line: a heading as '## ...', a table's header after 'table:', its rows
+    indented under it, anything else as an item of a list ('- ...'), so that no line starts flush against the line
+    break before it (a JSON rendering of the text turns that break into a letter stuck to the line's first word)."""
+    if block.kind == "heading":
+        return block.text
+    return {"header": "table: ", "row": "  "}.get(block.kind, "- ") + block.text
 
 
 def parse_page(text: str) -> Page:
@@ -387,8 +398,13 @@ def _dom_blocks(lines: list[str]) -> list[Block]:
             texts = [t for t in (lines[k].strip() for k in range(n, run + 1)) if _dom_text(t)]
             if texts:
                 region = "new" if _new_parent(lines, n) else "main"
-                text = " · ".join(texts)
-                blocks.append(Block(_text_kind("text", text, region), text[:BLOCK_CHARS], region, n, run))
+                text = _join_run(texts)
+                if blocks and _labels_value(blocks[-1], text, n):
+                    before = blocks[-1]  # 'LCP:' then its value in an element of its own: one line, as it reads
+                    text = f"{before.text} {text}"
+                    blocks[-1] = Block(_text_kind("text", text, region), text[:BLOCK_CHARS], region, before.start, run)
+                else:
+                    blocks.append(Block(_text_kind("text", text, region), text[:BLOCK_CHARS], region, n, run))
             n = run + 1
             continue
         depth, new, tag, attrs = len(m.group(1)), bool(m.group(2)), m.group(4), m.group(5)
@@ -418,6 +434,28 @@ def _dom_blocks(lines: list[str]) -> list[Block]:
             continue
         n += 1
     return blocks
+
+
+def _join_run(texts: list[str]) -> str:
+    """Sibling text lines as one line: ' · ' between them, a space after a short label ('Total LCP impact: +1590ms')."""
+    out = texts[0]
+    for before, text in zip(texts, texts[1:], strict=False):
+        out += " " if before.endswith(":") and len(before) <= LABEL_CHARS and len(text) <= LABEL_CHARS else " · "
+        out += text
+    return out
+
+
+def _labels_value(label: Block, text: str, line: int) -> bool:
+    """Whether a short value (`+180ms`, `Paused`) completes the label that ends the text just before it (`LCP:`)."""
+    name = label.text.rsplit(" · ", 1)[-1]
+    return (
+        label.kind == "text"
+        and name.endswith(":")
+        and len(name) <= LABEL_CHARS
+        and len(text) <= LABEL_CHARS
+        and not text.endswith(":")
+        and line - label.end <= 3
+    )
 
 
 def _dom_text(text: str) -> bool:

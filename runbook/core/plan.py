@@ -48,6 +48,9 @@ class PlanRequest:
     """How the chosen states are read (its states and patterns are filled in here)."""
     analysis: dict | None = None
     """The question as the host analysed it (QuestionAnalysis's fields): what the findings work from."""
+    recall_states: list[list] = field(default_factory=list)
+    """[trajectory id, state index] of the pages method R's evidence shows, best first: the findings read them too
+    (R ranks pages by their words, the scan by the question's patterns; each finds pages the other misses)."""
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -61,6 +64,7 @@ class PlanRequest:
             quote_lines=int(obj.get("quote_lines", 2)),
             detail=DetailParams.from_dict(obj.get("detail") or {}),
             analysis=obj.get("analysis"),
+            recall_states=[[str(t), int(i)] for t, i in obj.get("recall_states") or []],
         )
 
 
@@ -116,7 +120,9 @@ def plan_findings(request: PlanRequest, choice, scan, catalog, matched=None) -> 
     except (OSError, PoolError, ValueError):
         return []
     strong = strong_phrases(analysis)
-    keys = list(dict.fromkeys(list(choice.keys) + [h.key for h in scan.latest + scan.states]))[:FINDING_STATES]
+    recalled = [(t, i) for t, i in request.recall_states]
+    keys = list(dict.fromkeys(list(choice.keys) + recalled + [h.key for h in scan.latest + scan.states]))
+    keys = keys[:FINDING_STATES]
     keys += named_page_states(analysis, rows, meta) + phrase_states(request, strong, matched or {}, rows, meta)
     keys = list(dict.fromkeys(keys))
     views = []

@@ -26,11 +26,15 @@ these they this those through to too under until up very was wasn't we were were
 which while who whom why will with won't would wouldn't you your yours yourself yourselves
 one ones also via per does shown show shows showing list lists listed displayed display displays use used uses using
 get got make made currently current now latest still anymore recently most last time times agent agent's page app
-here there thing things way
+here there thing things way without
 """.split()
 )
 """Function words, question words, and words every question about a memory of web pages carries."""
+LIST_NOUNS = frozenset({"apps", "pages"})
+"""Plurals of stop words that name a list a site shows ('the apps installed': its Apps page), kept as terms."""
 
+_NOT_DONE = re.compile(r"(?i)\b(?:without|rather than|instead of)\s+\w+ing\b")
+"""An action the question rules out ('without deleting it'): not a word to search for."""
 _LATEST = re.compile(
     r"\b(current(ly)?|now|latest|most recent(ly)?|newest|last (set|saved|changed|updated|value)|"
     r"still|any ?more|at present|as of (now|today)|these days|final(ly)? (value|state))\b",
@@ -46,7 +50,7 @@ _GOTCHA = re.compile(
     r"\b(went wrong|go wrong|goes wrong|why\b|fail(ed|s|ure)?|error|errors|time[sd]? ?out|"
     r"pitfall|gotcha|mistake|careful|watch out|avoid|check first|problem|trap|workaround|fix\b|"
     r"did not work|didn't work|doesn't work|broken|stuck|retry|retries|in the way|obstacle|blocked|"
-    r"prerequisite|(?:have|need|must) to do (?:first|before)|must be (?:set|done|checked|chosen) "
+    r"prerequisite|what happen(?:s|ed)\b|(?:have|need|must) to do (?:first|before)|must be (?:set|done|checked|chosen) "
     r"(?:first|before))",
     re.I,
 )
@@ -153,7 +157,7 @@ def analyze(question: str) -> QuestionAnalysis:
     return QuestionAnalysis(
         question=question,
         kind=_kind(text, wants_latest),
-        terms=tuple(_terms(text)),
+        terms=tuple(_terms(_NOT_DONE.sub(" ", text))),
         phrases=tuple(phrases),
         wants_latest=wants_latest,
         possible_false_premise=tuple(_premise_hints(text, phrases)),
@@ -192,7 +196,7 @@ def _terms(text: str) -> list[str]:
     for raw in _WORD.findall(text.lower()):
         if raw in STOP_WORDS:
             continue
-        term = normalize_term(raw)
+        term = raw if raw in LIST_NOUNS else normalize_term(raw)
         if term and term not in STOP_WORDS and term not in seen and len(term) > 1:
             seen.add(term)
             out.append(term)
@@ -274,6 +278,11 @@ def _phrases(text: str, menus: list[tuple[str, ...]]) -> list[str]:
     return [p for p in found if p not in _LEADING_CAPS]
 
 
+def quoted_labels(text: str) -> list[str]:
+    """The labels a question quotes ('Yours', "Pending"): the page's own words, kept even when they are stop words."""
+    return [next(g for g in m.groups() if g).strip() for m in _QUOTED.finditer(text)]
+
+
 def _premise_hints(text: str, phrases: list[str]) -> list[str]:
     hints = []
     for pattern, template in _PREMISE_CUES:
@@ -281,7 +290,6 @@ def _premise_hints(text: str, phrases: list[str]) -> list[str]:
         if match:
             groups = ["" if g is None else g for g in match.groups()]
             hints.append(template.format(match.group(0), *groups))
-    quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
-    for name in quoted[:3]:
+    for name in quoted_labels(text)[:3]:
         hints.append(f"assumes '{name}' exists; confirm it appears in a state")
     return hints

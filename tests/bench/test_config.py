@@ -12,11 +12,13 @@ from runbook.errors import ConfigError
 EVAL = Path(__file__).resolve().parents[2] / "eval"
 
 
-def test_the_dev_config_names_both_dev_sets_and_six_methods():
+def test_the_dev_config_names_all_four_dev_sets_and_six_methods():
     config = load_config(EVAL / "dev.toml")
     assert [q.path.resolve().name for q in config.questions] == [
         "questions_dev_webarena.jsonl",
         "questions_dev_infinity.jsonl",
+        "questions_dev2_webarena.jsonl",
+        "questions_dev2_infinity.jsonl",
     ]
     # resolved on both sides: ../shared may be a symlink
     assert config.questions[0].path.resolve().parent == (EVAL.parent.parent / "shared" / "data").resolve()
@@ -29,6 +31,7 @@ def test_the_dev_config_names_both_dev_sets_and_six_methods():
 
 def test_the_other_committed_configs_load():
     reader = load_config(EVAL / "dev-reader.toml")
+    assert load_config(EVAL / "dev2-reader.toml").reader is not None
     assert reader.reader.images is False and reader.reader.max_output_tokens == 200 and reader.budgets == [3000]
     assert load_config(EVAL / "generated.toml").questions[0].path == EVAL / "generated" / "questions.jsonl"
 

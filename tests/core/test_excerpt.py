@@ -43,7 +43,7 @@ def test_a_matching_row_comes_under_its_tables_header_after_what_the_page_is():
     text, score = excerpter("canceled", phrases=("Emma Lopez",)).excerpt(GRID, 300)
     lines = text.splitlines()
     assert score > 0
-    assert "## Orders" in lines and "3 records found" in lines and "You saved the order." in lines
+    assert "## Orders" in lines and "- 3 records found" in lines and "- You saved the order." in lines
     header = lines.index("table: ID | Bill-to Name | Grand Total | Status")
     row = lines.index("  000002 | Emma Lopez | $20.00 | Canceled")
     assert row > header and set(lines[header + 1 : row]) <= {"…"}  # only the rows left out stand between
@@ -58,7 +58,7 @@ def test_the_site_furniture_shows_only_when_nothing_else_matches():
 
 def test_a_field_comes_with_the_form_and_the_excerpt_stays_within_its_budget():
     text, _ = excerpter("keyword").excerpt(GRID, 300)
-    assert "textbox 'Search by keyword' = Lopez" in text
+    assert "- textbox 'Search by keyword' = Lopez" in text
     small, _ = excerpter("canceled").excerpt(GRID, 12)
     assert len(small) // 3 + 1 <= 40  # a small budget keeps the page's lead, little else
 

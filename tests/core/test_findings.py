@@ -46,6 +46,18 @@ def test_a_count_question_gets_each_count_with_the_filter_it_was_taken_under():
     assert unfiltered[0].startswith("Counts shown: '308 records found'")
 
 
+def test_the_page_the_menu_path_names_leads_before_pages_that_only_mention_it():
+    analysis = analyze("How many orders does the Sales > Orders grid report?")
+    views = [
+        view("a", 8, "2025-12-18", grid(0), title="#000000301 / Orders / Operations / Sales / Magento Admin"),
+        view("b", 10, "2025-12-18", grid(0), title="Orders Report / Sales / Reports / Magento Admin"),
+        view("c", 5, "2025-12-22", grid(308)),
+    ]
+    lines = findings(analysis, views)
+    assert lines[0].startswith("Counts shown: '308 records found' on Orders / Operations / Sales (c state 5")
+    assert len(lines) == 3
+
+
 def test_a_count_on_a_page_the_question_does_not_name_is_left_out():
     analysis = analyze("How many reviews does the Marketing > All Reviews grid list?")
     assert findings(analysis, [view("a", 1, "2025-12-17", grid(12))]) == []
@@ -77,11 +89,41 @@ def test_the_largest_number_of_the_named_column_is_worked_out():
     rows = (("Quest Lumaflex Band", "$19.00", "100"), ("Zing Jump Rope", "$12.00", "5"), ("Sprite Ball", "$23.00", "7"))
     analysis = analyze("Which product in the catalog grid has the highest price?")
     lines = findings(analysis, [view("a", 3, "2025-12-16T10:00", grid(3, rows=rows))])
-    assert lines == ["Worked out: largest 'Price' of 3 rows: Sprite Ball | $23.00 | 7 (a state 3, 2025-12-16 10:00)"]
+    assert lines == [
+        "Worked out: largest 'Price' of 3 rows (23): Sprite Ball | $23.00 | 7 (a state 3, 2025-12-16 10:00)"
+    ]
     cheapest = findings(
         analyze("Which product has the lowest quantity?"), [view("a", 3, "2025-12-16", grid(3, rows=rows))]
     )
-    assert cheapest[0].startswith("Worked out: smallest 'Quantity' of 3 rows: Zing Jump Rope")
+    assert cheapest[0].startswith("Worked out: smallest 'Quantity' of 3 rows (5): Zing Jump Rope")
+
+
+def test_cards_that_label_their_numbers_are_a_table_for_the_largest():
+    cards = ["[Start of page]", "Installed Apps (3)"]
+    for name, lcp, inp in (
+        ("Loox Reviews", "+180ms", "+35ms"),
+        ("Instafeed", "+320ms", "+25ms"),
+        ("Hotjar", "+90ms", "+110ms"),
+    ):
+        cards += [
+            name,
+            "LCP:",
+            "*[1]<span />",
+            f"\t{lcp}",
+            "INP:",
+            "*[2]<span />",
+            f"\t{inp}",
+            "[3]<button />",
+            "\tUninstall",
+        ]
+    apps = view("apps", 1, "2026-02-19T02:33", "\n".join(cards), title="Apps")
+    lines = findings(analyze("Which installed app adds the largest LCP impact?"), [apps])
+    assert lines == [
+        "Worked out: largest 'LCP' of 3 rows (320): Instafeed | +320ms | +25ms (apps state 1, 2026-02-19 02:33)"
+    ]
+    assert findings(analyze("Which installed app adds the smallest INP?"), [apps])[0].startswith(
+        "Worked out: smallest 'INP' of 3 rows (25): Instafeed"
+    )
 
 
 def test_the_most_recent_is_a_time_not_a_largest_value():

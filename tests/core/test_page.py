@@ -19,6 +19,7 @@ WANTED = {
     ("webarena", "wa-map-10", 5),  # directions
     ("infinity", "inf-linear-account-settings-20260219_022152-e7", 1),  # Security & Access
     ("infinity", "inf-shopify-theme-editor-20260223_193246-h10", 2),  # the 'Add section' dialog
+    ("infinity", "inf-shopify-web-performance-20260219_023258-m3", 1),  # installed apps, each with its LCP
 }
 
 
@@ -107,6 +108,13 @@ def test_a_shopify_dialog_is_the_new_region_with_its_options(pages):
     page = pages["inf-shopify-theme-editor-20260223_193246-h10"]
     new = [b.text for b in page.blocks if b.region == "new"]
     assert "button 'Custom Liquid'" in new and "button 'Map'" in new and "button 'Newsletter'" in new
+
+
+def test_a_label_and_its_value_in_an_element_of_its_own_read_as_one_line(pages):
+    texts = [b.text for b in pages["inf-shopify-web-performance-20260219_023258-m3"].blocks]
+    assert "Installed Apps (8) · Total LCP impact: +1590ms" in texts
+    assert any(t.startswith("Instafeed Instagram Feed · ") and t.endswith(" · LCP: +320ms") for t in texts)
+    assert "INP: +25ms" in texts and "+320ms" not in texts
 
 
 def test_a_page_record_reads_back_as_the_same_blocks(pages):

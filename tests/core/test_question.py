@@ -34,6 +34,16 @@ def test_terms_drop_stop_and_question_words_and_normalise():
     assert a.terms == ("category", "admin", "order", "grid")
 
 
+def test_the_plural_of_a_generic_noun_names_a_list_and_is_kept():
+    assert "apps" in analyze("Which of the apps installed in the web-performance app is slowest?").terms
+    assert "app" not in analyze("Which theme is active in the web-performance app?").terms
+
+
+def test_an_action_the_question_rules_out_is_not_searched_for():
+    terms = analyze("How do you stop monitoring a page without deleting it?").terms
+    assert "stop" in terms and "deleting" not in terms and "without" not in terms
+
+
 def test_phrases_quoted_ids_urls_and_names():
     a = analyze(
         "What URL key does the 'Shipping Policy' page at /f/books use for order #000000148 of Desiree "

@@ -17,6 +17,7 @@ from runbook.agent.types import Task
 from runbook.core.choice import MAX_STATES, choice_record, choose, read_choice
 from runbook.core.hits import Hit
 from runbook.core.patterns import pattern_regex, pattern_stem, python_regex
+from runbook.core.plan import PlanRequest
 from runbook.core.question import analyze
 from runbook.core.scanout import read_scan, read_steps
 from runbook.errors import ConfigError
@@ -93,6 +94,13 @@ def test_patterns_for_a_question():
     assert texts["price"]["kind"] == "term" and texts["price"]["stem"] == "suffix"
     assert "currently" not in texts and "what" not in texts
     assert all(p["derived"] for p in patterns if p["weight"] < 0.5)  # word pairs are extra, never the question's own
+
+
+def test_a_quoted_label_is_searched_even_when_it_is_a_stop_word():
+    # 'Yours' is the name of a GitLab dashboard tab; unquoted, "yours" says nothing
+    quoted = {p["label"] for p in patterns_for(analyze("How many projects does the 'Yours' tab list?"))}
+    unquoted = {p["label"] for p in patterns_for(analyze("How many projects are yours?"))}
+    assert "Yours" in quoted and "yours" not in {label.lower() for label in unquoted}
 
 
 def test_word_pairs_are_neighbours_without_function_words():
@@ -339,6 +347,9 @@ def test_the_scan_is_scoped_to_the_sites_of_rs_own_evidence():
     policy.begin(Task("What price does the admin list now?", recall=hits))
     request = policy.next([Message("user", "q")], []).tool_calls[0].arguments["request"]
     assert request["scan"]["scope_sites"] == ["shopping", "shopping_admin"]
+    # rbplan's findings read R's ranked pages too, whether or not R's context had room for them
+    assert request["recall_states"] == [["a", 0], ["a", 0], ["a", 0]]
+    assert PlanRequest.from_json(request).recall_states == [["a", 0], ["a", 0], ["a", 0]]
 
 
 def test_a_current_value_questions_added_states_come_newest_first():
@@ -613,6 +624,20 @@ def test_the_probe_finds_where_the_site_shows_another_value_than_the_one_typed()
     )
     sightings = read_probe(output, "run", typed)
     assert [(s.key, s.seen) for s in sightings] == [(("acct", 1), "StaticText 'emma.lopez@gmail.com'")]
+
+
+def test_the_probe_pattern_of_values_with_spaces_and_quotes_is_one_ripgrep_accepts(tmp_path):
+    import subprocess
+
+    from runbook.core.ripgrep import ripgrep_binary
+    from runbook.policies.offline.probe import probe_pattern
+
+    page = tmp_path / "0001.md"
+    page.write_text("StaticText 'Place for Karaoke lovers'\nStaticText \"['devices', 'setup']\"\n")
+    pattern = probe_pattern(["Place for Karaoke lovers", "['devices', 'setup']"])
+    assert pattern == r"Place for Karaoke lovers|\['devices', 'setup'\]"  # older ripgreps refuse '\ ' (the sandbox's)
+    found = subprocess.run([ripgrep_binary(), "-c", pattern, str(page)], capture_output=True, text=True)
+    assert found.returncode == 0 and found.stdout.strip() == "2", found.stderr
 
 
 def test_a_gotcha_whose_run_typed_a_value_searches_for_it():

@@ -47,6 +47,9 @@ OUTPUT_VIEW_TOKENS = 5_000
 window to spare and reads the whole of its one program call (choice, scan and detail: about 3,800 tokens)."""
 SCOPE_SITES = 2
 """The scan reads only the states of the sites method R's evidence comes from, when they are this few."""
+RECALL_FINDING_STATES = 30
+"""Method R's best pages that rbplan's findings read besides the states it chose and scanned (as many as R's own
+findings read)."""
 
 
 @dataclass
@@ -132,8 +135,13 @@ class OfflinePlanner:
             scope_sites=scope_sites(plan.recall) or None,
             image=question_image(plan.image) if plan.image else None,
         )
+        recalled = [list(hit.key) for hit in plan.recall if hit.pool == "slices" and not hit.same_as]
         return PlanRequest(
-            scan=params, kind=plan.kind, wants_latest=plan.analysis.wants_latest, analysis=asdict(plan.analysis)
+            scan=params,
+            kind=plan.kind,
+            wants_latest=plan.analysis.wants_latest,
+            analysis=asdict(plan.analysis),
+            recall_states=recalled[:RECALL_FINDING_STATES],
         )
 
     def probe_arguments(self) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ...core.ripgrep import escape_regex
 from ...core.scanout import Step
 
 _TYPED = re.compile(r"""\b(?:fill|type|input|input_text|send_keys)\((?:[^,]*?,\s*)?(?:text=)?(['"])(.+?)\1""")
@@ -51,7 +52,8 @@ def distinctive_part(value: str) -> str:
 
 def probe_pattern(values: list[str]) -> str:
     """One ripgrep regex finding any of the values' distinctive parts."""
-    return "|".join(re.escape(distinctive_part(v)) for v in values if len(distinctive_part(v)) >= MIN_TOKEN)
+    # ripgrep's regex refuses Python's escapes of plain characters ('\ ', "\'"): escape only what it treats as meta
+    return "|".join(escape_regex(distinctive_part(v)) for v in values if len(distinctive_part(v)) >= MIN_TOKEN)
 
 
 def read_probe(output: str, run_id: str, values: list[str], limit: int = 2) -> list[Sighting]:

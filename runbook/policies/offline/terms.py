@@ -5,11 +5,18 @@ from __future__ import annotations
 import re
 
 from ...core.patterns import LONG_WORD, pattern_stem
-from ...core.question import STOP_WORDS, QuestionAnalysis
+from ...core.question import STOP_WORDS, QuestionAnalysis, quoted_labels
 
 MAX_PATTERNS = 24
 """Patterns searched at most: each one costs the single ripgrep pass a little."""
-ACTION_SYNONYMS = (("change", "update", "edit", "modify"), ("create", "add"), ("delete", "remove"), ("send", "submit"))
+ACTION_SYNONYMS = (
+    ("change", "update", "edit", "modify"),
+    ("create", "add"),
+    ("delete", "remove"),
+    ("send", "submit"),
+    ("stop", "pause"),
+    ("restart", "resume"),
+)
 """Actions that goals and pages name with different verbs: a question's verb also finds its group's others."""
 SYNONYM_WEIGHT = 0.5
 PAIR_WEIGHT = 0.25
@@ -44,13 +51,15 @@ def patterns_for(analysis: QuestionAnalysis) -> list[dict]:
     out: list[dict] = []
     seen: set[str] = set()
 
+    quoted = {label.lower() for label in quoted_labels(analysis.question)}
+
     def add(text: str, kind: str, *, stemmed: bool | str = False, weight: float = 1.0, derived: bool = False) -> None:
         label = text
         if stemmed:
             text = pattern_stem(text)
             stemmed = "prefix" if len(label) >= LONG_WORD else "suffix"
         key = re.sub(r"[\s_-]+", " ", text.lower()).strip()
-        if len(key) < 2 or key in seen or label.lower() in STOP_WORDS:
+        if len(key) < 2 or key in seen or (label.lower() in STOP_WORDS and label.lower() not in quoted):
             return
         seen.add(key)
         out.append({"text": text, "label": label, "kind": kind, "stem": stemmed, "weight": weight, "derived": derived})
