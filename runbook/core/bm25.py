@@ -101,7 +101,7 @@ def build_index(
 
 def cache_path(snapshot: PoolSnapshot, pool: str, fields: dict[str, float]) -> Path:
     key = f"{pool}-v{INDEX_VERSION}-" + "-".join(f"{f}{w:g}" for f, w in sorted(fields.items()))
-    return snapshot.cache_dir / f"{key}.npz"
+    return snapshot.cache_path(key)
 
 
 def load_index(

@@ -54,7 +54,7 @@ class LineCounts:
 
 def load_line_counts(snapshot: PoolSnapshot, *, write: bool = True) -> LineCounts:
     """The counts for this manifest stamp: from the cache when current, else built (and cached when `write`)."""
-    path = snapshot.cache_dir / "lines.npz"
+    path = snapshot.cache_path("lines")
     try:
         with snapshot.open(path) as fh, np.load(fh) as data:
             if int(data["stamp"]) == snapshot.stamp:

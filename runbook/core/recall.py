@@ -28,7 +28,7 @@ from .fusion import collapse_duplicates, latest_first, rrf
 from .hits import Hit
 from .layout import POOLS_DIR, TRAJECTORIES_DIR
 from .page import Page
-from .pools import Opener, PoolError, PoolSnapshot
+from .pools import Opener, PoolError, PoolSnapshot, read_manifest
 from .question import QuestionAnalysis, analyze
 from .text import line_hash, stem, tokenize
 
@@ -97,9 +97,10 @@ class Recall:
 
     def load(self) -> None:
         """(Re)load the pools when their stamp changed; PoolError when the store has trajectories but no pools."""
-        snapshot = PoolSnapshot(self.root / POOLS_DIR, *([self.opener] if self.opener else []))
-        if self._stamp == snapshot.stamp and self.snapshot is not None:
+        opener = [self.opener] if self.opener else []
+        if self.snapshot is not None and read_manifest(self.root / POOLS_DIR, *opener)["stamp"] == self._stamp:
             return
+        snapshot = PoolSnapshot(self.root / POOLS_DIR, *opener)
         if snapshot.empty and _has_trajectories(self.root):
             raise PoolError(
                 f"the store at {self.root} has no retrieval pools: run `runbook reindex` "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -12,10 +13,11 @@ from dataclasses import dataclass
 from ..core.bm25 import DEFAULT_FIELDS, load_index
 from ..core.boilerplate import load_line_counts
 from ..core.pools import PoolSnapshot
+from ..errors import StoreError
 from ..store import Store
 from ..trajectory.model import Trajectory
 from .documents import TrajectoryDocs, count_terms, trajectory_docs
-from .storage import PoolWriter, safe_opener
+from .storage import PoolWriter, read_manifest, safe_opener
 
 NoteWriter = Callable[[Trajectory], list]
 """trajectory -> [(kind, text)]: replaces the deterministic notes (e.g. a model's, cached)."""
@@ -110,6 +112,7 @@ def reindex(
     with store.writer(check_pools=False):  # the pools are rebuilt: whatever was planted in them is discarded
         rows = store.rows()
         writer = PoolWriter(store.layout, fresh, fresh=True)
+        writer.manifest["stamp"] = _last_stamp(store)  # stamps only grow: a server never takes new pools for old
         for n, docs in enumerate(_docs_in_order(store, rows, workers, note_writer), 1):
             writer.add(docs)
             report.trajectories += 1
@@ -126,12 +129,24 @@ def reindex(
     return report
 
 
+def _last_stamp(store: Store) -> int:
+    """The stamp of the pools being replaced (0 when they cannot be read)."""
+    try:
+        return int(read_manifest(store.layout.pools, safe_opener(store.layout))["stamp"])
+    except (StoreError, OSError, KeyError, TypeError, ValueError):
+        return 0
+
+
 def build_caches(pools_root, opener=None) -> None:
-    """The BM25 indexes (default field weights) and line counts for the pools' current stamp."""
+    """The BM25 indexes (default field weights) and line counts for the pools' current stamp; the caches of
+    earlier stamps are removed (a reader still on one has loaded its indexes already)."""
     snapshot = PoolSnapshot(pools_root, *([opener] if opener else []))
     for pool in DEFAULT_FIELDS:
         load_index(snapshot, pool)
     load_line_counts(snapshot)
+    for stale in snapshot.stale_caches():
+        with contextlib.suppress(OSError):
+            stale.unlink()  # a name in the store's own cache folder: unlinking a planted link removes the link
 
 
 def _docs_in_order(store: Store, rows, workers: int | None, note_writer) -> Iterator[TrajectoryDocs]:
