@@ -25,7 +25,15 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, StrictInt, StrictStr
 
 from ..budget import parse_budget
-from ..errors import BudgetError, ConflictError, InputError, QueryError, RunbookError, UnsafeStoreFile
+from ..errors import (
+    BudgetError,
+    ConflictError,
+    InputError,
+    QueryError,
+    RunbookError,
+    StoreChanging,
+    UnsafeStoreFile,
+)
 from .body_limit import BodyLimit
 from .images import image_file
 from .service import BusyError, MemoryService, NotFound
@@ -39,6 +47,7 @@ STATUS = [
     (UnsafeStoreFile, 403),  # a link or FIFO planted in the store: refused, not read (and not a server fault)
     (ConflictError, 409),
     (BusyError, 503),
+    (StoreChanging, 503),  # a trajectory replaced again and again while it was read: retry
     (InputError, 400),
     (QueryError, 400),
     (BudgetError, 400),

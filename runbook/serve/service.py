@@ -14,6 +14,7 @@ time: another waits up to `write_timeout` seconds, then gets a BusyError. Method
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 import threading
@@ -22,11 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.layout import state_relpath
-from ..errors import InputError, RunbookError
+from ..errors import InputError, RunbookError, StoreChanging, StoreError
 from ..memory import METHODS, get_memory
 from ..pools.build import insert_with_pools
 from ..store import Store
+from ..store.staging import fingerprint
 from ..trajectory.model import trajectory_from_dict
+
+log = logging.getLogger(__name__)
 
 SANDBOX_METHODS = frozenset({"c", "auto"})
 """Methods that may start a sandbox per query."""
@@ -62,6 +66,8 @@ class OpenTrajectory:
     visible: str = "close"
     """'close': inserted when closed; 'step': re-inserted after every step."""
     opened: float = field(default_factory=time.time)
+    closing: bool = False
+    """Its close is writing it: no more steps, no second close."""
 
 
 class MemoryService:
@@ -161,9 +167,11 @@ class MemoryService:
             )
         with self._open_lock:
             run = self._open.get(trajectory_id)
-            if run is None:
+            if run is None or run.closing:
                 raise NotFound(
                     f'no open trajectory {trajectory_id!r}: open it first (POST /trajectories with "stream": true)'
+                    if run is None
+                    else f"trajectory {trajectory_id!r} is being closed: no more steps"
                 )
             states = run.states + [{**state, "state_index": len(run.states)}]
             trajectory = self._validate({"id": trajectory_id, "states": states, **run.fields})
@@ -172,20 +180,41 @@ class MemoryService:
         return {"trajectory_id": trajectory_id, "states": len(states), "status": status}
 
     def close_trajectory(self, trajectory_id: str, *, outcome: str | None = None) -> dict:
-        """Insert the streamed trajectory as one atomic insert: from now on queries see it."""
+        """Insert the streamed trajectory as one atomic insert: from now on queries see it. Atomic as a client sees
+        it too: until this returns, a GET says it is open; once it has returned, it is stored and no longer open.
+        When the insert fails, nothing is stored and it stays open (close it again); when only what follows the
+        commit fails (the caches), it is closed all the same."""
         with self._open_lock:
             run = self._open.get(trajectory_id)
-            if run is None:
-                raise NotFound(f"no open trajectory {trajectory_id!r}")
+            if run is None or run.closing:
+                raise NotFound(f"no open trajectory {trajectory_id!r}" + (" (it is being closed)" if run else ""))
             if not run.states:
                 raise InputError(
                     "has no steps: append at least one before closing", field="states", trajectory_id=trajectory_id
                 )
             fields = {**run.fields, **({"outcome": outcome} if outcome else {})}
             trajectory = self._validate({"id": trajectory_id, "states": run.states, **fields})
+            run.closing = True  # no more steps; the write below runs without holding readers up
+        try:
             status = self._write(trajectory, replace=run.visible == "step")
+        except BaseException:
+            if not self._stored_as(trajectory):
+                with self._open_lock:
+                    run.closing = False
+                raise
+            log.exception("trajectory %s was committed, but what follows the commit failed", trajectory_id)
+            status = "inserted"
+        with self._open_lock:
             del self._open[trajectory_id]
         return {"trajectory_id": trajectory_id, "states": len(run.states), "status": status}
+
+    def _stored_as(self, trajectory) -> bool:
+        """Whether the store holds exactly this trajectory (its insert committed)."""
+        try:
+            row = self.store.row(trajectory.id)
+            return row is not None and row.fingerprint == fingerprint(trajectory)[0]
+        except Exception:  # noqa: BLE001 - the store cannot say: the close is not taken as done
+            return False
 
     def _validate(self, obj: Any):
         return trajectory_from_dict(
@@ -214,18 +243,26 @@ class MemoryService:
         return figures
 
     def trajectory(self, trajectory_id: str) -> dict:
-        """A stored trajectory's catalog row and one line per state, or an open one's steps so far."""
-        row = self.store.row(trajectory_id)
-        if row is None:
-            with self._open_lock:
-                run = self._open.get(trajectory_id)
-                if run is not None:
-                    return {"id": trajectory_id, "open": True, **run.fields, "n_states": len(run.states)}
+        """A stored trajectory's catalog row and one line per state, or an open one's steps so far (a trajectory
+        streamed with visible='step' shows its stored steps, marked open). The open trajectories are looked at
+        first: a close removes one only after its insert committed, so a trajectory being closed is open or stored,
+        never neither."""
+        with self._open_lock:
+            run = self._open.get(trajectory_id)
+            so_far = None
+            if run is not None:
+                so_far = {"id": trajectory_id, "open": True, **run.fields, "n_states": len(run.states)}
+                if run.visible == "close":
+                    return so_far
+        found = self.store.load_committed(trajectory_id)
+        if found is None:
+            if so_far is not None:
+                return so_far  # visible='step' before its first step was stored
             raise NotFound(f"no trajectory {trajectory_id!r} in the store")
-        trajectory = self.store.load(trajectory_id)
+        row, trajectory = found
         return {
             "id": row.id,
-            "open": False,
+            "open": run is not None,
             "site": row.site,
             "goal": row.goal,
             "outcome": row.outcome,
@@ -244,13 +281,19 @@ class MemoryService:
         }
 
     def state(self, trajectory_id: str, index: int) -> dict:
-        """One stored state: its header fields and page text, with its provenance."""
-        row = self.store.row(trajectory_id)
-        if row is None:
-            raise NotFound(f"no trajectory {trajectory_id!r} in the store")
-        if not 0 <= index < row.n_states:
+        """One stored state: its header fields and page text, with its provenance (of one committed version of
+        the trajectory, whatever a writer replaces meanwhile)."""
+        try:
+            row, state = self.store.read_committed_state(trajectory_id, index)
+        except StoreChanging:
+            raise
+        except StoreError as exc:
+            if self.store.row(trajectory_id) is None:
+                raise NotFound(f"no trajectory {trajectory_id!r} in the store") from exc
+            raise
+        if state is None:
             raise NotFound(f"trajectory {trajectory_id!r} has states 0..{row.n_states - 1}, not {index}")
-        header, text = self.store.read_state(trajectory_id, index)
+        header, text = state
         return {
             "trajectory_id": trajectory_id,
             "state_index": index,

@@ -7,14 +7,16 @@ import hashlib
 import os
 import shutil
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import orjson
 
-from ..errors import ConflictError, StoreError
+from ..errors import ConflictError, StoreChanging, StoreError
 from ..trajectory.model import Trajectory, trajectory_from_dict
 from . import catalog
 from .catalog import TrajectoryRow
@@ -31,6 +33,8 @@ from .layout import (
 )
 from .staging import StagedTrajectory, stage
 from .statefile import parse_state
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +107,9 @@ class Store:
 
     def load(self, trajectory_id: str) -> Trajectory:
         """The stored trajectory, screenshots as absolute paths inside the store."""
-        folder = self.trajectory_dir(trajectory_id)
+        return self._load_folder(self.trajectory_dir(trajectory_id))
+
+    def _load_folder(self, folder: Path) -> Trajectory:
         obj = orjson.loads(self.layout.read_bytes(folder / TRAJECTORY_FILE))
         return trajectory_from_dict(
             obj, path=str(folder / TRAJECTORY_FILE), base_dir=str(folder), check_screenshots=False
@@ -119,6 +125,51 @@ class Store:
     def read_state_file(self, dirname: str, index: int) -> tuple[dict[str, str], str]:
         """(header fields, page text) of a state named by its trajectory's folder (as the pools record it)."""
         return parse_state(self.layout.read_text(self.layout.state_file(dirname, index)))
+
+    def load_committed(self, trajectory_id: str) -> tuple[TrajectoryRow, Trajectory] | None:
+        """(catalog row, trajectory) of one committed version, or None when the id is not stored. What a server
+        reads while a writer may replace the trajectory: the row and the files agree (see `_as_committed`)."""
+        return self._as_committed(trajectory_id, lambda _row, folder: self._load_folder(folder))
+
+    def read_committed_state(self, trajectory_id: str, index: int) -> tuple[TrajectoryRow, tuple[dict, str] | None]:
+        """(catalog row, (header, page text) of state `index`, or None past its last state) of one committed
+        version; StoreError when the id is not stored."""
+
+        def read(row: TrajectoryRow, folder: Path) -> tuple[dict, str] | None:
+            if not 0 <= index < row.n_states:
+                return None
+            return parse_state(self.layout.read_text(folder / STATES_DIR / state_filename(index)))
+
+        found = self._as_committed(trajectory_id, read)
+        if found is None:
+            raise StoreError(f"no trajectory {trajectory_id!r} in the store at {self.root}")
+        return found
+
+    def _as_committed(
+        self, trajectory_id: str, read: Callable[[TrajectoryRow, Path], T]
+    ) -> tuple[TrajectoryRow, T] | None:
+        """`read(row, folder)` of a version whose folder holds what its catalog row says: the folder's fingerprint
+        is the row's before and after the read. A writer replacing a trajectory renames the new folder in before
+        its row commits (and for a moment there is no folder): a reader that lands in between reads again, so it
+        never pairs one version's row with the other's files (a GET once said n_states 1 beside 2 states)."""
+        pause = 0.002
+        for _ in range(_COMMITTED_READS):
+            row = self.row(trajectory_id)
+            if row is None:
+                return None
+            folder = self.layout.trajectory_dir(row.dir)
+            try:
+                if _folder_fingerprint(self.layout, folder) == row.fingerprint:
+                    value = read(row, folder)
+                    if _folder_fingerprint(self.layout, folder) == row.fingerprint:
+                        return row, value
+            except FileNotFoundError:
+                pass  # between the two renames of a replace
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+        raise StoreChanging(
+            f"trajectory {trajectory_id!r} kept changing while it was read ({_COMMITTED_READS} tries): retry"
+        )
 
     def iter_trajectories(self) -> Iterator[Trajectory]:
         for row in self.rows():
@@ -341,6 +392,15 @@ class StoreWriter:
 def _discard(staged: StagedTrajectory) -> None:
     if staged.folder:
         shutil.rmtree(staged.folder, ignore_errors=True)
+
+
+_COMMITTED_READS = 200
+"""Reads of a trajectory a writer is replacing before giving up (about 10 s: a replace commits in well under)."""
+
+
+def _folder_fingerprint(layout: Layout, folder: Path) -> str:
+    """The fingerprint a trajectory's folder was written with; FileNotFoundError when the folder is not there."""
+    return layout.read_text(folder / FINGERPRINT_FILE).strip()
 
 
 def _read_fingerprint(layout: Layout, folder: Path) -> str | None:
