@@ -140,7 +140,12 @@ class Retriever:
                     pending.load()
                     self._pending = pending
                 rows = self.store.rows()  # read after the pools: a trajectory listed here is committed
-                if current is None or pending.trajectories <= {row.id for row in rows}:
+                agrees = pending.trajectories <= {row.id for row in rows}
+                if not agrees and current is not None and not self.store.writing():
+                    # no writer: what the catalog lacks, it will not get (a writer killed between the pools'
+                    # commit and the catalog's left those documents); the new stamp is taken all the same
+                    rows, agrees = self.store.rows(), True
+                if current is None or agrees:
                     current = self._current = Generation(pending, rows)
                     self._pending = None
                 return current

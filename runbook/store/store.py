@@ -181,6 +181,20 @@ class Store:
         before anything is written, when a file where it writes is a link or not a regular file."""
         return StoreWriter(self, check_pools=check_pools)
 
+    def writing(self) -> bool:
+        """Whether a writer holds the store's lock now (in this process or another)."""
+        try:
+            fh = self.layout.open(self.layout.lock)
+        except (FileNotFoundError, StoreError):
+            return False  # never written, or a planted lock (which a writer refuses)
+        with fh:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            return False
+
     def stats(self) -> dict:
         from .stats import compute_stats
 

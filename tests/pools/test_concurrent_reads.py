@@ -116,3 +116,30 @@ def test_a_reader_on_an_older_stamp_leaves_the_newer_cache_alone(store, tmp_path
     new = PoolSnapshot(store.layout.pools, safe_opener(store.layout))
     bm25.load_index(new, "slices")
     assert builds == []  # read from the writer's cache, not rebuilt
+
+
+def test_documents_a_killed_writer_left_do_not_hold_a_server_on_an_old_stamp(store, tmp_path):
+    """A writer killed between the pools' commit and the catalog's leaves documents of a trajectory the catalog will
+    never list; a server waiting for the catalog to agree must not wait for ever: with no writer at work, the new
+    stamp is taken."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    _insert(store, tmp_path, "old", 0, 3, repeats=1)
+    retriever = Retriever(store)
+    retriever.warm()
+    killed = (
+        "import os, sys\n"
+        "from runbook.store import Store\n"
+        "from runbook.pools import insert_listener\n"
+        "from tests.conftest import make_trajectory\n"
+        "store = Store(sys.argv[1])\n"
+        "with store.writer() as writer:\n"
+        "    writer.listeners += [insert_listener(store), lambda *a: os._exit(9)]\n"
+        "    writer.insert(make_trajectory('orphan-1', 2))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", killed, str(store.root)], cwd=Path(__file__).parents[2])
+    assert done.returncode == 9 and store.row("orphan-1") is None
+    _insert(store, tmp_path, "new", 100, 2, repeats=6)
+    assert any(item.trajectory_id.startswith("new-") for item in retriever.search(QUESTION, 4000)[0])
