@@ -77,7 +77,8 @@ def parse_id(text: str) -> tuple[str, int] | None:
 
 
 class Recall:
-    """The pools of one store, loaded once per manifest stamp."""
+    """The pools of one store, loaded once per manifest stamp. `load` reloads in place: one thread's (the sandbox's
+    `recall`); a server's threads share runbook.pools.Retriever, which gives each query a Recall of its own stamp."""
 
     def __init__(
         self,
