@@ -112,6 +112,8 @@ def load_index(
     fields = fields or DEFAULT_FIELDS[pool]
     path = cache_path(snapshot, pool, fields)
     cached = _read_cache(snapshot, path)
+    if cached is None:  # a store written before caches were named by stamp: its cache is current until an insert
+        cached = _read_cache(snapshot, path.with_name(path.name.rsplit("-s", 1)[0] + ".npz"))
     if cached is not None:
         return cached
     index = build_index(snapshot, pool, fields)

@@ -55,19 +55,10 @@ class LineCounts:
 def load_line_counts(snapshot: PoolSnapshot, *, write: bool = True) -> LineCounts:
     """The counts for this manifest stamp: from the cache when current, else built (and cached when `write`)."""
     path = snapshot.cache_path("lines")
-    try:
-        with snapshot.open(path) as fh, np.load(fh) as data:
-            if int(data["stamp"]) == snapshot.stamp:
-                sites = bytes(data["sites"]).decode("utf-8").split("\n") if data["sites"].size else []
-                return LineCounts(
-                    data["hashes"],
-                    data["counts"],
-                    dict(zip(sites, data["site_states"].tolist())),
-                    data["by_hash"],
-                    data["by_hash_docs"],
-                )
-    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, PoolError):
-        pass  # a missing, stale, truncated or planted cache is rebuilt
+    for cached in (path, snapshot.cache_dir / "lines.npz"):  # the name before caches were named by stamp
+        found = _read_counts(snapshot, cached)
+        if found is not None:
+            return found
     docs = snapshot.docs("slices")
     site_states: dict[str, int] = {}
     for doc, alive in zip(docs, snapshot.live("slices")):
@@ -88,6 +79,24 @@ def load_line_counts(snapshot: PoolSnapshot, *, write: bool = True) -> LineCount
             by_hash_docs=by_hash_docs,
         )
     return LineCounts(hashes, counts, site_states, by_hash, by_hash_docs)
+
+
+def _read_counts(snapshot: PoolSnapshot, path) -> LineCounts | None:
+    """The cached counts at `path` when they are of this stamp."""
+    try:
+        with snapshot.open(path) as fh, np.load(fh) as data:
+            if int(data["stamp"]) != snapshot.stamp:
+                return None
+            sites = bytes(data["sites"]).decode("utf-8").split("\n") if data["sites"].size else []
+            return LineCounts(
+                data["hashes"],
+                data["counts"],
+                dict(zip(sites, data["site_states"].tolist())),
+                data["by_hash"],
+                data["by_hash_docs"],
+            )
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, PoolError):
+        return None  # a missing, stale, truncated or planted cache is rebuilt
 
 
 def _line_index(all_hashes: np.ndarray, lines_per_doc: list) -> tuple[np.ndarray, np.ndarray]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from runbook.core.recall import Recall
 from runbook.ingest import insert_paths
 from runbook.pools import Retriever, insert_listener
@@ -143,3 +145,22 @@ def test_documents_a_killed_writer_left_do_not_hold_a_server_on_an_old_stamp(sto
     assert done.returncode == 9 and store.row("orphan-1") is None
     _insert(store, tmp_path, "new", 100, 2, repeats=6)
     assert any(item.trajectory_id.startswith("new-") for item in retriever.search(QUESTION, 4000)[0])
+
+
+def test_a_store_cached_before_stamped_names_keeps_its_caches(store, tmp_path, monkeypatch):
+    """Caches written under the old names (no stamp in the name) are read while their stamp is current: a store
+    built before does not rebuild its indexes in every read-only sandbox until its next insert."""
+    from runbook.core import bm25, boilerplate
+    from runbook.core.pools import PoolSnapshot
+    from runbook.pools.storage import safe_opener
+
+    _insert(store, tmp_path, "a", 0, 3, repeats=1)
+    cache = store.layout.pools / "cache"
+    for path in cache.glob("*-s*.npz"):
+        path.rename(path.with_name(path.name.rsplit("-s", 1)[0] + ".npz"))
+    monkeypatch.setattr(bm25, "build_index", lambda *a, **k: pytest.fail("rebuilt an index"))
+    snapshot = PoolSnapshot(store.layout.pools, safe_opener(store.layout))
+    for pool in bm25.DEFAULT_FIELDS:
+        bm25.load_index(snapshot, pool, write=False)
+    monkeypatch.setattr(snapshot, "docs", lambda pool: pytest.fail("rebuilt the line counts"))
+    boilerplate.load_line_counts(snapshot, write=False)
