@@ -23,8 +23,8 @@ from typing import Any, BinaryIO, cast
 
 import numpy as np
 
+from .blocks import Page, read_page_record
 from .files import open_regular
-from .page import Page, read_page_record
 
 _loads: Callable[[bytes], Any]
 try:  # faster where installed (the host); the sandbox has the standard library's json
