@@ -22,6 +22,7 @@ COMMANDS = [
     ("replay", "replay"),
     ("config", "config"),
     ("bench", "bench"),
+    ("export", "export"),
     ("serve", "serve"),
 ]
 
