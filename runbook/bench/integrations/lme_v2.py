@@ -316,7 +316,7 @@ class RunbookLMEMemory:
 
     def load(self, input_dir: Path) -> None:
         """Query the store saved in `input_dir` (in place: its screenshots stay where the saved folder is)."""
-        source = Path(input_dir) / SAVED_STORE
+        source = (Path(input_dir) / SAVED_STORE).resolve()  # the harness passes --load-memory-dir as given
         if not (source / "runbook.json").is_file():
             raise RuntimeError(
                 f"runbook memory: {input_dir} holds no saved runbook store ({SAVED_STORE}/ is missing); it was "

@@ -67,7 +67,9 @@ def shared(questions_: list[dict], ids: list[str]) -> dict[str, list[str]]:
 ALL = ["t-cancel", "t-old-price", "t-new-price", "t-filters"]
 
 
-def test_save_memory_then_load_memory_dir_gives_the_same_contexts(tmp_path, data_root, trajectory_map, reader):
+def test_save_memory_then_load_memory_dir_gives_the_same_contexts(
+    tmp_path, data_root, trajectory_map, reader, monkeypatch
+):
     qs = questions()
     common = dict(
         questions=qs,
@@ -79,8 +81,9 @@ def test_save_memory_then_load_memory_dir_gives_the_same_contexts(tmp_path, data
     cfg = config(data_root, tmp_path)
     built = harness.run(memory_config=cfg, output_dir=tmp_path / "build", save_memory=True, **common)
     STORES.clear()  # the building process has exited: its stores are gone
+    monkeypatch.chdir(tmp_path)  # --load-memory-dir as a user types it, relative to where the harness runs
     loaded = harness.run(
-        memory_config=cfg, output_dir=tmp_path / "load", load_memory_dir=tmp_path / "build" / "memory_state", **common
+        memory_config=cfg, output_dir=tmp_path / "load", load_memory_dir=Path("build/memory_state"), **common
     )
     assert [r["memory_context"] for r in loaded] == [r["memory_context"] for r in built]
     assert "Are you sure you want to cancel this order?" in json.dumps(loaded[0]["memory_context"])
