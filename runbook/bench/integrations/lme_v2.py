@@ -65,6 +65,8 @@ from ...trajectory.readers import content_form
 MEMORY_TYPE = "runbook"
 SAVED_STORE = "runbook_store"
 """The folder `_save_backend` writes the store to, inside the harness's memory_state folder."""
+SAVED_SOURCES = "runbook_screenshots.json"
+"""Beside it: which screenshot file each stored state came from, so a loaded memory names the same files."""
 VISUAL_SCREENSHOTS = 2
 """Leading items that get their state's screenshot right after their text when a question is visual."""
 _VISUAL = re.compile(
@@ -297,7 +299,7 @@ class RunbookLMEMemory:
 
     def _point_images_at_sources(self, context: Context, entry: _StoreEntry) -> None:
         """Screenshots named by the files the trajectories gave (they outlive the store); a store copy otherwise."""
-        if not entry.owned or not self.sources:
+        if not self.sources:
             return
         where = _screenshot_owners(entry)
         for item in context.items:
@@ -313,6 +315,8 @@ class RunbookLMEMemory:
         if target.exists():
             raise RuntimeError(f"runbook memory: {target} exists already; save into an empty folder")
         shutil.copytree(entry.folder / "store", target, symlinks=True)
+        sources = [[tid, index, path] for (tid, index), path in sorted(self.sources.items())]
+        (Path(output_dir) / SAVED_SOURCES).write_text(json.dumps(sources) + "\n")
 
     def load(self, input_dir: Path) -> None:
         """Query the store saved in `input_dir` (in place: its screenshots stay where the saved folder is)."""
@@ -326,6 +330,9 @@ class RunbookLMEMemory:
         if self.ids:
             raise RuntimeError("runbook memory: a saved store cannot be loaded into a memory that has trajectories")
         self.lease.release()
+        saved_sources = Path(input_dir) / SAVED_SOURCES
+        if saved_sources.is_file():
+            self.sources = {(tid, index): path for tid, index, path in json.loads(saved_sources.read_text())}
         store = Store(source)
         memory = get_memory(self.method, store, **self.options)
         self.lease.entry = _StoreEntry(source, memory, self.config, [r.id for r in store.rows()], owned=False)

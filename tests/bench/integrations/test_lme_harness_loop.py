@@ -70,7 +70,7 @@ ALL = ["t-cancel", "t-old-price", "t-new-price", "t-filters"]
 def test_save_memory_then_load_memory_dir_gives_the_same_contexts(
     tmp_path, data_root, trajectory_map, reader, monkeypatch
 ):
-    qs = questions()
+    qs = questions() + [questions()[0] | {"id": "q-look", "question": "What does the cancel dialog look like?"}]
     common = dict(
         questions=qs,
         haystacks=shared(qs, ALL),
@@ -86,6 +86,8 @@ def test_save_memory_then_load_memory_dir_gives_the_same_contexts(
         memory_config=cfg, output_dir=tmp_path / "load", load_memory_dir=Path("build/memory_state"), **common
     )
     assert [r["memory_context"] for r in loaded] == [r["memory_context"] for r in built]
+    images = [i["value"] for i in loaded[-1]["memory_context"] if i["type"] == "image"]
+    assert images and all(Path(p).is_relative_to(data_root) for p in images)  # the same files, not the saved copies
     assert "Are you sure you want to cancel this order?" in json.dumps(loaded[0]["memory_context"])
     assert "$32.88" in json.dumps(loaded[1]["memory_context"])
 
