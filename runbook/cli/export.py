@@ -12,7 +12,13 @@ from ..store import Store
 
 @click.group()
 def export() -> None:
-    """Write the store in another benchmark's data layout."""
+    """Write the store in another benchmark's data layout.
+
+    Example:
+
+    \b
+        runbook export lme-v2 lme-data --questions questions.jsonl
+    """
 
 
 @export.command("lme-v2")
