@@ -27,7 +27,7 @@ def test_a_folder_without_a_tokenizer_is_named(tmp_path):
 
 
 def test_without_a_tokenizer_the_stated_margin_is_kept_free():
-    assert ReaderCounter().cap(8000) == int(8000 * (1 - CL100K_MARGIN)) == 6800
+    assert ReaderCounter().cap(8000) == int(8000 * (1 - CL100K_MARGIN)) == 6400
 
 
 def test_a_fitted_context_is_within_the_readers_count_and_keeps_its_order(tmp_path):
