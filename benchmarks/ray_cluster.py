@@ -3,14 +3,14 @@ own raylet with its own worker processes, every port bound to 127.0.0.1. Runs un
 
     python3 benchmarks/ray_cluster.py --workers 1 --cpus 1 --sandbox-slots 1 &
     # it prints the address and each worker node's raylet pid, then:
-    RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 runbook bench run eval/dev.toml --ray 127.0.0.1:PORT
+    runbook bench run eval/dev.toml --ray 127.0.0.1:PORT
     kill -9 RAYLET_PID      # lose a worker node mid-run: its questions are retried on the others
 
 Why not `ray start`: Ray's command line turns 127.0.0.1 into the machine's routable address (and a head started
 with RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, which keeps it on loopback, refuses worker nodes). Ray's own
-`ray.cluster_utils.Cluster` starts nodes on an address it is given. The driver needs the same variable set to 0, or
-Ray resolves 127.0.0.1 to the routable address too. Worker processes inherit this process's environment: run it
-with the runbook you want the nodes to import (PYTHONPATH) and DOCKER_HOST for method C.
+`ray.cluster_utils.Cluster` starts nodes on an address it is given. A driver needs the same variable set to 0, or
+Ray resolves 127.0.0.1 to the routable address too (`--ray 127.0.0.1:PORT` sets it). Worker processes inherit this
+process's environment: run it with the runbook the nodes should import (PYTHONPATH) and DOCKER_HOST for method C.
 """
 
 from __future__ import annotations

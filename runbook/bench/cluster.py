@@ -15,6 +15,11 @@ Every node must reach the config's question sets, trajectories, stores and run f
 
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,13 +45,31 @@ are retried without a count of their own (a count runs out while a restart waits
 that repeats ends when the restarts do."""
 
 
-def import_ray():
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
+
+
+def import_ray(address: str | None = None):
     """Ray, or a ConfigError saying how to get it."""
+    if address and address.rsplit(":", 1)[0] in LOOPBACK_HOSTS and "ray" not in sys.modules:
+        # Ray turns a loopback address into the machine's routable one unless this is 0 (read at import): a cluster
+        # on 127.0.0.1 (benchmarks/ray_cluster.py) is then unreachable
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     try:
         import ray
     except ImportError:
         raise ConfigError(f"--ray needs Ray, an optional part of runbook: {INSTALL_HINT}") from None
     return ray
+
+
+def _check_reachable(address: str) -> None:
+    """A HOST:PORT where nothing listens fails now (ray.init would wait minutes for it)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto", or a ray:// address: Ray resolves it
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as exc:
+        raise ConfigError(f"no Ray cluster answers at {address}: {exc}. Start one (`ray start --head`) first") from None
 
 
 @dataclass
@@ -90,8 +113,29 @@ class PointAnswerer:
             self.memory.close()  # e.g. method C's sandbox kept warm between queries
 
 
+@contextlib.contextmanager
+def ray_session(address: str) -> Iterator[Any]:
+    """Ray connected to the cluster at `address` (left as it was when the caller already connected)."""
+    ray = import_ray(address)
+    if ray.is_initialized():
+        yield ray
+        return
+    _check_reachable(address)
+    try:
+        ray.init(address=address, log_to_driver=False, configure_logging=False)
+    except (ConnectionError, ValueError, RuntimeError) as exc:
+        raise ConfigError(
+            f"no Ray cluster at {address!r}: {exc}. Start one (`ray start --head`) or pass its address "
+            f"(--ray HOST:PORT)"
+        ) from None
+    try:
+        yield ray
+    finally:
+        ray.shutdown()  # the driver's actors go with it (a failed run's warm sandboxes are reaped later)
+
+
 def answer_on_ray(
-    address: str,
+    ray,
     config: BenchConfig,
     work: dict[Haystack, list[Question]],
     points: list[RunPoint],
@@ -103,71 +147,56 @@ def answer_on_ray(
     insert_workers: int | None,
     progress: Progress,
 ) -> dict[str, int]:
-    """Answer every point's unanswered questions on the cluster at `address`, appending records to `runs` as they
-    arrive; returns each haystack's store write failures."""
-    ray = import_ray()
-    connected_here = not ray.is_initialized()
-    if connected_here:
-        try:
-            ray.init(address=address, log_to_driver=False, configure_logging=False)
-        except (ConnectionError, ValueError, RuntimeError) as exc:
-            raise ConfigError(
-                f"no Ray cluster at {address!r}: {exc}. Start one (`ray start --head`) or pass its address "
-                f"(--ray HOST:PORT)"
-            ) from None
-    try:
-        sandbox_slots = SANDBOX_RESOURCE in ray.cluster_resources()
-        store_task = ray.remote(prepare_store_task).options(num_cpus=1, max_retries=RESTARTS)
-        answerer = ray.remote(PointAnswerer)
-        stores = {
-            store_task.remote(haystack, config.stores_dir, rebuild_stores, insert_workers): haystack
-            for haystack in work
-        }
-        infos: dict[Haystack, StoreInfo] = {}
-        actors: dict[tuple[str, str], Any] = {}
-        calls: dict[Any, tuple[tuple[str, str], RunFolder]] = {}
-        left: dict[tuple[str, str], int] = {}
-        closing = []
-        while stores or calls:
-            [ref], _ = ray.wait([*stores, *calls], num_returns=1)
-            if ref in stores:  # a store is ready: one actor per point with questions left on it
-                haystack = stores.pop(ref)
-                infos[haystack] = info = ray.get(ref)
-                for point in points:
-                    run = runs[point.slug]
-                    asked = work[haystack]
-                    todo = [q for q in asked if not run.done(q.id)]
-                    if not todo:
-                        continue
-                    progress.begin(point.label, len(asked), len(asked) - len(todo))
-                    key = (haystack.name or str(haystack.source), point.slug)
-                    # the store's location goes by value: a restarted actor needs nothing but its arguments
-                    actor = answerer.options(
-                        num_cpus=1,
-                        resources={SANDBOX_RESOURCE: 1} if sandbox_slots and uses_sandbox(point) else None,
-                        max_restarts=RESTARTS,
-                        max_task_retries=-1,
-                        max_concurrency=jobs,
-                    ).remote(point, info, use_reader)
-                    actors[key], left[key] = actor, len(todo)
-                    for question in todo:
-                        calls[actor.answer.remote(question)] = (key, run)
-                continue
-            key, run = calls.pop(ref)
-            run.append(_result(ray, ref))
-            progress.advance(run.config["label"])
-            left[key] -= 1
-            if not left[key]:
-                closing.append(actors.pop(key).close.remote())
-        ray.get(closing)
-        return {haystack.name: info.write_failures for haystack, info in infos.items()}
-    finally:
-        if connected_here:
-            ray.shutdown()  # the driver's actors go with it (a failed run's warm sandboxes are reaped later)
+    """Answer every point's unanswered questions on the cluster `ray` is connected to, appending records to `runs`
+    as they arrive; returns each haystack's store write failures."""
+    sandbox_slots = SANDBOX_RESOURCE in ray.cluster_resources()
+    store_task = ray.remote(prepare_store_task).options(num_cpus=1, max_retries=RESTARTS)
+    answerer = ray.remote(PointAnswerer)
+    stores = {
+        store_task.remote(haystack, config.stores_dir, rebuild_stores, insert_workers): haystack for haystack in work
+    }
+    infos: dict[Haystack, StoreInfo] = {}
+    actors: dict[tuple[str, str], Any] = {}
+    calls: dict[Any, tuple[tuple[str, str], RunFolder]] = {}
+    left: dict[tuple[str, str], int] = {}
+    closing = []
+    while stores or calls:
+        [ref], _ = ray.wait([*stores, *calls], num_returns=1)
+        if ref in stores:  # a store is ready: one actor per point with questions left on it
+            haystack = stores.pop(ref)
+            infos[haystack] = info = _result(ray, ref)
+            for point in points:
+                run = runs[point.slug]
+                asked = work[haystack]
+                todo = [q for q in asked if not run.done(q.id)]
+                if not todo:
+                    continue
+                progress.begin(point.label, len(asked), len(asked) - len(todo))
+                key = (haystack.name or str(haystack.source), point.slug)
+                # the store's location goes by value: a restarted actor needs nothing but its arguments
+                actor = answerer.options(
+                    num_cpus=1,
+                    resources={SANDBOX_RESOURCE: 1} if sandbox_slots and uses_sandbox(point) else None,
+                    max_restarts=RESTARTS,
+                    max_task_retries=-1,
+                    max_concurrency=jobs,
+                ).remote(point, info, use_reader)
+                actors[key], left[key] = actor, len(todo)
+                for question in todo:
+                    calls[actor.answer.remote(question)] = (key, run)
+            continue
+        key, run = calls.pop(ref)
+        run.append(_result(ray, ref))
+        progress.advance(run.config["label"])
+        left[key] -= 1
+        if not left[key]:
+            closing.append(actors.pop(key).close.remote())
+    ray.get(closing)
+    return {haystack.name: info.write_failures for haystack, info in infos.items()}
 
 
-def _result(ray, ref) -> dict[str, Any]:
-    """A call's record; an error runbook raised on purpose on a node is raised here as itself."""
+def _result(ray, ref) -> Any:
+    """A task's or call's result; an error runbook raised on purpose on a node is raised here as itself."""
     try:
         return ray.get(ref)
     except ray.exceptions.RayTaskError as exc:

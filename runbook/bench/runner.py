@@ -9,6 +9,7 @@ still run one at a time (their latency would otherwise include the others' work)
 
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -80,11 +81,16 @@ def run_bench(
 ) -> list[RunResult]:
     """Run the config's matrix; returns each run's aggregated metrics."""
     options = options or RunOptions()
-    progress = progress or SilentProgress()
-    if options.ray:
-        from .cluster import import_ray
+    with contextlib.ExitStack() as stack:
+        ray = None
+        if options.ray:  # connected before anything is written: without the extra or a cluster, nothing is
+            from .cluster import ray_session
 
-        import_ray()  # before anything is written: without the extra, say how to get it
+            ray = stack.enter_context(ray_session(options.ray))
+        return _run(config, options, progress or SilentProgress(), ray)
+
+
+def _run(config: BenchConfig, options: RunOptions, progress: Progress, ray) -> list[RunResult]:
     # absolute paths: on a cluster every node reaches the data, stores and run folders by the same path
     config = replace(config, runs_dir=config.runs_dir.resolve(), stores_dir=config.stores_dir.resolve())
     questions = _questions(config, options)
@@ -106,11 +112,11 @@ def run_bench(
         haystack: [q for q in questions if q.haystack == haystack]
         for haystack in dict.fromkeys(q.haystack for q in questions)
     }
-    if options.ray:
+    if ray is not None:
         from .cluster import answer_on_ray
 
         write_failures = answer_on_ray(
-            options.ray,
+            ray,
             config,
             work,
             points,
