@@ -83,16 +83,22 @@ def main(argv: list[str]) -> int:
     questions = {q["id"]: q for f in args.questions for q in map(json.loads, Path(f).read_text().splitlines())}
     snapshot = load(args.snapshot)
     methods = sorted({m for m, _ in snapshot})
-    scored = {m: [score(sc, questions[i], r["context"]) for (mm, i), r in snapshot.items() if mm == m and i in questions]
-              for m in methods}
-    print(f"{'method':6s} {'n':>4s} {'phrases':>8s} {'(of)':>5s} {'evidence':>9s} {'cited':>6s} {'excerpt':>8s} "
-          f"{'items':>6s} {'p50':>6s}")
+    scored = {
+        m: [score(sc, questions[i], r["context"]) for (mm, i), r in snapshot.items() if mm == m and i in questions]
+        for m in methods
+    }
+    print(
+        f"{'method':6s} {'n':>4s} {'phrases':>8s} {'(of)':>5s} {'evidence':>9s} {'cited':>6s} {'excerpt':>8s} "
+        f"{'items':>6s} {'p50':>6s}"
+    )
     for m in methods:
         s = summary(scored[m])
         lat = sorted(r.get("latency_s") or 0.0 for (mm, _), r in snapshot.items() if mm == m)
         p50 = statistics.median(lat) if lat else float("nan")
-        print(f"{m:6s} {s['n']:4d} {s['phrases']:>8s} {s['n_answerable']:5d} {s['evidence']:>9s} {s['cited']:>6s} "
-              f"{s['excerpt_recall']:>8s} {s['items']:>6s} {p50:6.2f}")
+        print(
+            f"{m:6s} {s['n']:4d} {s['phrases']:>8s} {s['n_answerable']:5d} {s['evidence']:>9s} {s['cited']:>6s} "
+            f"{s['excerpt_recall']:>8s} {s['items']:>6s} {p50:6.2f}"
+        )
     if args.per_type:
         types = sorted({r["type"] for rows in scored.values() for r in rows})
         print(f"\n{'type':28s} " + " ".join(f"{m:>15s}" for m in methods) + "   (phrases / evidence, n)")
@@ -112,8 +118,10 @@ def main(argv: list[str]) -> int:
                     continue
                 a, b = score(sc, questions[qid], old[(m, qid)]["context"]), score(sc, questions[qid], r["context"])
                 if (a["found"], a["evidence"]) != (b["found"], b["evidence"]):
-                    print(f"  {m:5s} {qid:14s} {a['type'][:24]:24s} phrases {a['found']!s:5s} -> {b['found']!s:5s}  "
-                          f"evidence {a['evidence']!s:5s} -> {b['evidence']!s:5s}")
+                    print(
+                        f"  {m:5s} {qid:14s} {a['type'][:24]:24s} phrases {a['found']!s:5s} -> {b['found']!s:5s}  "
+                        f"evidence {a['evidence']!s:5s} -> {b['evidence']!s:5s}"
+                    )
     return 0
 
 

@@ -19,8 +19,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from .blocks import Block, Page, shown_line
 from .boilerplate import LineCounts
-from .page import Block, Page, parse_page, shown_line
+from .page import parse_page
 from .text import line_hash
 
 HEAD_SHARE = 0.25

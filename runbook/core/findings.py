@@ -6,9 +6,13 @@
               on the newest view, then how it read before, with times
     extreme   'largest / most / cheapest ...': the table row whose number, in the column the question names, is
               the largest (or smallest) of the rows shown
+    recovery  what goes wrong ('why does X time out', a gotcha): the failed steps that match the question, each
+              with its error's gist and the steps the run took next, whether they worked (the catalog holds every
+              step's action and error, so the sandbox can follow a run past its error; a note lists errors only)
 
-Pure functions over `View`s (a state's page structure with its provenance): method R runs them over its best
-slices on the host, the offline planner's `rbplan` over the states it chose, in the sandbox.
+Pure functions over `View`s (a state's page structure with its provenance) and `Attempt`s (a step's action and
+error): method R runs the page findings over its best slices on the host, the offline planner's `rbplan` all of
+them over the states it chose, in the sandbox.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .page import Page
+from .actions import error_gist
+from .blocks import Page
 from .question import QuestionAnalysis, quoted_labels
 from .scoring import page_words, title_words
 
@@ -52,6 +57,49 @@ class View:
     def cite(self) -> str:
         when = (self.timestamp or "?")[:16].replace("T", " ")
         return f"{self.trajectory_id} state {self.state_index}, {when}"
+
+
+@dataclass(slots=True)
+class Attempt:
+    """One step of a run: its action (described with the controls it used) and the error it raised, if any."""
+
+    trajectory_id: str
+    state_index: int
+    timestamp: str
+    action: str
+    error: str = ""
+
+
+RECOVERY_AHEAD = 2
+"""Steps shown after a failed one: the next often only reopens a control, the one after it is the way that worked."""
+_DIGITS = re.compile(r"\d+")
+
+
+def recovery_findings(failures: list[list[Attempt]]) -> list[str]:
+    """'wa-x state 3 (time): click('744') [744 = option 'Year'] failed: TimeoutError ... | element is not
+    visible; next: s4 press('741', 'ArrowDown') [...] ran without error' per failed step (the step, then up to
+    RECOVERY_AHEAD steps of its run), best first; a failure shown already (the same action and error, numbers
+    aside) is left out."""
+    out: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for failed, *after in failures:
+        key = (_DIGITS.sub("#", failed.action), _DIGITS.sub("#", error_gist(failed.error, 80)))
+        if not failed.error or key in seen:
+            continue
+        seen.add(key)
+        when = (failed.timestamp or "?")[:16].replace("T", " ")
+        line = (f"{failed.trajectory_id} state {failed.state_index} ({when}): {failed.action[:200]} failed: "
+                f"{error_gist(failed.error, 160)}")  # fmt: skip
+        steps = [
+            f"s{step.state_index} {step.action[:160]} "
+            + (f"failed too ({error_gist(step.error, 60)})" if step.error else "ran without error")  # fmt: skip
+            for step in after[:RECOVERY_AHEAD]
+            if step.action
+        ]
+        out.append("Failed step: " + line + ("; next: " + "; ".join(steps) if steps else "; the run ended there"))
+        if len(out) == MAX_FINDINGS:
+            break
+    return out
 
 
 def findings(analysis: QuestionAnalysis, views: list[View]) -> list[str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .page import Page
+from .blocks import Page
 
 WIDTH = 220
 """Characters of one line of a hit's body in the recall program's output."""

@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, field
 
 from .catalog import load_catalog
 from .choice import choice_record, choose
-from .detail import DetailParams, detail_output
-from .findings import COUNT_QUESTION, View, findings, strong_phrases
+from .detail import DetailParams, described_action, detail_output, read_state
+from .findings import COUNT_QUESTION, RECOVERY_AHEAD, Attempt, View, findings, recovery_findings, strong_phrases
 from .layout import POOLS_DIR
 from .pools import PoolError, PoolSnapshot
 from .question import QuestionAnalysis
@@ -32,6 +32,9 @@ from .scoring import names_page, page_words
 
 FINDING_STATES = 40
 """States whose pages the findings read: the chosen ones, then the best the scan ranked."""
+RECOVERY_STATES = 8
+"""Failed steps a gotcha's recovery finding follows (the scan's best that failed): at most MAX_FINDINGS are shown,
+the rest stand in for failures already shown."""
 
 
 @dataclass
@@ -76,11 +79,35 @@ def plan(request: PlanRequest) -> None:
     scan = read_scan("\n".join(scanned.lines))
     choice = choose(request.kind, request.wants_latest, scan)
     print(json.dumps(choice_record(choice), ensure_ascii=False))
-    for text in plan_findings(request, choice, scan, catalog, scanned.matched):
+    texts = plan_findings(request, choice, scan, catalog, scanned.matched)
+    if request.kind == "gotcha":
+        texts += recovery_findings(failed_steps(scan, catalog))
+    for text in texts:
         print(json.dumps({"type": "finding", "text": text}, ensure_ascii=False))
     scanned.flush()
     if choice.keys:
         detail_output(detail_request(choice, scan, request), catalog).flush()
+
+
+def failed_steps(scan, catalog) -> list[list[Attempt]]:
+    """The failed steps a gotcha is about (the scan's best states with an error, ranked for trouble), each followed
+    by the next RECOVERY_AHEAD steps of its run, read from the catalog and the state files."""
+    rows, by_id, meta = catalog
+    root = default_store_dir()
+    keys = [h.key for h in scan.states if h.err]  # ranked by how well they match the question, trouble first
+    out = []
+    for t, i in list(dict.fromkeys(keys))[:RECOVERY_STATES]:
+        d = by_id.get(t)
+        steps = []
+        for j in range(i, i + 1 + RECOVERY_AHEAD):
+            m = meta.get((d, j))
+            if m is None:
+                break
+            _, lines = read_state(root, d, j)
+            steps.append(Attempt(t, j, m[0], described_action(m[3], lines), m[4]))
+        if steps and steps[0].error:
+            out.append(steps)
+    return out
 
 
 def named_page_states(analysis: QuestionAnalysis, rows, meta) -> list[tuple[str, int]]:

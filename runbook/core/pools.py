@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from .page import Page, read_page_record
+from .blocks import Page, read_page_record
 
 _loads: Callable[[bytes], Any]
 try:  # faster where installed (the host); the sandbox has the standard library's json

@@ -21,13 +21,13 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from .blocks import Page
 from .bm25 import DEFAULT_FIELDS, BM25Index, idf, load_index, query_terms
 from .boilerplate import LineCounts, load_line_counts
 from .excerpt import Excerpter
 from .fusion import collapse_duplicates, latest_first, rrf
 from .hits import Hit
 from .layout import POOLS_DIR, TRAJECTORIES_DIR
-from .page import Page
 from .pools import Opener, PoolError, PoolSnapshot
 from .question import QuestionAnalysis, analyze
 from .text import line_hash, stem, tokenize

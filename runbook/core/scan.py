@@ -256,11 +256,13 @@ def scan_output(params: ScanParams, catalog=None):
         rec = state_record(key, scores[key], meta, rows, items, True)
         rec["type"] = "extra"
         out.add(rec)
-    # runs of the scanned sites only: a goal elsewhere that shares a word ('task') is not a run of the question's
+    # runs of the scanned sites only: a goal elsewhere that shares a word ('task') is not a run of the question's;
+    # in the catalog's order, not the scope set's (a set's order changes with each process's hash seed, and runs
+    # that tie were then walked through in a different order from one query to the next)
     runs = run_records(
         ranked,
         scores,
-        rows if scope is None else {d: rows[d] for d in scope},
+        rows if scope is None else {d: row for d, row in rows.items() if d in scope},
         meta,
         compiled,
         items,

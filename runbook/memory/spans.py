@@ -10,8 +10,8 @@ from collections.abc import Callable
 from ..agent.types import Span
 from ..budget import count_tokens, count_tokens_batch, truncate_to_tokens
 from ..context import EvidenceItem
+from ..core.blocks import Page
 from ..core.excerpt import Excerpter
-from ..core.page import Page
 from ..core.question import QuestionAnalysis, analyze
 from ..errors import UnsafeStoreFile
 from ..store import Store

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core.page import page_record, parse_page
+from ..core.actions import describe, error_gist, split_actions
+from ..core.blocks import page_record
+from ..core.page import parse_page
 from ..core.text import line_hash
 from ..trajectory.model import Trajectory
-from .actions import describe, error_gist, split_actions
 from .diff import diff_pages
 from .notes import hints_note, procedure_note, short_url
 

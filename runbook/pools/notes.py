@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from ..core.actions import action_name, describe, error_gist, split_actions, typed_value
 from ..trajectory.model import Trajectory
-from .actions import action_name, describe, error_gist, split_actions
 
 FINAL_ACTIONS = {"send_msg_to_user", "done", "report_infeasible", "stop", "answer"}
 NAVIGATION_NOISE = {"scroll", "noop", "wait", "take_note", "calculate", "find_elements", "search_page"}
@@ -140,8 +140,6 @@ def _why_failed(trajectory: Trajectory) -> list[str]:
 
 
 def _final_message(trajectory: Trajectory) -> str:
-    from .actions import typed_value
-
     for state in reversed(trajectory.states):
         for action in reversed(split_actions(state.action)):
             if action_name(action) in FINAL_ACTIONS:

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 
 from ..budget import head_and_tail
 from ..context import EvidenceItem
+from ..core.blocks import Page
 from ..core.excerpt import Excerpter
 from ..core.findings import View, findings
 from ..core.hits import Hit
 from ..core.layout import state_relpath
-from ..core.page import Page
 from ..core.pools import PoolError
 from ..core.question import QuestionAnalysis, analyze
 from ..core.recall import Found, Recall, RecallSettings

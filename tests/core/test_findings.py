@@ -129,3 +129,27 @@ def test_cards_that_label_their_numbers_are_a_table_for_the_largest():
 def test_the_most_recent_is_a_time_not_a_largest_value():
     rows = (("A", "$1.00", "1"), ("B", "$2.00", "2"))
     assert findings(analyze("What is the most recent order's price?"), [view("a", 1, "2025", grid(2, rows=rows))]) == []
+
+
+def test_a_failed_step_comes_with_the_steps_its_run_took_next():
+    from runbook.core.findings import Attempt, recovery_findings
+
+    error = (
+        "TimeoutError: Locator.scroll_into_view_if_needed: Timeout 494ms exceeded. ⏎ Call log: ⏎ "
+        "attempting scroll into view action ⏎   -   waiting for element to be stable ⏎   -   element is not visible"
+    )
+    first = [
+        Attempt("adm-0", 3, "2025-12-16T06:50:16Z", "click('744')  [744 = option 'Year']", error),
+        Attempt("adm-0", 4, "2025-12-16T06:51:07Z", "press('741', 'ArrowDown')  [741 = combobox 'Period']"),
+    ]
+    same_again = [  # the same failure in another run, its timeout a few milliseconds off: shown once
+        Attempt("adm-1", 5, "2025-12-17T06:00:00Z", "click('744')  [744 = option 'Year']", error.replace("494", "496")),
+        Attempt("adm-1", 6, "2025-12-17T06:01:00Z", "click('745')"),
+    ]
+    last = [Attempt("adm-2", 9, "2025-12-18T06:00:00Z", "click('12')  [12 = button 'Save']", "TimeoutError: x")]
+    lines = recovery_findings([first, same_again, last])
+    assert len(lines) == 2
+    assert lines[0].startswith("Failed step: adm-0 state 3 (2025-12-16 06:50): click('744')  [744 = option 'Year']")
+    assert "element is not visible" in lines[0]
+    assert "next: s4 press('741', 'ArrowDown')  [741 = combobox 'Period'] ran without error" in lines[0]
+    assert lines[1].endswith("the run ended there")

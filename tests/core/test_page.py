@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from runbook.core.page import Page, page_record, parse_page, read_page_record
+from runbook.core.blocks import Page, page_record, read_page_record
+from runbook.core.page import parse_page
 from tests.conftest import require_shared
 
 WANTED = {

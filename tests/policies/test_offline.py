@@ -489,6 +489,60 @@ def test_a_menu_path_the_question_gives_ranks_the_page_it_names_first(tmp_path):
     assert without[0] == 0  # the menu's words alone favour the dashboard
 
 
+def test_a_gotchas_plan_follows_each_failed_step_to_what_the_run_did_next(tmp_path):
+    """Real admin runs: clicking an option of an opened carrier dropdown times out ('not visible'); the runs then
+    opened the combobox or pressed ArrowDown on it and selected the option. The plan's finding says so."""
+    import gzip
+
+    from tests.conftest import require_shared
+
+    wanted = {"wa-shopping_admin-498", "wa-shopping_admin-499"}
+    source = tmp_path / "runs.jsonl"
+    with gzip.open(require_shared() / "webarena" / "trajectories.jsonl.gz", "rt", encoding="utf-8") as fh:
+        source.write_text("".join(line for line in fh if json.loads(line)["id"] in wanted), encoding="utf-8")
+    store = Store(tmp_path / "store", create=True)
+    insert_paths(store, [source])
+    question = (
+        "In shipment forms, what goes wrong when the agent clicks an option inside an opened dropdown "
+        "(e.g. carrier 'United Parcel Service'), and what works instead?"
+    )
+    policy = OfflinePlanner()
+    policy.begin(Task(question))
+    request = policy.plan_request()
+    assert request.kind == "gotcha"
+    findings = [r["text"] for r in run_program(store, "plan", request.to_json()) if r["type"] == "finding"]
+    failed = [f for f in findings if f.startswith("Failed step: ")]
+    assert failed, findings
+    option = next(f for f in failed if "wa-shopping_admin-499 state 7" in f)
+    assert "option 'United States Postal Service'" in option and "element is not visible" in option
+    assert 'next: s8 press("1043", "ArrowDown")' in option and "ran without error" in option
+
+
+def test_a_scoped_plan_is_the_same_whatever_the_processs_hash_seed(tmp_path):
+    """Runs that tie (the same task, other values) are walked through in the catalog's order: a set's order changes
+    with the hash seed, and the same query gave a different context from one call to the next."""
+    from tests.conftest import make_trajectory
+
+    store = Store(tmp_path / "store", create=True)
+    with store.writer() as writer:
+        for n in range(6):
+            texts = [f"'Alder Backpack' stock {n}", "'Quantity' field", "'Saved' message"]
+            writer.insert(make_trajectory(f"adm-{n}", 3, site="admin", texts=texts, goal=f"Set the stock to {n}"))
+        writer.insert(make_trajectory("shop-1", 3, site="shop", texts=["stock", "stock", "stock"], goal="Buy stock"))
+    policy = OfflinePlanner()
+    policy.begin(Task("How do you update a product's stock quantity?"))
+    request = policy.plan_request().to_json()
+    request["scan"]["scope_sites"] = ["admin"]
+    outputs = set()
+    for seed in range(4):
+        env = dict(os.environ, RUNBOOK_STORE_DIR=str(store.root), PYTHONPATH=str(TOOLS), PYTHONHASHSEED=str(seed))
+        argv = [sys.executable, str(TOOLS / "rbplan"), "--request", json.dumps(request)]
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=True)
+        outputs.add(done.stdout)
+    assert len(outputs) == 1
+    assert json.loads(next(iter(outputs)).splitlines()[0])["runs"]
+
+
 def test_detail_names_what_an_action_clicked(sample_store):
     trajectory = next(iter(read_jsonl(SAMPLE / "trajectories.jsonl")))
     index = next(i for i, s in enumerate(trajectory.states) if s.action and "click" in s.action)

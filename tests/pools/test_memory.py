@@ -2,11 +2,11 @@
 
 import pytest
 
+from runbook.core.actions import describe, error_gist
 from runbook.errors import StoreError
 from runbook.ingest import insert_paths
 from runbook.memory import Memory, get_memory
 from runbook.pools import insert_listener
-from runbook.pools.actions import describe, error_gist
 from tests.conftest import make_trajectory, write_jsonl
 
 PAGES = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..core.text import clean_line
+from .text import clean_line
 
 _CALL = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*\((.*)\)\s*$", re.S)
 _BID = re.compile(r"^\s*(?:index\s*=\s*)?['\"]?(\d+)['\"]?")
