@@ -26,6 +26,7 @@ COMMANDS = [
     ("replay", "replay"),
     ("config", "config"),
     ("bench", "bench"),
+    ("export", "export"),
     ("serve", "serve"),
     ("store", "store_group"),
 ]

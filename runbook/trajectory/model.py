@@ -212,7 +212,8 @@ def trajectory_from_dict(
         fname = f"states[{pos}]"
         if not isinstance(raw, dict):
             raise InputError(f"must be an object, got {type(raw).__name__}", field=fname, **where)
-        idx_raw = raw.get("state_index", raw.get("step", pos))
+        # `step` is the recorder's own numbering (LongMemEval-V2's may start at 1): only `state_index` is a position
+        idx_raw = raw.get("state_index", pos)
         idx = _index(idx_raw, where=where, name=f"{fname}.state_index")
         if idx != pos:
             raise InputError(
@@ -226,7 +227,15 @@ def trajectory_from_dict(
         if shot in ("", "None", "null"):
             shot = None
         if shot is not None and check_screenshots:
-            shot = locate(shot, base_dir, screenshot_root=screenshot_root, field=f"{fname}.screenshot", where=where)
+            # as LongMemEval-V2's loader does: a path relative to the data root, or to its screenshots/ folder
+            shot = locate(
+                shot,
+                base_dir,
+                screenshot_root=screenshot_root,
+                field=f"{fname}.screenshot",
+                where=where,
+                also_under=("screenshots",),
+            )
         elif shot is not None:
             shot = os.path.join(base_dir, shot)
         states.append(
