@@ -1,9 +1,11 @@
 """Load on the HTTP API over loopback: N clients query (methods R and C mixed) while one writer streams trajectories
 in step by step. Prints throughput, p50/p95 latency per method and errors; checks that nothing streamed was lost
-and that no sandbox container outlived the server.
+and that no sandbox container outlived the server. With --reads, each client also reads every streamed trajectory
+after each query (GET /trajectories/<id>) and counts a read that is not consistent: a 404 for one that was opened,
+n_states unlike its states, or open after its close returned.
 
 usage: python benchmarks/serve_load.py [--clients 16] [--queries 6] [--c-share 0.25] [--streams 4] [--steps 6]
-                                       [--source trajectories/] [--max-sandboxes 2]
+                                       [--source trajectories/] [--max-sandboxes 2] [--reads] [--visible step]
 """
 
 from __future__ import annotations
@@ -54,6 +56,10 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--steps", type=int, default=6, help="steps per streamed trajectory")
     parser.add_argument("--source", default=str(ROOT / "trajectories"), help="what the store holds at the start")
     parser.add_argument("--max-sandboxes", type=int, default=2)
+    parser.add_argument("--reads", action="store_true", help="each client also reads the streamed trajectories")
+    parser.add_argument(
+        "--visible", choices=("close", "step"), default="close", help="stream visible on close, or after each step"
+    )
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(ROOT))
@@ -95,8 +101,11 @@ def main(argv: list[str]) -> None:
         f"{args.streams} x {args.steps} steps"
     )
 
-    latencies: dict[str, list[float]] = {"r": [], "c": []}
+    latencies: dict[str, list[float]] = {"r": [], "c": [], "get": []}
     errors: list[str] = []
+    opened: dict[str, float] = {}
+    closed: dict[str, float] = {}
+    """Streamed trajectory id -> when its open (its close) returned."""
     lock = threading.Lock()
     rng = random.Random(7)
     plan = [
@@ -120,12 +129,38 @@ def main(argv: list[str]) -> None:
                         latencies[method].append(took)
                     else:
                         errors.append(f"{method} {response.status_code}: {response.text[:120]}")
+                if args.reads:
+                    for tid in list(opened):
+                        read(http, tid)
+
+    def read(http, tid):
+        start = time.perf_counter()
+        response = http.get(f"/trajectories/{tid}")
+        took = time.perf_counter() - start
+        body = response.json() if response.status_code == 200 else {}
+        wrong = ""
+        if response.status_code != 200:
+            wrong = f"{response.status_code}: {response.text[:120]}"
+        elif body["open"] and closed.get(tid, start + 1) < start:
+            wrong = "open after its close returned"
+        elif not body["open"] and body["n_states"] != len(body["states"]):
+            wrong = f"n_states {body['n_states']} with {len(body['states'])} states"
+        with lock:
+            latencies["get"].append(took)
+            if wrong:
+                errors.append(f"GET {tid} {wrong}")
 
     def writer():
         with httpx.Client(base_url=url, timeout=300) as http:
             for n in range(args.streams):
                 tid = f"load-stream-{n}"
-                http.post("/trajectories", json={"id": tid, "stream": True, "goal": f"Streamed task {n}"})
+                response = http.post(
+                    "/trajectories",
+                    json={"id": tid, "stream": True, "goal": f"Streamed task {n}", "visible": args.visible},
+                )
+                if response.status_code != 201:
+                    errors.append(f"open {response.status_code}: {response.text[:120]}")
+                opened[tid] = time.perf_counter()
                 for i in range(args.steps):
                     response = http.post(
                         f"/trajectories/{tid}/states",
@@ -140,6 +175,7 @@ def main(argv: list[str]) -> None:
                 response = http.post(f"/trajectories/{tid}/close")
                 if response.status_code != 200:
                     errors.append(f"close {response.status_code}: {response.text[:120]}")
+                closed[tid] = time.perf_counter()
 
     started = time.perf_counter()
     threads = [threading.Thread(target=client, args=(work,)) for work in plan] + [threading.Thread(target=writer)]
@@ -152,13 +188,14 @@ def main(argv: list[str]) -> None:
     thread.join(10)
     service.close()
 
-    done = sum(len(v) for v in latencies.values())
+    done = len(latencies["r"]) + len(latencies["c"])
     print(f"queries: {done} in {wall:.1f} s = {done / wall:.2f} per second; errors: {len(errors)}")
     for method, values in latencies.items():
         if values:
             values.sort()
             print(
-                f"  method {method}: {len(values)} queries, p50 {statistics.median(values):.2f} s, "
+                f"  {'reads' if method == 'get' else 'method ' + method}: {len(values)} "
+                f"{'GETs' if method == 'get' else 'queries'}, p50 {statistics.median(values):.2f} s, "
                 f"p95 {values[int(0.95 * (len(values) - 1))]:.2f} s"
             )
     for line in errors[:5]:

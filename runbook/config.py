@@ -16,6 +16,7 @@ sets `max_steps`. Example:
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -233,8 +234,12 @@ def _file_key(path: Path, qualified: str, bare: str) -> str:
 def _put(settings: Settings, name: str, value: Any, source: str) -> None:
     setting = SETTING_BY_NAME[name]
     try:
-        settings.values[name] = setting.kind(value) if value is not None else None
+        parsed = setting.kind(value) if value is not None else None
+        if isinstance(parsed, float) and not math.isfinite(parsed):
+            raise ValueError("nan and inf are no limit a query can keep to")
     except (TypeError, ValueError):
         where = source.replace("env ", "the environment variable ").replace("file ", "")
-        raise ConfigError(f"{setting.name} must be a {setting.kind.__name__}, got {value!r} (from {where})") from None
+        kind = "finite float" if setting.kind is float else setting.kind.__name__
+        raise ConfigError(f"{setting.name} must be a {kind}, got {value!r} (from {where})") from None
+    settings.values[name] = parsed
     settings.sources[name] = source

@@ -123,7 +123,9 @@ class Context:
         return self.analysis_tokens + sum(item.tokens for item in self.items)
 
     def _analysis_block(self) -> str:
-        return f"Analysis: {self.analysis}"
+        # ends with a line break like every item, so that readers that join the items see the next one on its own
+        # line (LongMemEval-V2's harness concatenates them as they are)
+        return f"Analysis: {self.analysis}\n"
 
     def _image_path(self, rel: str) -> str:
         import os

@@ -55,6 +55,10 @@ class ConflictError(StoreError):
     """A different trajectory is already stored under this id."""
 
 
+class StoreChanging(StoreError):
+    """A trajectory kept being replaced while it was read: retry (a server answers 503)."""
+
+
 class UnsafeStoreFile(StoreError):
     """A store file that is not read: a symbolic link (or a path through one), not a regular file, or outside."""
 

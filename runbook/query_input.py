@@ -7,11 +7,24 @@ import os
 from .errors import QueryError
 from .images import NotAnImage, verify_image
 
+MAX_QUESTION_CHARS = 10_000
+"""A question is a question, not a document: the longest dev question has 232 characters. The analysis is linear,
+but every method reads the question many times (patterns, excerpts, the agent's prompt)."""
+
 
 def check_query(question: str, image: str | os.PathLike | None = None) -> tuple[str, str | None]:
     """(question, image path) when both can be asked; QueryError saying what is wrong and what to do otherwise."""
     if not isinstance(question, str) or not question.strip():
         raise QueryError('the question is empty: ask something, e.g. runbook query "Where is the Bestsellers report?"')
+    if len(question) > MAX_QUESTION_CHARS:
+        raise QueryError(
+            f"the question has {len(question):,} characters, over the limit of {MAX_QUESTION_CHARS:,}: ask it in "
+            "fewer words (the evidence comes from the store, not from the question)"
+        )
+    if "\0" in question:
+        raise QueryError("the question contains a NUL character: send the question as plain text")
+    if not any(char.isalnum() for char in question):
+        raise QueryError(f"the question {question[:40]!r} has no letter or digit: ask it in words")
     if image is None:
         return question, None
     path = os.fspath(image)

@@ -46,4 +46,14 @@ print(f"fresh-install: method {sys.argv[2]}: {len(items)} items, {result['tokens
       f"{result['latency_s']:.2f} s", file=sys.stderr)
 EOF
 done
+
+# the bench on a Ray cluster is an extra: without it, `--ray` says how to get it (exit 1) and the bench runs here
+"$venv/bin/runbook" generate "$work/gen" --trajectories 6 --no-screenshots >/dev/null
+printf 'name = "fresh"\nquestions = ["%s"]\n[[methods]]\nlabel = "R"\nmethod = "r"\n' "$work/gen" > "$work/bench.toml"
+if "$venv/bin/runbook" bench run "$work/bench.toml" --ray > "$work/ray.out" 2>&1; then
+  echo "fresh-install: bench run --ray succeeded without the ray extra" >&2; exit 1
+fi
+grep -q "pip install 'runbook\[ray\]'" "$work/ray.out" || { cat "$work/ray.out" >&2; exit 1; }
+"$venv/bin/runbook" bench run "$work/bench.toml" --limit 3 >/dev/null
+echo "fresh-install: bench run --ray names the extra; bench run without it works" >&2
 echo "fresh-install: ok" >&2

@@ -64,6 +64,14 @@ def test_lme_items_put_images_after_their_text():
     assert "trajectory a, state 0" in items[0]["value"]
 
 
+def test_every_lme_text_item_ends_with_a_line_break_so_joined_items_stay_apart():
+    ctx = pack("q", 5000, [item("a", "the grid (per page = 100)."), item("b")], analysis="Two views (per page = 100).")
+    texts = [i["value"] for i in ctx.to_lme_items() if i["type"] == "text"]
+    assert len(texts) == 3 and all(t.endswith("\n") for t in texts)
+    assert ").[" not in "".join(texts)  # LongMemEval-V2's harness joins the items as they are
+    assert ctx.analysis_tokens == count_tokens(texts[0])
+
+
 def test_markdown_cites_every_item():
     md = pack("which?", 2000, [item("a", index=1, label="latest value")]).to_markdown()
     assert "trajectory a, state 1 (http://u, 2025-12-16) [latest value]" in md and "of 2,000 tokens" in md

@@ -41,3 +41,17 @@ def test_every_memory_raises_a_typed_error(store, tmp_path, clean_env, method):
     with pytest.raises(QueryError, match="not an image"):
         memory.query("Which page?", budget=1000, image=str(tmp_path / "fake.jpg"))
     assert not (tmp_path / "transcripts").exists()
+
+
+def test_a_question_over_the_cap_is_refused_saying_the_cap():
+    from runbook.query_input import MAX_QUESTION_CHARS
+
+    assert check_query("x" * MAX_QUESTION_CHARS)[0]
+    with pytest.raises(QueryError, match=f"over the limit of {MAX_QUESTION_CHARS:,}"):
+        check_query("where " * 5_000)
+
+
+@pytest.mark.parametrize("question", ["\0", "Where is it?\0", "?? !!", "\x01\x02"])
+def test_a_question_without_words_or_with_a_nul_is_refused(question):
+    with pytest.raises(QueryError, match="NUL|no letter or digit"):
+        check_query(question)

@@ -200,9 +200,13 @@ def read_command(path: str, start: int, end: int | None) -> str:
     quoted = shlex.quote(rel)
     return (
         f'cd "$RUNBOOK_STORE_DIR" && f={quoted} && '
-        f'if [ -d "$f" ]; then ls -p "$f" | head -n 500; '
+        # the host reads the store without following links or opening FIFOs, and so does this tool
+        f'if [ -L "$f" ]; then echo "not read: $f is a symbolic link (the store is read without following links)"; '
+        f"exit 1; "
+        f'elif [ -d "$f" ]; then ls -p "$f" | head -n 500; '
         f'elif [ -f "$f" ]; then echo "[$f: lines {start}-{end} of $(wc -l < "$f")]"; '
         f'awk -v a={start} -v b={end} \'NR>=a && NR<=b {{printf "%6d  %s\\n", NR, $0}} NR>b {{exit}}\' "$f"; '
+        f'elif [ -e "$f" ]; then echo "not read: $f is not a regular file (a FIFO, socket or device)"; exit 1; '
         f'else echo "no such file in the store: $f"; exit 1; fi'
     )
 

@@ -80,6 +80,9 @@ class ReaderSpec(ModelSpec):
     """Cut contexts as the harness does (whole items from the tail) to this many tokens; None: no cut."""
     images: bool = True
     """Send images (screenshots, the question's image); false for a text-only reader model."""
+    tokenizer: str | None = None
+    """The reader's tokenizer (tokenizer.json, its folder or a cached Hugging Face name): the cut then counts as
+    LongMemEval-V2's harness counts with the reader's processor (runbook.reader_tokens)."""
 
 
 @dataclass

@@ -12,6 +12,7 @@ from ..context import Context
 from ..errors import ConfigError
 from ..models.judge import Judge
 from ..models.reader import HOW_TO_CONFIGURE, Reader, chat_model
+from ..reader_tokens import ReaderCounter
 from .config import ModelSpec, ReaderSpec
 from .questions import Question
 from .scoring import is_unknown, parse_eval_spec, score_rule
@@ -126,7 +127,7 @@ def build_grader(reader: ReaderSpec, judge: ModelSpec | None, settings=None) -> 
         timeout=judge_spec.timeout,
     )
     return Grader(
-        Reader(reader_client, domain=reader.domain, images=reader.images),
+        Reader(reader_client, domain=reader.domain, images=reader.images, counter=ReaderCounter(reader.tokenizer)),
         Judge(judge_client),
         max_context_tokens=reader.memory_context_max_tokens,
     )

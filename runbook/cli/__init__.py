@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
 
@@ -22,19 +26,43 @@ COMMANDS = [
     ("replay", "replay"),
     ("config", "config"),
     ("bench", "bench"),
+    ("export", "export"),
     ("serve", "serve"),
+    ("store", "store_group"),
 ]
 
 
 class RunbookGroup(click.Group):
-    """Turns a RunbookError into one clear line on stderr and exit code 1 instead of a traceback."""
+    """Turns a RunbookError into one clear line on stderr and exit code 1 instead of a traceback, and SIGTERM into
+    what Ctrl-C does."""
 
     def invoke(self, ctx):
-        try:
-            return super().invoke(ctx)
-        except RunbookError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(1)
+        with sigterm_as_interrupt():
+            try:
+                return super().invoke(ctx)
+            except RunbookError as exc:
+                click.echo(f"error: {exc}", err=True)
+                sys.exit(1)
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (what `kill`, systemd and `docker stop` send) ends a command as Ctrl-C does: a KeyboardInterrupt
+    unwinds it, so its `finally` blocks and exit hooks stop its sandboxes and remove its temporary folders. Left at
+    its default, SIGTERM killed `serve http` and `serve mcp` on the spot, leaving the warm container and the
+    `runbook-serve-*` folder behind (uvicorn re-raises the signal it caught once it has shut down)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread (a command invoked from another thread keeps its own)
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 @click.group(cls=RunbookGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -60,20 +60,34 @@ def bench() -> None:
     default=None,
     help="Processes that stage trajectories when a store is built (default: 2, as for insert).",
 )
-def run(config, jobs, limit, only, question_files, fresh, no_reader, max_context, rebuild_stores, workers):
+@click.option(
+    "--ray",
+    "ray_address",
+    is_flag=False,
+    flag_value="auto",
+    default=None,
+    metavar="[ADDRESS]",
+    help="Run the questions on a Ray cluster: the one started on this machine (or RAY_ADDRESS), or the one at "
+    "ADDRESS (HOST:PORT). Every node must reach the data, stores and runs by the same path. Needs the extra: "
+    "pip install 'runbook[ray]'.",
+)
+def run(config, jobs, limit, only, question_files, fresh, no_reader, max_context, rebuild_stores, workers, ray_address):
     """Run the bench CONFIG (TOML): every method at every budget over the question sets.
 
     Each (method, budget) writes eval/runs/<name>/<method>-<budget>/: config.json, per_question.jsonl (one
     record per question, appended as it finishes) and aggregated_metrics.json (LongMemEval-V2's field names).
     A killed run continues where it stopped. One store per distinct haystack is built once (keyed by its
     content) and reused. With a [reader] in the config, each context is answered and graded as
-    LongMemEval-V2 grades it.
+    LongMemEval-V2 grades it. With --ray, each store is prepared by a Ray task and each (haystack, method,
+    budget) is a Ray actor answering its questions; records come back to this process, which writes the same
+    run folders; a lost worker's questions are retried by Ray.
 
     Example:
 
     \b
         runbook bench run eval/dev.toml
         runbook bench run eval/dev.toml --only R --limit 5 --fresh
+        runbook bench run eval/dev.toml --ray 127.0.0.1:6379
         runbook generate /tmp/gen --trajectories 80 --no-screenshots && \\
             runbook bench run eval/generated.toml --questions /tmp/gen
     """
@@ -95,6 +109,7 @@ def run(config, jobs, limit, only, question_files, fresh, no_reader, max_context
         reader=not no_reader,
         rebuild_stores=rebuild_stores,
         insert_workers=workers,
+        ray=ray_address,
     )
     console = Console(stderr=True)
     with _RichProgress(console) as progress:

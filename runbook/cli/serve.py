@@ -183,5 +183,24 @@ def mcp(
     quiet_disconnects()
     try:
         create_mcp(service, host=host, port=port).run("stdio" if transport == "stdio" else "streamable-http")
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (see cli.sigterm_as_interrupt)
+        if transport == "stdio":
+            _exit_stdio_server(service)
+        raise
     finally:
         service.close()
+
+
+def _exit_stdio_server(service) -> None:
+    """Stop what the server runs, then exit at once: the MCP SDK reads stdin in a worker thread that no signal
+    interrupts, and the interpreter would wait for it (for the client to close stdin) before exiting."""
+    import os
+    import sys
+
+    from ..sandbox.cleanup import stop_all
+
+    service.close()
+    stop_all()  # a query's sandbox still running in a worker thread
+    click.echo("Aborted!", err=True)
+    sys.stdout.flush()
+    os._exit(130)

@@ -8,12 +8,13 @@ current cache builds the index in memory.
 
 from __future__ import annotations
 
-import os
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from .files import save_atomic
 from .pools import PoolError, PoolSnapshot
 from .text import stem
 from .weights import K1, B, idf, term_weight  # noqa: F401  (the formula, importable without numpy)
@@ -100,7 +101,7 @@ def build_index(
 
 def cache_path(snapshot: PoolSnapshot, pool: str, fields: dict[str, float]) -> Path:
     key = f"{pool}-v{INDEX_VERSION}-" + "-".join(f"{f}{w:g}" for f, w in sorted(fields.items()))
-    return snapshot.cache_dir / f"{key}.npz"
+    return snapshot.cache_path(key)
 
 
 def load_index(
@@ -111,6 +112,8 @@ def load_index(
     fields = fields or DEFAULT_FIELDS[pool]
     path = cache_path(snapshot, pool, fields)
     cached = _read_cache(snapshot, path)
+    if cached is None:  # a store written before caches were named by stamp: its cache is current until an insert
+        cached = _read_cache(snapshot, path.with_name(path.name.rsplit("-s", 1)[0] + ".npz"))
     if cached is not None:
         return cached
     index = build_index(snapshot, pool, fields)
@@ -128,28 +131,22 @@ def _read_cache(snapshot: PoolSnapshot, path: Path) -> BM25Index | None:
             return BM25Index(
                 data["indptr"], data["docs"], data["weights"], {t: i for i, t in enumerate(terms)}, data["live"]
             )
-    except (OSError, KeyError, ValueError, PoolError):  # a missing, stale or planted cache is rebuilt
-        return None
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, PoolError):
+        return None  # a missing, stale, truncated or planted cache is rebuilt
 
 
 def write_cache(path: Path, stamp: int, index: BM25Index) -> None:
     """Best effort: a read-only store simply builds in memory next time."""
     terms = sorted(index.term_ids, key=index.term_ids.__getitem__)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.stem}.tmp{os.getpid()}.npz")
-        np.savez(
-            tmp,
-            stamp=np.int64(stamp),
-            indptr=index.indptr,
-            docs=index.docs,
-            weights=index.weights,
-            live=index.live,
-            terms=np.frombuffer("\n".join(terms).encode("utf-8"), dtype=np.uint8),
-        )
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    save_atomic(
+        path,
+        stamp=np.int64(stamp),
+        indptr=index.indptr,
+        docs=index.docs,
+        weights=index.weights,
+        live=index.live,
+        terms=np.frombuffer("\n".join(terms).encode("utf-8"), dtype=np.uint8),
+    )
 
 
 def query_terms(text_terms: list[str], phrase_terms: list[str], phrase_weight: float = 1.5) -> dict[str, float]:

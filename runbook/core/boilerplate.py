@@ -3,10 +3,11 @@ states that show the line that answers a question corroborate each other (rbcore
 
 from __future__ import annotations
 
-import os
+import zipfile
 
 import numpy as np
 
+from .files import save_atomic
 from .pools import PoolError, PoolSnapshot
 
 MIN_STATES = 8
@@ -53,20 +54,11 @@ class LineCounts:
 
 def load_line_counts(snapshot: PoolSnapshot, *, write: bool = True) -> LineCounts:
     """The counts for this manifest stamp: from the cache when current, else built (and cached when `write`)."""
-    path = snapshot.cache_dir / "lines.npz"
-    try:
-        with snapshot.open(path) as fh, np.load(fh) as data:
-            if int(data["stamp"]) == snapshot.stamp:
-                sites = bytes(data["sites"]).decode("utf-8").split("\n") if data["sites"].size else []
-                return LineCounts(
-                    data["hashes"],
-                    data["counts"],
-                    dict(zip(sites, data["site_states"].tolist())),
-                    data["by_hash"],
-                    data["by_hash_docs"],
-                )
-    except (OSError, KeyError, ValueError, PoolError):  # a missing, stale or planted cache is rebuilt
-        pass
+    path = snapshot.cache_path("lines")
+    for cached in (path, snapshot.cache_dir / "lines.npz"):  # the name before caches were named by stamp
+        found = _read_counts(snapshot, cached)
+        if found is not None:
+            return found
     docs = snapshot.docs("slices")
     site_states: dict[str, int] = {}
     for doc, alive in zip(docs, snapshot.live("slices")):
@@ -76,23 +68,35 @@ def load_line_counts(snapshot: PoolSnapshot, *, write: bool = True) -> LineCount
     hashes, counts = np.unique(all_hashes, return_counts=True)
     by_hash, by_hash_docs = _line_index(all_hashes, [doc.get("nl") for doc in docs])
     if write:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f"lines.tmp{os.getpid()}.npz")
-            np.savez(
-                tmp,
-                stamp=np.int64(snapshot.stamp),
-                hashes=hashes,
-                counts=counts.astype(np.int32),
-                sites=np.frombuffer("\n".join(site_states).encode("utf-8"), dtype=np.uint8),
-                site_states=np.asarray(list(site_states.values()), dtype=np.int64),
-                by_hash=by_hash,
-                by_hash_docs=by_hash_docs,
-            )
-            os.replace(tmp, path)
-        except OSError:
-            pass
+        save_atomic(
+            path,
+            stamp=np.int64(snapshot.stamp),
+            hashes=hashes,
+            counts=counts.astype(np.int32),
+            sites=np.frombuffer("\n".join(site_states).encode("utf-8"), dtype=np.uint8),
+            site_states=np.asarray(list(site_states.values()), dtype=np.int64),
+            by_hash=by_hash,
+            by_hash_docs=by_hash_docs,
+        )
     return LineCounts(hashes, counts, site_states, by_hash, by_hash_docs)
+
+
+def _read_counts(snapshot: PoolSnapshot, path) -> LineCounts | None:
+    """The cached counts at `path` when they are of this stamp."""
+    try:
+        with snapshot.open(path) as fh, np.load(fh) as data:
+            if int(data["stamp"]) != snapshot.stamp:
+                return None
+            sites = bytes(data["sites"]).decode("utf-8").split("\n") if data["sites"].size else []
+            return LineCounts(
+                data["hashes"],
+                data["counts"],
+                dict(zip(sites, data["site_states"].tolist())),
+                data["by_hash"],
+                data["by_hash_docs"],
+            )
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, PoolError):
+        return None  # a missing, stale, truncated or planted cache is rebuilt
 
 
 def _line_index(all_hashes: np.ndarray, lines_per_doc: list) -> tuple[np.ndarray, np.ndarray]:

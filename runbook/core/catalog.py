@@ -6,12 +6,17 @@ from __future__ import annotations
 import os
 import sqlite3
 
+from .files import check_regular
 from .layout import CATALOG_FILE
 from .records import RbkError
 
 
 def connect_readonly(path: str) -> sqlite3.Connection:
     """Open the catalog read-only; a WAL database on a read-only mount may need immutable=1."""
+    try:
+        check_regular(path)  # SQLite would follow a link, and wait on a FIFO
+    except OSError as exc:
+        raise RbkError(f"cannot read the catalog {path}: {exc.strerror or exc}") from exc
     last = None
     for query in ("mode=ro", "mode=ro&immutable=1"):
         try:

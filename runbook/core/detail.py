@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .catalog import load_catalog
+from .files import open_regular
 from .layout import state_relpath
 from .patterns import pattern_regex, python_regex
 from .reader import default_store_dir
@@ -40,7 +41,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 def read_state(root, d, index):
     """(the agent's thought, the page-text lines) of a state (empty when its file cannot be read)."""
     try:
-        with open(os.path.join(root, state_relpath(d, index)), encoding="utf-8", errors="replace") as fh:
+        with open_regular(os.path.join(root, state_relpath(d, index)), encoding="utf-8", errors="replace") as fh:
             header, body, _ = parse_state(fh.read())
     except OSError:
         return "", []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 
+from .files import check_regular, open_regular
 from .filters import field_list
 from .layout import STATE_GLOB, SUMMARIES_DIR, TRAJECTORIES_DIR
 from .records import RbkError, Record
@@ -200,6 +201,7 @@ class RipgrepSearch:
         """Matching lines of summaries/ (the trajectory table and action sequences): {hits, total_lines, truncated}."""
         folder = os.path.join(self.root, SUMMARIES_DIR)
         files = sorted(f"{SUMMARIES_DIR}/{n}" for n in os.listdir(folder)) if os.path.isdir(folder) else []
+        files = [path for path in files if _regular(os.path.join(self.root, path))]  # rg would wait on a FIFO
         if not files:
             return Record(hits=[], total_lines=0, truncated=False)
         regex = _pattern_body(pattern, fixed, word)
@@ -245,10 +247,18 @@ class RipgrepSearch:
             return len(HEADER_FIELDS) + 1
 
 
+def _regular(path: str) -> bool:
+    try:
+        check_regular(path)
+        return True
+    except OSError:
+        return False
+
+
 def _summary_owners(path: str) -> list:
     """[(line number, trajectory id)] of the '## id | ...' headings of summaries/actions.txt."""
     owners = []
-    with open(path, encoding="utf-8", errors="replace") as fh:
+    with open_regular(path, encoding="utf-8", errors="replace") as fh:
         for n, line in enumerate(fh, 1):
             if line.startswith("## "):
                 owners.append((n, line[3:].split(" | ", 1)[0].strip()))

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import os
 
+from .files import open_regular
 from .layout import trajectory_relpath
 
 HASH_SIZE = 16
 THUMB = (64, 40)
+MAX_PIXELS = 25_000_000
+"""What the host lets in (runbook.images.MAX_IMAGE_PIXELS; this side runs in the sandbox, without runbook)."""
 TIE_BITS, TIE_POOL = 4, 16
 """Screenshots within this many bits of the closest hash (at most this many) are told apart by their thumbnails."""
 
@@ -20,7 +23,9 @@ def grey_pixels(path, width, height):
         from PIL import Image
     except ImportError:
         return None
-    with Image.open(path) as img:
+    with open_regular(path, "rb") as fh, Image.open(fh) as img:
+        if img.size[0] * img.size[1] > MAX_PIXELS:  # from the header, before decoding: callers skip it
+            raise OSError(f"{path}: {img.size[0]} x {img.size[1]} pixels is more than {MAX_PIXELS:,}")
         img.draft("L", (width * 4, height * 4))  # a JPEG decodes at a fraction of its size: far faster
         # Pillow defines the module-level Image.BILINEAR at import time (from Image.Resampling); its type hints
         # do not declare it

@@ -19,11 +19,12 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 
 from .blocks import Page, read_page_record
+from .files import open_regular
 
 _loads: Callable[[bytes], Any]
 try:  # faster where installed (the host); the sandbox has the standard library's json
@@ -69,7 +70,7 @@ which refuses links planted in the store (raising PoolError)."""
 
 
 def _open(path: Path) -> BinaryIO:
-    return open(path, "rb")
+    return cast(BinaryIO, open_regular(path, "rb"))
 
 
 def read_manifest(root: str | os.PathLike, opener: Opener = _open) -> dict:
@@ -114,16 +115,72 @@ class Docs:
 
 
 class PoolSnapshot:
-    """A consistent read of the committed pools: documents, postings and vocabulary up to the manifest's sizes."""
+    """A consistent read of the committed pools: documents, postings and vocabulary up to the manifest's sizes.
+
+    The files are opened when the snapshot is made and read through those handles, so one snapshot reads one
+    generation whatever a writer does meanwhile: appends lie past the manifest's sizes, and a pools folder swapped
+    by `reindex` (or removed) leaves the opened files as they were. A server's query that started on one stamp
+    finishes on it."""
 
     def __init__(self, root: str | os.PathLike, opener: Opener = _open):
         self.root = Path(root)
         self.open = opener
-        self.manifest = read_manifest(self.root, opener)
+        for _ in range(5):
+            folder = _identity(self.root)
+            self.manifest = read_manifest(self.root, opener)
+            self._files = self._open_files()
+            if _identity(self.root) == folder:
+                break  # the manifest and the files are of one folder (not one half before a swap, half after)
+            self.close()
         self.stamp = self.manifest["stamp"]
         self._docs: dict[str, Docs] = {}
         self._terms: list[str] | None = None
         self._page_ends: np.ndarray | None = None
+
+    def _open_files(self) -> dict[str, BinaryIO]:
+        """The data files the manifest commits bytes of, opened now."""
+        m = self.manifest
+        wanted = [rel for rel, size in ((TERMS, m["terms_bytes"]), (LINES, m["lines"]), (PAGES, m["pages"])) if size]
+        if m.get("pages"):
+            wanted.append(PAGES_INDEX)
+        for pool, meta in m["pools"].items():
+            if meta["docs"]:
+                wanted.append(f"{pool}/docs.jsonl")
+            wanted += [f"{pool}/{field}.post" for field, count in meta["fields"].items() if count]
+        files: dict[str, BinaryIO] = {}
+        try:
+            for rel in wanted:
+                try:
+                    files[rel] = self.open(self.root / rel)
+                except FileNotFoundError:
+                    continue  # said when it is read (PoolError: reindex)
+        except BaseException:
+            for fh in files.values():
+                fh.close()
+            raise
+        return files
+
+    def close(self) -> None:
+        for fh in self._files.values():
+            fh.close()
+        self._files = {}
+
+    def _read(self, rel: str, size: int, offset: int = 0) -> bytes:
+        """`size` committed bytes of a data file from `offset`, through the handle opened with the manifest."""
+        fh = self._files.get(rel)
+        if fh is None:
+            raise PoolError(
+                f"{self.root / rel}: the manifest commits bytes of it, but it was not there when the "
+                "pools were opened; run `runbook reindex` to rebuild the pools"
+            )
+        chunks, done = [], 0
+        while done < size:
+            chunk = os.pread(fh.fileno(), size - done, offset + done)  # no shared file position between threads
+            if not chunk:
+                raise PoolError(f"{self.root / rel} is shorter than its manifest says; run `runbook reindex`")
+            chunks.append(chunk)
+            done += len(chunk)
+        return b"".join(chunks)
 
     @property
     def empty(self) -> bool:
@@ -133,10 +190,7 @@ class PoolSnapshot:
         """The pool's document records (dead generations included: see `live`)."""
         if pool not in self._docs:
             meta = self.manifest["pools"][pool]
-            raw = b""
-            if meta["docs"]:
-                with self.open(self.root / pool / "docs.jsonl") as fh:
-                    raw = fh.read(meta["docs_bytes"])
+            raw = self._read(f"{pool}/docs.jsonl", meta["docs_bytes"]) if meta["docs"] else b""
             self._docs[pool] = Docs(raw)
         return self._docs[pool]
 
@@ -149,18 +203,13 @@ class PoolSnapshot:
 
     def postings(self, pool: str, field: str) -> np.ndarray:
         count = self.manifest["pools"][pool]["fields"].get(field, 0)
-        path = self.root / pool / f"{field}.post"
         if not count:
             return np.empty(0, dtype=POSTING)
-        with self.open(path) as fh:
-            return np.frombuffer(fh.read(count * POSTING.itemsize), dtype=POSTING)
+        return np.frombuffer(self._read(f"{pool}/{field}.post", count * POSTING.itemsize), dtype=POSTING)
 
     def terms(self) -> list[str]:
         if self._terms is None:
-            raw = b""
-            if self.manifest["terms_bytes"]:
-                with self.open(self.root / TERMS) as fh:
-                    raw = fh.read(self.manifest["terms_bytes"])
+            raw = self._read(TERMS, self.manifest["terms_bytes"]) if self.manifest["terms_bytes"] else b""
             self._terms = raw.decode("utf-8").split("\n")[:-1]
         return self._terms
 
@@ -170,23 +219,43 @@ class PoolSnapshot:
             count = self.manifest.get("pages", 0)
             ends = np.zeros(0, dtype="<u8")
             if count:
-                with self.open(self.root / PAGES_INDEX) as fh:
-                    ends = np.frombuffer(fh.read(count * 8), dtype="<u8")
+                ends = np.frombuffer(self._read(PAGES_INDEX, count * 8), dtype="<u8")
             self._page_ends = ends
         ends = self._page_ends
         if not 0 <= doc < len(ends):
             raise PoolError(f"no page record for slice {doc}: run `runbook reindex` to rebuild the pools")
         start = int(ends[doc - 1]) if doc else 0
-        with self.open(self.root / PAGES) as fh:
-            fh.seek(start)
-            return read_page_record(fh.read(int(ends[doc]) - start))
+        return read_page_record(self._read(PAGES, int(ends[doc]) - start, start))
 
     def line_hashes(self) -> np.ndarray:
         if not self.manifest["lines"]:
             return np.empty(0, dtype="<u8")
-        with self.open(self.root / LINES) as fh:
-            return np.frombuffer(fh.read(self.manifest["lines"] * 8), dtype="<u8")
+        return np.frombuffer(self._read(LINES, self.manifest["lines"] * 8), dtype="<u8")
 
     @property
     def cache_dir(self) -> Path:
         return self.root / CACHE
+
+    def cache_path(self, name: str) -> Path:
+        """The cache file `name` of this stamp: each stamp has its own files, so a reader still on an older stamp
+        never writes over the cache of a newer one (the writer removes other stamps' files, see `stale_caches`)."""
+        return self.cache_dir / f"{name}-s{self.stamp}.npz"
+
+    def stale_caches(self) -> list[Path]:
+        """Cache files of other stamps than this one (and of the unstamped names earlier runbooks used); another
+        thread's temporary file (a dot name) is left alone."""
+        try:
+            names = os.listdir(self.cache_dir)
+        except OSError:
+            return []
+        mine = f"-s{self.stamp}.npz"
+        return [self.cache_dir / n for n in names if n.endswith(".npz") and not n.endswith(mine) and n[:1] != "."]
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    """(device, inode) of the pools folder itself: a `reindex` swaps in another."""
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino

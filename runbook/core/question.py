@@ -58,7 +58,12 @@ _DYNAMIC = re.compile(r"\b(changed?|updated?|set to|now|after the agent|most rec
 
 _QUOTED = re.compile(r"'([^']{2,80})'(?!\w)|\"([^\"]{2,80})\"|‘([^’]{2,80})’|“([^”]{2,80})”")
 _URL = re.compile(r"\bhttps?://[^\s'\"<>)]+|(?<![\w/])/[A-Za-z0-9_.~-]+(?:/[A-Za-z0-9_.~#=-]*)*")
-_ID = re.compile(r"#?\b(?=[A-Za-z0-9._/:-]*\d)[A-Za-z0-9][A-Za-z0-9._/:-]*[A-Za-z0-9%]\b%?|\$\d[\d,]*(?:\.\d+)?")
+# the digit an id needs is looked for at most ID_DIGIT_REACH characters ahead: an unbounded look-ahead, retried at
+# every word boundary of one long token, made a long question cost quadratic time
+ID_DIGIT_REACH = 200
+_ID = re.compile(
+    rf"#?\b(?=[A-Za-z0-9._/:-]{{0,{ID_DIGIT_REACH}}}\d)[A-Za-z0-9][A-Za-z0-9._/:-]*[A-Za-z0-9%]\b%?|\$\d[\d,]*(?:\.\d+)?"
+)
 _MENU = re.compile(
     r"([A-Z][\w&'.-]*(?: [A-Za-z&][\w&'.-]*){0,3}(?:\s*(?:>|->|→|»)\s*[A-Z][\w&'.-]*"
     r"(?: [A-Za-z&][\w&'.-]*){0,3})+)"
@@ -187,11 +192,13 @@ def normalize_term(word: str) -> str:
 
 def _terms(text: str) -> list[str]:
     out: list[str] = []
+    seen: set[str] = set()  # a set beside the list: a long question must cost linear time, not quadratic
     for raw in _WORD.findall(text.lower()):
         if raw in STOP_WORDS:
             continue
         term = raw if raw in LIST_NOUNS else normalize_term(raw)
-        if term and term not in STOP_WORDS and term not in out and len(term) > 1:
+        if term and term not in STOP_WORDS and term not in seen and len(term) > 1:
+            seen.add(term)
             out.append(term)
     return out
 
@@ -233,10 +240,12 @@ def _trim_tail(step: str) -> str:
 
 def _phrases(text: str, menus: list[tuple[str, ...]]) -> list[str]:
     found: list[str] = []
+    seen: set[str] = set()  # the lower-cased phrases found: each new one is checked in constant time
 
     def add(phrase: str) -> None:
         phrase = phrase.strip(" .,;:?!'\"")
-        if len(phrase) >= 2 and phrase.lower() not in (p.lower() for p in found):
+        if len(phrase) >= 2 and phrase.lower() not in seen:
+            seen.add(phrase.lower())
             found.append(phrase)
 
     for match in _QUOTED.finditer(text):

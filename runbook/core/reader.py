@@ -6,12 +6,14 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import sys
 
 from .catalog import connect_readonly
+from .files import NotRegularFile, open_regular
 from .filters import as_set, outcome_matches
 from .grep import SORTS, RipgrepSearch  # noqa: F401  (rbk re-exports SORTS)
 from .layout import CATALOG_FILE, STATES_DIR, state_relpath, trajectory_relpath
-from .records import Hits, RbkError, Record
+from .records import Hits, RbkError, Record, UnreadableState
 from .ripgrep import _python_regex
 from .statefile import parse_state
 from .values import _hit_value, _only_changes, _value_near
@@ -138,8 +140,13 @@ class StoreReader(RipgrepSearch):
         if index < 0:
             index += rec.n_states
         path = self.state_path(rec.id, index)
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            fields, text, n_header = parse_state(fh.read())
+        try:
+            with open_regular(path, encoding="utf-8", errors="replace") as fh:
+                fields, text, n_header = parse_state(fh.read())
+        except NotRegularFile as exc:
+            raise UnreadableState(
+                f"state {index} of {rec.id} is not read: {os.path.relpath(path, self.root)} is {exc.strerror}"
+            ) from None
         return Record(
             trajectory=rec.id,
             index=index,
@@ -183,9 +190,16 @@ class StoreReader(RipgrepSearch):
         return Record(trajectory=rec.id, index=index, form=page.form, blocks=blocks, tables=tables(page))
 
     def states(self, trajectory_id: str) -> list:
-        """Every state of one trajectory, in order (see state())."""
+        """Every state of one trajectory, in order (see state()); one whose file is not a regular file is left out,
+        and said so on stderr."""
         rec = self.trajectory(trajectory_id)
-        return [self.state(rec.id, i) for i in range(rec.n_states)]
+        out = []
+        for i in range(rec.n_states):
+            try:
+                out.append(self.state(rec.id, i))
+            except UnreadableState as exc:
+                print(f"rbk: left out: {exc}", file=sys.stderr)
+        return out
 
     def errors(self, site=None, trajectory=None, outcome=None) -> list:
         """States whose action raised an error, oldest first: {trajectory, state, time, url, action, error}."""

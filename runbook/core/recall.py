@@ -28,7 +28,7 @@ from .excerpt import Excerpter
 from .fusion import collapse_duplicates, latest_first, rrf
 from .hits import Hit
 from .layout import POOLS_DIR, TRAJECTORIES_DIR
-from .pools import Opener, PoolError, PoolSnapshot
+from .pools import Opener, PoolError, PoolSnapshot, read_manifest
 from .question import QuestionAnalysis, analyze
 from .text import line_hash, stem, tokenize
 
@@ -77,7 +77,8 @@ def parse_id(text: str) -> tuple[str, int] | None:
 
 
 class Recall:
-    """The pools of one store, loaded once per manifest stamp."""
+    """The pools of one store, loaded once per manifest stamp. `load` reloads in place: one thread's (the sandbox's
+    `recall`); a server's threads share runbook.pools.Retriever, which gives each query a Recall of its own stamp."""
 
     def __init__(
         self,
@@ -97,9 +98,10 @@ class Recall:
 
     def load(self) -> None:
         """(Re)load the pools when their stamp changed; PoolError when the store has trajectories but no pools."""
-        snapshot = PoolSnapshot(self.root / POOLS_DIR, *([self.opener] if self.opener else []))
-        if self._stamp == snapshot.stamp and self.snapshot is not None:
+        opener = [self.opener] if self.opener else []
+        if self.snapshot is not None and read_manifest(self.root / POOLS_DIR, *opener)["stamp"] == self._stamp:
             return
+        snapshot = PoolSnapshot(self.root / POOLS_DIR, *opener)
         if snapshot.empty and _has_trajectories(self.root):
             raise PoolError(
                 f"the store at {self.root} has no retrieval pools: run `runbook reindex` "

@@ -8,6 +8,10 @@ class RbkError(Exception):
     """A request the store cannot answer; the message says what to change."""
 
 
+class UnreadableState(RbkError):
+    """A state whose file is not a regular file (a FIFO, a link, ...): not read, as the host does not read it."""
+
+
 class Record(dict):
     """A dict whose keys are also attributes; prints long strings cut short (the full value stays inside)."""
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 
+from .files import open_regular
+
 HEADER_END = "---"
 NEWLINE_MARK = " ⏎ "
 HEADER_FIELDS = ("trajectory", "state", "time", "url", "title", "action", "error", "thought", "screenshot")
@@ -53,7 +55,7 @@ def read_header(path: str | os.PathLike) -> tuple[dict[str, str], int]:
     """(header fields, number of header lines incl. '---') of a state file, reading only the header."""
     fields: dict[str, str] = {}
     n = 0
-    with open(path, encoding="utf-8", errors="replace", newline="\n") as fh:
+    with open_regular(path, encoding="utf-8", errors="replace", newline="\n") as fh:
         for line in fh:
             n += 1
             line = line.rstrip("\n")

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..context import Context
 from ..errors import ConfigError
+from ..reader_tokens import ReaderCounter
 from .messages import Message
 
 _RULES = (
@@ -68,13 +69,17 @@ class ReaderAnswer:
 class Reader:
     """Answers questions from a Context with a chat model (a model client: `next(messages, tools)`)."""
 
-    def __init__(self, model_client: Any, *, domain: str = "generic", images: bool = True):
+    def __init__(
+        self, model_client: Any, *, domain: str = "generic", images: bool = True, counter: ReaderCounter | None = None
+    ):
         if domain not in READER_PROMPTS:
             raise ConfigError(f"unknown reader domain {domain!r}; choose one of {', '.join(READER_PROMPTS)}")
         self.client = model_client
         self.domain = domain
         self.images = images
         """False for a text-only model: screenshots and the question's image are left out of the messages."""
+        self.counter = counter or ReaderCounter()
+        """How the harness counts the items it cuts: the reader's tokenizer when given, else cl100k."""
 
     @classmethod
     def from_settings(cls, settings) -> Reader:
@@ -106,9 +111,9 @@ class Reader:
         items = context.to_lme_items()
         if not self.images:
             items, image = [item for item in items if item["type"] == "text"], None
-        original = lme_items_tokens(items)
+        original = lme_items_tokens(items, self.counter)
         if max_context_tokens is not None:
-            items = whole_items_within(items, max_context_tokens)
+            items = whole_items_within(items, max_context_tokens, self.counter)
         prompt = READER_PROMPTS.get(domain or self.domain, READER_PROMPTS[self.domain])
         reply = self.client.next(reader_messages(prompt, question or context.question, items, image), [])
         response = unescape_html(reply.text)
@@ -116,7 +121,7 @@ class Reader:
             response,
             extract_boxed(response),
             reply.usage,
-            context_tokens=lme_items_tokens(items),
+            context_tokens=lme_items_tokens(items, self.counter),
             original_tokens=original,
         )
 
@@ -149,22 +154,17 @@ def chat_model(
     raise ConfigError(f"unknown model provider {provider!r}: choose anthropic or openai")
 
 
-def lme_items_tokens(items: list[dict[str, str]]) -> int:
-    """Tokens of LongMemEval-V2 memory items: text counted with cl100k_base, an image at its stated cost."""
-    from ..budget import IMAGE_TOKENS, count_tokens
+def lme_items_tokens(items: list[dict[str, str]], counter: ReaderCounter | None = None) -> int:
+    """Tokens of LongMemEval-V2 memory items as the harness counts them with `counter` (the reader's tokenizer,
+    chat template and image tokens); without one, text with cl100k_base and an image at its stated cost."""
+    return (counter or ReaderCounter()).count_items(items)
 
-    return sum(IMAGE_TOKENS if item["type"] == "image" else count_tokens(item["value"]) for item in items)
 
-
-def whole_items_within(items: list[dict[str, str]], max_tokens: int) -> list[dict[str, str]]:
+def whole_items_within(
+    items: list[dict[str, str]], max_tokens: int, counter: ReaderCounter | None = None
+) -> list[dict[str, str]]:
     """The longest prefix of whole items within `max_tokens` (the harness drops the tail, never cuts an item)."""
-    kept, spent = [], 0
-    for item in items:
-        spent += lme_items_tokens([item])
-        if spent > max_tokens:
-            break
-        kept.append(item)
-    return kept
+    return (counter or ReaderCounter()).prefix_within(items, max_tokens)
 
 
 def reader_messages(system: str, question: str, items: list[dict[str, str]], image: str | None) -> list[Message]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -12,10 +13,11 @@ from dataclasses import dataclass
 from ..core.bm25 import DEFAULT_FIELDS, load_index
 from ..core.boilerplate import load_line_counts
 from ..core.pools import PoolSnapshot
+from ..errors import StoreError
 from ..store import Store
 from ..trajectory.model import Trajectory
 from .documents import TrajectoryDocs, count_terms, trajectory_docs
-from .storage import PoolWriter, safe_opener
+from .storage import PoolWriter, read_manifest, safe_opener
 
 NoteWriter = Callable[[Trajectory], list]
 """trajectory -> [(kind, text)]: replaces the deterministic notes (e.g. a model's, cached)."""
@@ -28,20 +30,35 @@ class PoolListener:
         self.store = store
         self.note_writer = note_writer
         self._writer: PoolWriter | None = None
+        self._before: tuple[str, dict] | None = None
+        """(trajectory id, the manifest before its documents were committed): what `rollback` restores."""
         # the documents are computed in the insert's staging workers, beside the state files
         self.deriver = ("pools", _derive_docs) if note_writer is None else None
 
     def __call__(self, store: Store, staged, status: str) -> None:
-        row = store.row(staged.trajectory_id)
-        dirname = row.dir if row else staged.dirname
+        """Append the trajectory's documents and commit them (inside the writer's catalog transaction)."""
+        self._before = None
+        dirname = staged.final_dirname or staged.dirname
         docs = staged.derived.get("pools") if dirname == staged.dirname else None
         if docs is None:
             trajectory = staged.trajectory if staged.trajectory is not None else store.load(staged.trajectory_id)
             docs = trajectory_docs(trajectory, dirname, self.note_writer)
         if self._writer is None:
-            self._writer = PoolWriter(store.layout.pools)
-        self._writer.add(docs)
-        self._writer.commit()
+            self._writer = PoolWriter(store.layout)
+        before = self._writer.committed
+        try:
+            self._writer.add(docs)
+            self._writer.commit()
+        except BaseException:
+            self._writer = None  # its memory is ahead of the committed manifest: the next one starts from the files
+            raise
+        self._before = (staged.trajectory_id, before)
+
+    def rollback(self, staged) -> None:
+        """The trajectory's catalog rows did not commit: its documents leave the pools again."""
+        if self._before is not None and self._before[0] == staged.trajectory_id and self._writer is not None:
+            self._writer.rollback(self._before[1])
+        self._writer, self._before = None, None
 
     def finish(self, store: Store) -> None:
         """At the end of an insert: build the indexes the pools' new stamp needs, so that a query (and the
@@ -92,9 +109,10 @@ def reindex(
     report = ReindexReport()
     final = store.layout.pools
     fresh = final.with_name(f"{final.name}.tmp-{os.getpid()}")
-    with store.writer():
+    with store.writer(check_pools=False):  # the pools are rebuilt: whatever was planted in them is discarded
         rows = store.rows()
-        writer = PoolWriter(fresh, fresh=True)
+        writer = PoolWriter(store.layout, fresh, fresh=True)
+        writer.manifest["stamp"] = _last_stamp(store)  # stamps only grow: a server never takes new pools for old
         for n, docs in enumerate(_docs_in_order(store, rows, workers, note_writer), 1):
             writer.add(docs)
             report.trajectories += 1
@@ -104,19 +122,31 @@ def reindex(
             if progress:
                 progress(n, len(rows))
         writer.commit()
-        build_caches(fresh)
+        build_caches(fresh, safe_opener(store.layout))
         _swap(fresh, final)
     report.pool_bytes = folder_bytes(final)
     report.seconds = time.perf_counter() - start
     return report
 
 
+def _last_stamp(store: Store) -> int:
+    """The stamp of the pools being replaced (0 when they cannot be read)."""
+    try:
+        return int(read_manifest(store.layout.pools, safe_opener(store.layout))["stamp"])
+    except (StoreError, OSError, KeyError, TypeError, ValueError):
+        return 0
+
+
 def build_caches(pools_root, opener=None) -> None:
-    """The BM25 indexes (default field weights) and line counts for the pools' current stamp."""
+    """The BM25 indexes (default field weights) and line counts for the pools' current stamp; the caches of
+    earlier stamps are removed (a reader still on one has loaded its indexes already)."""
     snapshot = PoolSnapshot(pools_root, *([opener] if opener else []))
     for pool in DEFAULT_FIELDS:
         load_index(snapshot, pool)
     load_line_counts(snapshot)
+    for stale in snapshot.stale_caches():
+        with contextlib.suppress(OSError):
+            stale.unlink()  # a name in the store's own cache folder: unlinking a planted link removes the link
 
 
 def _docs_in_order(store: Store, rows, workers: int | None, note_writer) -> Iterator[TrajectoryDocs]:
@@ -137,10 +167,13 @@ def _docs_for(job: tuple[str, str, str], note_writer=None) -> TrajectoryDocs:
 
 def _swap(fresh, final) -> None:
     trash = final.with_name(f"{final.name}.old-{os.getpid()}")
-    if final.exists():
+    if final.exists() or final.is_symlink():
         os.replace(final, trash)
     os.replace(fresh, final)
-    shutil.rmtree(trash, ignore_errors=True)
+    if trash.is_symlink():  # a planted link is removed itself; rmtree would refuse it, and must not follow it
+        trash.unlink()
+    else:
+        shutil.rmtree(trash, ignore_errors=True)
 
 
 def folder_bytes(folder) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from dataclasses import dataclass, field
 
 from ..budget import head_and_tail
@@ -15,6 +16,7 @@ from ..core.findings import View, findings
 from ..core.hits import Hit
 from ..core.layout import state_relpath
 from ..core.pools import PoolError
+from ..core.pools import read_manifest as core_read_manifest
 from ..core.question import QuestionAnalysis, analyze
 from ..core.recall import Found, Recall, RecallSettings
 from ..core.text import tokenize
@@ -58,15 +60,53 @@ class RetrievalSettings(RecallSettings):
     shares: dict = field(default_factory=lambda: dict(SHARES))
 
 
+class Generation:
+    """One stamp of the pools with the catalog's goals, loaded once and never changed: every step of a query reads
+    the same one. A new stamp gets a new Generation, and a query that started on the old one finishes on it (a
+    Recall reloaded in place under a running query once ranked one stamp's documents with the next one's index:
+    an IndexError, a 500)."""
+
+    def __init__(self, recall: Recall, rows: list):
+        self.recall = recall
+        self.stamp: int = recall._loaded().stamp
+        self.goals = {row.id: row.goal for row in rows}
+
+    def goal(self, trajectory_id: str) -> str:
+        return self.goals.get(trajectory_id, "")
+
+
+class _LoadedOnce(Recall):
+    """A Recall that loads its snapshot once and never reloads it (its stamp is its generation's)."""
+
+    def load(self) -> None:
+        if self.snapshot is None:
+            super().load()
+
+    @property
+    def stamp(self) -> int:
+        return self._loaded().stamp
+
+    @property
+    def trajectories(self) -> set[str]:
+        return set(self._loaded().manifest["trajectories"])
+
+
 class Retriever:
-    """Searches the pools of one store."""
+    """Searches the pools of one store; safe to share between threads (each call reads one Generation)."""
 
     def __init__(self, store: Store, settings: RetrievalSettings | None = None):
         self.store = store
         self.settings = settings or RetrievalSettings()
-        self.recall = Recall(store.root, self.settings, opener=safe_opener(store.layout))
-        self._goals_stamp = None
-        self.goals: dict[str, str] = {}
+        self._current: Generation | None = None
+        self._pending: _LoadedOnce | None = None
+        """Pools of a newer stamp than the current generation's, loaded while the catalog did not list all their
+        trajectories yet (a writer commits the pools inside its catalog transaction, so they lead by a moment)."""
+        self._loading = threading.Lock()
+
+    @property
+    def recall(self) -> Recall:
+        """The ranking over the pools' current generation."""
+        return self._load().recall
 
     def warm(self) -> None:
         """Load the pools and the tokenizer now, so that the first query pays only for its own work."""
@@ -78,16 +118,39 @@ class Retriever:
         except StoreError:
             pass  # no pools yet: the query says what to run
 
-    def _load(self) -> None:
+    def _load(self) -> Generation:
+        """The generation of the pools' committed stamp: the one already loaded, or (once per stamp, whichever
+        thread asks first) a new one; StoreError when the pools cannot be read.
+
+        A new stamp is taken only once the catalog lists every trajectory its pools hold: until the writer's
+        catalog transaction commits, queries keep the generation before it, so a query never cites a trajectory
+        that a GET of /trajectories/<id> does not know (nor one whose insert is then rolled back)."""
         try:
-            self.recall.load()
+            stamp = core_read_manifest(self.store.layout.pools, safe_opener(self.store.layout))["stamp"]
+            current = self._current
+            if current is not None and current.stamp == stamp:
+                return current
+            with self._loading:
+                current = self._current
+                if current is not None and current.stamp == stamp:
+                    return current
+                pending = self._pending
+                if pending is None or pending.stamp < stamp:
+                    pending = _LoadedOnce(self.store.root, self.settings, opener=safe_opener(self.store.layout))
+                    pending.load()
+                    self._pending = pending
+                rows = self.store.rows()  # read after the pools: a trajectory listed here is committed
+                agrees = pending.trajectories <= {row.id for row in rows}
+                if not agrees and current is not None and not self.store.writing():
+                    # no writer: what the catalog lacks, it will not get (a writer killed between the pools'
+                    # commit and the catalog's left those documents); the new stamp is taken all the same
+                    rows, agrees = self.store.rows(), True
+                if current is None or agrees:
+                    current = self._current = Generation(pending, rows)
+                    self._pending = None
+                return current
         except PoolError as exc:
             raise store_error(exc) from exc
-        snapshot = self.recall.snapshot
-        assert snapshot is not None  # load() read it
-        if self._goals_stamp != snapshot.stamp:
-            self.goals = {row.id: row.goal for row in self.store.rows()}
-            self._goals_stamp = snapshot.stamp
 
     def slice_cap(self, budget: int) -> int:
         return self.settings.slice_tokens or max(150, min(1200, budget // 16))
@@ -101,8 +164,9 @@ class Retriever:
 
     def search_counted(self, question: str, budget: int, analysis: QuestionAnalysis | None = None) -> Search:
         """As `search`, with what the findings work out and how many hits did not fit the budget."""
-        found = self.find(question, budget, analysis)
-        items = [item for _, item in self.pack(found, budget)]
+        generation = self._load()  # one generation for the ranking and the packing
+        found = generation.recall.find(analysis or analyze(question), slice_chars=self.slice_cap(budget) * 3)
+        items = [item for _, item in self.pack(found, budget, generation=generation)]
         left_out = len(found.notes) + len(found.events) + len(found.slices) - len(items)
         return Search(items, found.analysis, left_out, self.findings(found))
 
@@ -118,38 +182,38 @@ class Retriever:
 
     def find(self, question: str, budget: int, analysis: QuestionAnalysis | None = None) -> Found:
         """The ranked hits of every pool for `question` (slices cut for a context of `budget` tokens)."""
-        self._load()
-        return self.recall.find(analysis or analyze(question), slice_chars=self.slice_cap(budget) * 3)
+        return self._load().recall.find(analysis or analyze(question), slice_chars=self.slice_cap(budget) * 3)
 
     def page_of(self, trajectory_id: str, index: int) -> tuple[dict[str, str], Page] | None:
         """(header, page) of one state as parsed at insert; None when the pools hold none for it."""
         try:
-            self._load()
+            return self._load().recall.page_of(trajectory_id, index)
         except StoreError:
             return None
-        return self.recall.page_of(trajectory_id, index)
 
     def excerpter(self, *analyses: QuestionAnalysis) -> Excerpter | None:
         """The one page cutter for these analyses (None without pools: pages are then cut as text)."""
         try:
-            self._load()
+            return self._load().recall.excerpter(*analyses)
         except StoreError:
             return None
-        return self.recall.excerpter(*analyses)
 
     def term_shares(self, text: str) -> dict[str, float]:
         """{word of `text`: share of the stored states that have it}, from the state slices' index."""
-        self._load()
-        return self.recall.term_shares(sorted(set(tokenize(text))))
+        return self._load().recall.term_shares(sorted(set(tokenize(text))))
 
-    def pack(self, found: Found, budget: int, reserve: int = 0) -> list[tuple[Hit, EvidenceItem]]:
+    def pack(
+        self, found: Found, budget: int, reserve: int = 0, *, generation: Generation | None = None
+    ) -> list[tuple[Hit, EvidenceItem]]:
         """The hits method R puts in a context of `budget` tokens, with their items: notes and events each within
-        their share for the question's kind, then slices in what is left but `reserve` tokens."""
+        their share for the question's kind, then slices in what is left but `reserve` tokens. `generation`: the
+        one `found` was ranked on (default: the current one; documents only grow, so its ids stay valid)."""
+        generation = generation or self._load()
         note_share, event_share = self.settings.shares.get(found.analysis.kind, (0.1, 0.1))
         notes = _fill([(h, self.note_item(h)) for h in found.notes], int(budget * note_share))
         events = _fill([(h, self.event_item(h)) for h in found.events], int(budget * event_share))
         used = sum(item.tokens for _, item in notes + events)
-        slices = _fill([(h, self.slice_item(h)) for h in found.slices], budget - used - reserve)
+        slices = _fill([(h, self.slice_item(h, generation)) for h in found.slices], budget - used - reserve)
         return notes + events + slices
 
     def item(self, hit: Hit) -> EvidenceItem:
@@ -185,10 +249,11 @@ class Retriever:
             score=hit.score,
         )
 
-    def slice_item(self, hit: Hit) -> EvidenceItem:
+    def slice_item(self, hit: Hit, generation: Generation | None = None) -> EvidenceItem:
+        generation = generation or self._load()
         body, repeat = _slice_text(hit), bool(hit.same_as)
         if repeat:  # another view of a page shown above: where and when, and what the agent said there, only
-            first = self.recall.doc(hit.same_as or "")
+            first = generation.recall.doc(hit.same_as or "")
             where = f"trajectory {first.trajectory_id} state {first.state_index}" if first else "a state"
             action = (hit.header.get("action") or "").strip()
             body = f"(the same page as {where} above)" + (f"\nnext action: {action[:300]}" if _ANSWER.match(action)
@@ -204,7 +269,7 @@ class Retriever:
             path=state_relpath(hit.folder, hit.state_index),
             kind="state",
             label=hit.label.split(";")[0] if repeat else hit.label,
-            goal="" if hit.sighting_of or repeat else self.goals.get(hit.trajectory_id, ""),
+            goal="" if hit.sighting_of or repeat else generation.goal(hit.trajectory_id),
             score=hit.score,
             furniture_tokens=0 if repeat or hit.sighting_of else hit.furniture_tokens,
             repeat=repeat or bool(hit.sighting_of),
@@ -212,8 +277,7 @@ class Retriever:
 
     def shortlist(self, question: str, k: int = 20) -> list[dict]:
         """The top states for a question, as a starting shortlist (e.g. for method C): id, index, url, time, score."""
-        self._load()
-        return self.recall.shortlist(question, k)
+        return self._load().recall.shortlist(question, k)
 
 
 def _action_lines(hit: Hit) -> str:

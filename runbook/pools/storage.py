@@ -5,6 +5,7 @@ nothing is rewritten, so updates stay incremental.
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 from collections import Counter
@@ -24,10 +25,10 @@ from .documents import PoolDoc, TrajectoryDocs
 __all__ = ["PoolWriter", "PoolSnapshot", "open_snapshot", "read_manifest"]
 
 
-def read_manifest(root: Path) -> dict:
+def read_manifest(root: Path, opener: core.Opener | None = None) -> dict:
     """The committed manifest (empty when the pools were never built); StoreError when it cannot be used."""
     try:
-        return core.read_manifest(root)
+        return core.read_manifest(root, *([opener] if opener else []))
     except core.PoolError as exc:
         raise store_error(exc) from exc
 
@@ -59,36 +60,42 @@ def store_error(exc: core.PoolError) -> StoreError:
 
 
 class PoolWriter:
-    """Appends trajectories' pool documents; call under the store's write lock, `commit()` to make them visible."""
+    """Appends trajectories' pool documents; call under the store's write lock, `commit()` to make them visible.
+    Every file is read and written through the store's layout: a link planted among the pools is refused
+    (UnsafeStoreFile), never written through."""
 
-    def __init__(self, root: str | os.PathLike, *, fresh: bool = False):
-        self.root = Path(root)
-        if fresh and self.root.exists():
-            shutil.rmtree(self.root)
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.manifest = read_manifest(self.root)
+    def __init__(self, layout: Layout, folder: str | os.PathLike | None = None, *, fresh: bool = False):
+        self.layout = layout
+        self.root = Path(folder) if folder is not None else layout.pools
+        """The pools' folder: the store's, or a fresh one that reindex swaps in."""
+        if fresh and (self.root.exists() or self.root.is_symlink()):
+            _remove(self.root)
+        self.manifest = read_manifest(self.root, safe_opener(layout))
+        self.committed = copy.deepcopy(self.manifest)
+        """The manifest as last committed: what `rollback()` goes back to."""
         self._truncate_to_manifest()
         self.vocab = {t: i for i, t in enumerate(self._read_terms())}
         self._new_terms: list[str] = []
         self._buffers: dict[str, list] = {}
 
     def _read_terms(self) -> list[str]:
-        path = self.root / TERMS
-        if not path.exists():
+        if not self.manifest["terms_bytes"]:
             return []
-        return path.read_bytes()[: self.manifest["terms_bytes"]].decode("utf-8").split("\n")[:-1]
+        with self.layout.open(self.root / TERMS) as fh:
+            return fh.read(self.manifest["terms_bytes"]).decode("utf-8").split("\n")[:-1]
 
     def _truncate_to_manifest(self) -> None:
         """Drop whatever a killed writer appended after the last commit."""
         m = self.manifest
-        _truncate(self.root / TERMS, m["terms_bytes"])
-        _truncate(self.root / LINES, m["lines"] * 8)
-        _truncate(self.root / PAGES, m["pages_bytes"])
-        _truncate(self.root / PAGES_INDEX, m["pages"] * 8)
+        truncate = self.layout.truncate
+        truncate(self.root / TERMS, m["terms_bytes"])
+        truncate(self.root / LINES, m["lines"] * 8)
+        truncate(self.root / PAGES, m["pages_bytes"])
+        truncate(self.root / PAGES_INDEX, m["pages"] * 8)
         for name, pool in m["pools"].items():
-            _truncate(self.root / name / "docs.jsonl", pool["docs_bytes"])
+            truncate(self.root / name / "docs.jsonl", pool["docs_bytes"])
             for field, count in pool["fields"].items():
-                _truncate(self.root / name / f"{field}.post", count * POSTING.itemsize)
+                truncate(self.root / name / f"{field}.post", count * POSTING.itemsize)
 
     def add(self, docs: TrajectoryDocs) -> None:
         """Append one trajectory's documents; a trajectory already present is superseded (a new generation)."""
@@ -168,19 +175,24 @@ class PoolWriter:
         if not self._buffers:
             return
         for rel, chunks in self._buffers.items():
-            path = self.root / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "ab") as fh:
-                for chunk in chunks:
-                    fh.write(chunk)
+            self.layout.append(self.root / rel, chunks)
         self._buffers = {}
         self.manifest["stamp"] += 1
-        tmp = self.root / f"{MANIFEST}.tmp{os.getpid()}"
-        tmp.write_bytes(orjson.dumps(self.manifest))
-        os.replace(tmp, self.root / MANIFEST)
+        self.layout.replace(self.root / MANIFEST, orjson.dumps(self.manifest))
+        self.committed = copy.deepcopy(self.manifest)
+
+    def rollback(self, manifest: dict) -> None:
+        """Make `manifest` (an earlier committed one) the committed manifest again: what was appended since is no
+        longer part of the pools (the next writer truncates it away). This writer is spent afterwards."""
+        manifest = dict(manifest, stamp=self.manifest["stamp"] + 1)  # a new stamp: caches of the undone one are stale
+        self.layout.replace(self.root / MANIFEST, orjson.dumps(manifest))
+        self.manifest = self.committed = manifest
+        self._buffers, self._new_terms = {}, []
 
 
-def _truncate(path: Path, size: int) -> None:
-    if path.exists() and path.stat().st_size > size:
-        with open(path, "r+b") as fh:
-            fh.truncate(size)
+def _remove(folder: Path) -> None:
+    """A fresh pools folder's leftover (a link is removed itself, never followed)."""
+    if folder.is_symlink() or not folder.is_dir():
+        folder.unlink()
+    else:
+        shutil.rmtree(folder)

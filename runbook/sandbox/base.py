@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shlex
 import threading
 from dataclasses import asdict, dataclass, fields
@@ -149,8 +150,8 @@ class SandboxBase:
     def exec(self, cmd: list[str] | str, *, timeout: float, stdin: str | None = None) -> ExecResult:
         if not self._started:
             raise SandboxError(f"the {self.name} sandbox is not started; use it as a context manager or call start()")
-        if timeout <= 0:
-            raise SandboxError(f"timeout must be positive, got {timeout}")
+        if not (math.isfinite(timeout) and timeout > 0):  # nan and inf would reach int() as a traceback
+            raise SandboxError(f"timeout must be a positive number of seconds, got {timeout}")
         argv = as_argv(cmd)
         check_stdin(stdin)
         with self._calls:

@@ -357,6 +357,7 @@ class BwrapSandbox(SandboxBase):
             "trailer": (True, "a per-call nonce the command cannot read (the wrapper is non-dumpable)"),
             "scratch": (True, f"tmpfs /scratch and /tmp, {limits.scratch_mb} MB each, kept for the query"),
             "dev_shm": (True, "/dev is read-only"),
+            "ipc": (True, "--unshare-ipc; the wrapper removes what a call left in it when the call ends"),
             "namespaces": (filtered, filter_how),
             "memory": (
                 True,

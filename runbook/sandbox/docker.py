@@ -91,6 +91,7 @@ class DockerSandbox(SandboxBase):
             log_config=docker.types.LogConfig(type="none"),  # a call writing to PID 1's stdout fills no host disk
             labels={LABEL: "1", "runbook.owner_pid": str(os.getpid()), "runbook.owner_host": socket.gethostname()},
             network_mode="none",
+            ipc_mode="private",  # an IPC namespace of its own, which no other container may join
             read_only=True,
             mounts=[docker.types.Mount(STORE_MOUNT, str(self.store_path), type="bind", read_only=True)],
             tmpfs={SCRATCH_MOUNT: tmpfs_opts, "/tmp": tmpfs_opts},
@@ -173,7 +174,9 @@ class DockerSandbox(SandboxBase):
         init kills them on SIGUSR1 (no fork needed); when neither works, the container goes."""
         api = self._engine.client.api
         try:
-            exec_id = api.exec_create(self.container.id, ["bash", "-c", "kill -KILL -1"], user=USER)["Id"]
+            # as the wrapper does: kill, then remove what is left in the IPC namespace (ipcrm: util-linux)
+            end = "kill -KILL -1; s=$?; ipcrm --all 2>/dev/null; exit $s"
+            exec_id = api.exec_create(self.container.id, ["bash", "-c", end], user=USER)["Id"]
             api.exec_start(exec_id)
             if api.exec_inspect(exec_id).get("ExitCode") in (0, 1):  # 1: nothing was left to kill
                 return
@@ -206,6 +209,7 @@ class DockerSandbox(SandboxBase):
             "log": (True, "log driver none"),
             "scratch": (True, f"tmpfs /scratch and /tmp, {limits.scratch_mb} MB each, kept for the query"),
             "dev_shm": (True, "docker's 64 MB /dev/shm, counted in the memory limit"),
+            "ipc": (True, "ipc_mode private; the wrapper removes what a call left in it when the call ends"),
             "namespaces": (True, "docker's default seccomp profile, no capabilities"),
             "memory": (True, f"{engine}: {limits.memory_mb} MB, no swap"),
             "memory_total": (True, f"{engine}: {limits.memory_mb} MB for all processes"),

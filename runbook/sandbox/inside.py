@@ -108,6 +108,32 @@ def wait_until_alone(seconds: float = 2.0) -> None:
         time.sleep(0.005)
 
 
+def remove_ipc() -> None:
+    """Remove the System V shared memory, semaphores and message queues left in the sandbox's IPC namespace (its
+    own: docker ipc_mode private, bwrap --unshare-ipc). They belong to the namespace, not to a process, so they
+    outlive the call that made them: 2 x 200 MB of shared memory once left every later call of the sandbox
+    OOM-killed. Only the sandbox user creates them there, so it may remove them all."""
+    found = []
+    for kind in ("shm", "sem", "msg"):
+        try:
+            with open("/proc/sysvipc/" + kind) as fh:
+                rows = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        found += [(kind, int(row.split()[1])) for row in rows if row.strip()]
+    if not found:
+        return  # the usual case: no ctypes import (each docker call starts this program afresh)
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    ipc_rmid = 0
+    for kind, ident in found:
+        if kind == "sem":
+            libc.semctl(ident, 0, ipc_rmid)
+        else:
+            getattr(libc, kind + "ctl")(ident, ipc_rmid, None)
+
+
 def check_scope(scope: str) -> None:
     if scope == "group":
         return
@@ -167,6 +193,7 @@ def run_call(
         status = os.waitpid(pid, 0)[1]
     if scope != "group":
         wait_until_alone()
+        remove_ipc()
     drain_until = time.monotonic() + DRAIN_S
     while pipe_open and cut < COUNT_CAP and time.monotonic() < drain_until:
         if select.select([read_fd], [], [], max(0.0, drain_until - time.monotonic()))[0]:

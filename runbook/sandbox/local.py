@@ -67,6 +67,7 @@ class LocalSandbox(SandboxBase):
                     "host_files",
                     "scratch",
                     "dev_shm",
+                    "ipc",
                     "namespaces",
                     "memory",
                     "memory_total",

@@ -286,6 +286,50 @@ def pids_total(box: Sandbox) -> tuple[bool, str]:
     return 0 < forked <= box.limits.pids, f"4 processes forking {each} each: {forked} forks in all"
 
 
+IPC_FILL = """\
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmget.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
+libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+libc.shmat.restype = ctypes.c_void_p
+size = int(sys.argv[1]) << 20
+made = 0
+for _ in range(2):
+    ident = libc.shmget(0, size, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600; never removed by this call
+    addr = libc.shmat(ident, None, 0) if ident >= 0 else None
+    if addr in (None, ctypes.c_void_p(-1).value):
+        break
+    ctypes.memset(addr, 1, size)
+    made += 1
+print("MADE", made, flush=True)
+"""
+
+
+def ipc_private(box: Sandbox) -> tuple[bool, str]:
+    """System V shared memory a call leaves behind is gone for the next call, which can use the memory it held;
+    and the sandbox's IPC namespace is not the host's."""
+    each = box.limits.memory_mb * 2 // 5
+    made = box.exec(["python3", "-", str(each)], timeout=30, stdin=IPC_FILL)
+    after = box.exec(
+        [
+            "python3",
+            "-c",
+            f"import os; b = bytearray({box.limits.memory_mb // 2} * 2**20); print('ALLOCATED', "
+            "len(open('/proc/sysvipc/shm').read().splitlines()) - 1, os.readlink('/proc/self/ns/ipc'))",
+        ],
+        timeout=30,
+    )
+    words = after.output.split()
+    left = int(words[1]) if len(words) > 2 and words[0] == "ALLOCATED" else -1
+    own = len(words) > 2 and words[2] != os.readlink("/proc/self/ns/ipc")
+    seen = (
+        f"a call made 2 x {each} MB of shared memory ({_seen(made)}); the next: "
+        + (f"{left} segment(s) left, {box.limits.memory_mb // 2} MB allocated" if left >= 0 else _seen(after))
+        + ("" if own else "; the IPC namespace is the host's")
+    )
+    return left == 0 and own, seen
+
+
 def probes(limits) -> list[Probe]:
     """Every probe, in the order `runbook sandbox check` prints them."""
     store = "$RUNBOOK_STORE_DIR"
@@ -338,6 +382,7 @@ def probes(limits) -> list[Probe]:
                 timeout=30,
             ),
         ),
+        Probe("ipc", "an IPC namespace of its own, emptied after each call", ipc_private),
         Probe(
             "namespaces",
             "no new user namespace or mount",

@@ -31,7 +31,15 @@ from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
-from ..errors import BudgetError, ConflictError, InputError, QueryError, RunbookError
+from ..errors import (
+    BudgetError,
+    ConflictError,
+    InputError,
+    QueryError,
+    RunbookError,
+    StoreChanging,
+    UnsafeStoreFile,
+)
 from .body_limit import BodyLimit
 from .images import image_file
 from .models import (
@@ -57,8 +65,10 @@ access_log = logging.getLogger("runbook.access")
 STATUS = [
     (Gone, 410),
     (NotFound, 404),
+    (UnsafeStoreFile, 403),  # a link or FIFO planted in the store: refused, not read (and not a server fault)
     (ConflictError, 409),
     (BusyError, 503),
+    (StoreChanging, 503),  # a trajectory replaced again and again while it was read: retry
     (InputError, 400),
     (QueryError, 400),
     (BudgetError, 400),
@@ -69,11 +79,12 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     meaning = {
         400: "Bad input: the error names the field; nothing was written",
         401: "A valid API key is required",
+        403: "A store file is a link, a FIFO or outside the store: refused, not read",
         404: "No such trajectory, open trajectory or state",
         409: "Another trajectory is stored under this id",
         410: "The open trajectory went without a step past the age limit and was discarded",
         413: "The body is over the size limit",
-        503: "The writer or every sandbox stayed busy: retry later",
+        503: "The writer or every sandbox stayed busy, or the trajectory kept being replaced while read: retry later",
     }
     return {code: {"model": ErrorBody, "description": meaning[code]} for code in codes}
 
@@ -180,13 +191,15 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
     def close(trajectory_id: str, body: CloseRequest | None = None) -> dict:
         return service.close_trajectory(trajectory_id, outcome=body.outcome if body else None)
 
-    @app.get("/trajectories/{trajectory_id}", responses=_errors(401, 404), summary="A trajectory's row and states")
+    @app.get(
+        "/trajectories/{trajectory_id}", responses=_errors(401, 403, 404, 503), summary="A trajectory's row and states"
+    )
     def get_trajectory(trajectory_id: str) -> dict:
         return service.trajectory(trajectory_id)
 
     @app.get(
         "/trajectories/{trajectory_id}/states/{index}",
-        responses=_errors(401, 404),
+        responses=_errors(401, 403, 404, 503),
         summary="One state with its provenance",
     )
     def get_state(trajectory_id: str, index: int) -> dict:
@@ -195,7 +208,7 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
     @app.get(
         "/trajectories/{trajectory_id}/states/{index}/screenshot",
         response_class=Response,
-        responses={200: {"content": {"image/png": {}, "image/jpeg": {}}}, **_errors(401, 404)},
+        responses={200: {"content": {"image/png": {}, "image/jpeg": {}}}, **_errors(401, 403, 404, 503)},
         summary="A state's screenshot",
     )
     def get_screenshot(trajectory_id: str, index: int) -> Response:

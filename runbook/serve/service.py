@@ -24,34 +24,24 @@ from typing import Any
 from ..budget import DEFAULT_BUDGET, parse_budget
 from ..context import Context
 from ..core.layout import state_relpath
-from ..errors import BudgetError, InputError, RunbookError
+from ..errors import BudgetError, InputError, StoreChanging, StoreError
 from ..memory import DEFAULT_METHOD, IMAGE_METHODS, METHODS, get_memory
 from ..pools.build import insert_listener, insert_with_pools
 from ..store import Store
-from ..store.journal import DEFAULT_MAX_AGE_S, Expired, Journal, NotOpen, OpenRun
+from ..store.journal import DEFAULT_MAX_AGE_S, Journal
 from ..trajectory.model import Trajectory, trajectory_from_dict
-from ..trajectory.steps import read_step
 from ..trajectory.times import now_iso
-from .provenance import RECEIVED, TIME_SOURCE, received_times, state_notes, step_error
+from .errors import BusyError, Gone, NotFound
+from .provenance import RECEIVED, TIME_SOURCE, received_times, state_notes
+from .streams import StreamedTrajectories
+
+__all__ = ["BusyError", "Gone", "MemoryService", "NotFound", "budget_tokens"]
 
 SANDBOX_METHODS = frozenset({"c", "auto"})
 """Methods that may start a sandbox per query."""
-VISIBILITY = ("close", "step")
 
 
-class BusyError(RunbookError):
-    """The store's writer, or every sandbox, stayed busy for longer than the caller agreed to wait."""
-
-
-class NotFound(RunbookError):
-    """No such trajectory, open trajectory or state."""
-
-
-class Gone(NotFound):
-    """An open trajectory that was discarded after the age limit."""
-
-
-class MemoryService:
+class MemoryService(StreamedTrajectories):
     """Queries, inserts and reads over one store, safe to call from many threads and from several processes."""
 
     def __init__(
@@ -177,102 +167,6 @@ class MemoryService:
             **({"timestamps_received": received} if received else {}),
         }
 
-    def open_trajectory(self, trajectory_id: str, *, visible: str = "close", **fields: Any) -> dict:
-        """Start a trajectory an agent streams step by step (goal, site, start_url, outcome, ... as `fields`)."""
-        if visible not in VISIBILITY:
-            raise InputError("must be 'close' or 'step'", field="visible")
-        fields = {k: v for k, v in fields.items() if v is not None}
-        self._validate({"id": trajectory_id, "states": [{"url": ""}], **fields})  # the id and fields, checked now
-        with self.journal.locked():
-            if self._is_open(trajectory_id):
-                raise InputError(
-                    "is already open: append steps to it or close it", field="id", trajectory_id=trajectory_id
-                )
-            if self.store.row(trajectory_id) is not None:
-                raise InputError(
-                    "is already stored: a streamed trajectory needs a new id", field="id", trajectory_id=trajectory_id
-                )
-            run = self.journal.create(trajectory_id, fields, visible=visible)
-        return {"trajectory_id": trajectory_id, "states": 0, "open": True, "visible": visible, "opened": run.opened}
-
-    def append_state(self, trajectory_id: str, state: Any) -> dict:
-        """Add the next step (in runbook's, BrowserGym's, AgentLab's or browser-use's shape); it is validated with
-        the steps before it, journaled, and only then acknowledged. Nothing is kept when it is refused."""
-        step = read_step(state)
-        fields = dict(step.fields)
-        fields.pop("state_index", None)
-        with self.journal.locked():
-            run = self._run(trajectory_id)
-            received = not fields.get("timestamp")
-            if received:
-                fields["timestamp"] = now_iso()
-            steps = [dict(s) for s in run.steps]
-            if step.previous_error and steps and not steps[-1].get("action_error"):
-                steps[-1]["action_error"] = step.previous_error
-            steps.append({**fields, "state_index": len(steps)})
-            marks = run.received + ([len(steps) - 1] if received else [])
-            try:
-                trajectory = self._validate(self._record(run, steps, marks))
-            except InputError as exc:
-                raise step_error(exc, len(steps) - 1, received=received, trajectory_id=trajectory_id) from exc
-            amend = {"action_error": steps[-2]["action_error"]} if step.previous_error and len(steps) > 1 else None
-            self.journal.append(run, steps[-1], received=received, amend_previous=amend)
-            status = self._write(self._trajectory(run), replace=True) if run.visible == "step" else "open"
-        out = {
-            "trajectory_id": trajectory_id,
-            "states": len(run.steps),
-            "state_index": len(run.steps) - 1,
-            "timestamp": trajectory.states[-1].timestamp,
-            "status": status,
-        }
-        if received:
-            out["timestamp_source"] = TIME_SOURCE
-        return out
-
-    def close_trajectory(self, trajectory_id: str, *, outcome: str | None = None) -> dict:
-        """Insert the streamed trajectory as one atomic insert: from now on queries see it."""
-        with self.journal.locked():
-            run = self._run(trajectory_id)
-            if not run.steps:
-                raise InputError(
-                    "has no steps: append at least one before closing", field="states", trajectory_id=trajectory_id
-                )
-            if outcome:
-                run.fields["outcome"] = outcome
-            status = self._write(self._trajectory(run), replace=run.visible == "step")
-            self.journal.remove(trajectory_id)
-        return {"trajectory_id": trajectory_id, "states": len(run.steps), "status": status}
-
-    def _is_open(self, trajectory_id: str) -> bool:
-        try:
-            self.journal.get(trajectory_id)
-        except NotOpen:
-            return False
-        return True
-
-    def _run(self, trajectory_id: str) -> OpenRun:
-        try:
-            return self.journal.get(trajectory_id)
-        except Expired as exc:
-            raise Gone(str(exc)) from exc
-        except NotOpen:
-            stored = self.store.row(trajectory_id) is not None
-            raise NotFound(
-                f"no open trajectory {trajectory_id!r}"
-                + (
-                    ": it is stored (closed) already"
-                    if stored
-                    else ': open it first (MCP: the open_trajectory tool; HTTP: POST /trajectories with "stream": true)'
-                )
-            ) from None
-
-    @staticmethod
-    def _record(run: OpenRun, steps: list[dict[str, Any]], received: list[int]) -> dict[str, Any]:
-        return {"id": run.id, "states": steps, **run.fields, **({RECEIVED: received} if received else {})}
-
-    def _trajectory(self, run: OpenRun) -> Trajectory:
-        return self._validate(self._record(run, run.steps, run.received))
-
     def _validate(self, obj: Any) -> Trajectory:
         return trajectory_from_dict(
             obj, path="<request>", base_dir=self.screenshot_root, screenshot_root=self.screenshot_root
@@ -297,17 +191,19 @@ class MemoryService:
         return figures
 
     def trajectory(self, trajectory_id: str) -> dict:
-        """A stored trajectory's catalog row and one line per state, or an open one's steps so far. The journal is
-        read first: a close removes the open trajectory only after its insert committed, so one being closed is
-        open or stored, never neither (read the other way round, a close in between answered 404)."""
+        """A stored trajectory's catalog row and one line per state (of one committed version, whatever a writer
+        replaces meanwhile), or an open one's steps so far. The journal is read first: a close removes the open
+        trajectory only after its insert committed, so one being closed is open or stored, never neither (read the
+        other way round, a close in between answered 404). One streamed with visible='step' shows its stored
+        steps, marked open."""
         run = self._run_or_none(trajectory_id)
-        row = self.store.row(trajectory_id) if run is None or run.visible == "step" else None
-        if row is None and run is not None:
+        found = self.store.load_committed(trajectory_id) if run is None or run.visible == "step" else None
+        if found is None and run is not None:
             opened = {"id": trajectory_id, "open": True, "visible": run.visible, "opened": run.opened}
             return {**opened, "last_step": run.touched, **run.fields, "n_states": len(run.steps)}
-        if row is None:
+        if found is None:
             raise NotFound(f"no trajectory {trajectory_id!r} in the store")
-        trajectory = self.store.load(trajectory_id)
+        row, trajectory = found
         shots, received_keys = state_notes(self.store, {(trajectory_id, s.index) for s in trajectory.states})
         received = {i for _, i in received_keys}
         return {
@@ -332,20 +228,20 @@ class MemoryService:
             ],
         }
 
-    def _run_or_none(self, trajectory_id: str) -> OpenRun | None:
-        try:
-            return self._run(trajectory_id)
-        except NotFound:
-            return None
-
     def state(self, trajectory_id: str, index: int) -> dict:
-        """One stored state: its header fields and page text, with its provenance."""
-        row = self.store.row(trajectory_id)
-        if row is None:
-            raise NotFound(f"no trajectory {trajectory_id!r} in the store")
-        if not 0 <= index < row.n_states:
+        """One stored state: its header fields and page text, with its provenance (of one committed version of
+        the trajectory, whatever a writer replaces meanwhile)."""
+        try:
+            row, state = self.store.read_committed_state(trajectory_id, index)
+        except StoreChanging:
+            raise
+        except StoreError as exc:
+            if self.store.row(trajectory_id) is None:
+                raise NotFound(f"no trajectory {trajectory_id!r} in the store") from exc
+            raise
+        if state is None:
             raise NotFound(f"trajectory {trajectory_id!r} has states 0..{row.n_states - 1}, not {index}")
-        header, text = self.store.read_state(trajectory_id, index)
+        header, text = state
         return {
             "trajectory_id": trajectory_id,
             "state_index": index,

@@ -2,6 +2,7 @@
 
     <store>/.open/<id>/meta.json      {"id", "fields", "visible", "opened", "touched"}
     <store>/.open/<id>/steps.jsonl    one line per accepted step, appended and synced before it is acknowledged
+    <store>/.open/<id>/closing        while a close writes it: the closing process's id (no more steps meanwhile)
 
 The journal is not part of the stored trajectories: no query, summary or pool reads it, and its folder is private
 to the server's user. A server that restarts (or a client that starts one per call) finds every open trajectory
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 OPEN_DIR = ".open"
 META = "meta.json"
 STEPS = "steps.jsonl"
+CLOSING = "closing"
 DEFAULT_MAX_AGE_S = 24 * 3600.0
 """An open trajectory with no step for this long is discarded."""
 _WRITE = os.O_WRONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -61,6 +63,8 @@ class OpenRun:
     steps: list[dict[str, Any]] = field(default_factory=list)
     received: list[int] = field(default_factory=list)
     """Positions of the steps whose time is the server's receive time."""
+    closing: bool = False
+    """A close is writing it (in a live process): no more steps, no second close."""
 
 
 class Journal:
@@ -159,6 +163,19 @@ class Journal:
             if received:
                 run.received.append(len(run.steps) - 1)
 
+    def mark_closing(self, trajectory_id: str) -> None:
+        """Mark the trajectory as being closed by this process: a close writes it without holding the lock, and no
+        step may be acknowledged meanwhile (it would be lost with the journal). A marker whose process is gone (a
+        server that died mid-close) is ignored."""
+        with self.locked():
+            (self._folder(trajectory_id) / CLOSING).unlink(missing_ok=True)  # a dead close's, or unreadable
+            _write_new(self._folder(trajectory_id) / CLOSING, str(os.getpid()).encode())
+
+    def unmark_closing(self, trajectory_id: str) -> None:
+        """The close failed before its commit: the trajectory takes steps and closes again."""
+        with self.locked():
+            (self._folder(trajectory_id) / CLOSING).unlink(missing_ok=True)
+
     def remove(self, trajectory_id: str) -> None:
         with self.locked():
             self._remove(trajectory_id)
@@ -212,6 +229,7 @@ class Journal:
         run = OpenRun(
             meta["id"], meta.get("fields") or {}, meta.get("visible", "close"), meta["opened"], meta["touched"]
         )
+        run.closing = self._closing(name)
         lines = raw.split(b"\n")
         if lines and lines[-1]:  # a step cut short by a crash was never acknowledged: dropped
             self._truncate(name, len(raw) - len(lines[-1]))
@@ -224,6 +242,24 @@ class Journal:
             if record.get("received"):
                 run.received.append(len(run.steps) - 1)
         return run
+
+    def _closing(self, name: str) -> bool:
+        try:
+            pid = int(self.layout.read_bytes(f"{OPEN_DIR}/{name}/{CLOSING}"))
+        except FileNotFoundError:
+            return False
+        except (RunbookError, ValueError):
+            return False  # unreadable: not a live close's marker
+        if pid == os.getpid():
+            return True
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            (self.root / name / CLOSING).unlink(missing_ok=True)  # its close died with its process
+            return False
+        except PermissionError:
+            return True  # alive, another user's
+        return True
 
     def _truncate(self, name: str, size: int) -> None:
         fd = os.open(self.root / name / STEPS, _WRITE)

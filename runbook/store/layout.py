@@ -1,5 +1,5 @@
 """The host's view of a store's layout (names and paths from runbook.core.layout), and the one way the host
-reads a file in it."""
+reads or writes a file in it."""
 
 from __future__ import annotations
 
@@ -28,22 +28,45 @@ from ..core.layout import (  # noqa: F401
     state_filename,
     trajectory_dirname,
 )
+from . import safe_write
 from .safe_read import open_store_file
 
 
 class Layout:
-    """Paths of one store, and the one way to read a file in it (no symbolic link inside the store is followed)."""
+    """Paths of one store, and the one way to read or write a file in it (no symbolic link inside the store is
+    followed)."""
 
     def __init__(self, root: Path):
         self.root = Path(root)
         self._real_root: str | None = None
 
+    @property
+    def real_root(self) -> str:
+        if self._real_root is None:
+            self._real_root = os.path.realpath(self.root)  # the root may be a link the user chose: resolved once
+        return self._real_root
+
     def open(self, path: str | os.PathLike) -> BinaryIO:
         """A store file (absolute under the root, or root-relative) opened for reading; UnsafeStoreFile when it
         is a symbolic link, passes through one, or is not a regular file."""
-        if self._real_root is None:
-            self._real_root = os.path.realpath(self.root)  # the root may be a link the user chose: resolved once
-        return open_store_file(self._real_root, self.root, path)
+        return open_store_file(self.real_root, self.root, path)
+
+    def open_for_write(self, path: str | os.PathLike, flags: int) -> int:
+        """An fd of a store file opened with `flags` (os.O_WRONLY, os.O_CREAT, ...), never through a link."""
+        return safe_write.open_for_write(self.real_root, self.root, path, flags)
+
+    def append(self, path: str | os.PathLike, chunks: list[bytes]) -> None:
+        """Append to a store file (created, with its folders, when missing), never through a link."""
+        safe_write.append(self.real_root, self.root, path, chunks)
+
+    def truncate(self, path: str | os.PathLike, size: int) -> None:
+        """Cut a store file to `size` bytes when it is longer, never through a link."""
+        safe_write.truncate(self.real_root, self.root, path, size)
+
+    def replace(self, path: str | os.PathLike, data: bytes) -> None:
+        """Write a store file atomically (a temporary file renamed over it): a link there is replaced, not
+        written through."""
+        safe_write.replace(self.real_root, self.root, path, data)
 
     def read_bytes(self, path: str | os.PathLike) -> bytes:
         with self.open(path) as fh:

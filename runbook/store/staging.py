@@ -50,6 +50,9 @@ class StagedTrajectory:
     """Attached by the writer's process (it is not sent back from workers)."""
     derived: dict = field(default_factory=dict)
     """name -> what a deriver computed from the trajectory in the worker (e.g. method R's pool documents)."""
+    final_dirname: str | None = None
+    """The folder name it is committed under (set by the writer before its listeners run): `dirname`, or the
+    folder of the trajectory it replaces, or `dirname` with a hash when another id cleaned to the same name."""
 
 
 def _screenshot_paths(trajectory: Trajectory) -> dict[int, tuple[str, str]]:

@@ -7,17 +7,20 @@ import hashlib
 import os
 import shutil
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import orjson
 
-from ..errors import ConflictError, StoreError
+from ..errors import ConflictError, StoreChanging, StoreError
 from ..trajectory.model import Trajectory, trajectory_from_dict
 from . import catalog
 from .catalog import TrajectoryRow
+from .check import check_catalog, refuse_unsafe_for_writing
 from .layout import (
     FINGERPRINT_FILE,
     FORMAT_VERSION,
@@ -30,6 +33,8 @@ from .layout import (
 )
 from .staging import StagedTrajectory, stage
 from .statefile import parse_state
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,12 +77,11 @@ class Store:
         self.layout.trajectories.mkdir(exist_ok=True)
         catalog.connect(self.layout.catalog).close()
         meta = {"format": FORMAT_VERSION, "created": _now(), "layout": "trajectories/<id>/states/NNNN.md"}
-        tmp = self.layout.meta.with_suffix(".tmp")
-        tmp.write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
-        os.replace(tmp, self.layout.meta)
+        self.layout.replace(self.layout.meta, orjson.dumps(meta, option=orjson.OPT_INDENT_2))
 
     # -- reading -------------------------------------------------------------------------------------------------
     def connect(self) -> sqlite3.Connection:
+        check_catalog(self.layout)  # SQLite would follow a planted link, or wait on a FIFO
         return catalog.connect(self.layout.catalog, readonly=True)
 
     def rows(self) -> list[TrajectoryRow]:
@@ -105,7 +109,9 @@ class Store:
 
     def load(self, trajectory_id: str) -> Trajectory:
         """The stored trajectory, screenshots as absolute paths inside the store."""
-        folder = self.trajectory_dir(trajectory_id)
+        return self._load_folder(self.trajectory_dir(trajectory_id))
+
+    def _load_folder(self, folder: Path) -> Trajectory:
         obj = orjson.loads(self.layout.read_bytes(folder / TRAJECTORY_FILE))
         return trajectory_from_dict(
             obj, path=str(folder / TRAJECTORY_FILE), base_dir=str(folder), check_screenshots=False, check_times=False
@@ -122,14 +128,74 @@ class Store:
         """(header fields, page text) of a state named by its trajectory's folder (as the pools record it)."""
         return parse_state(self.layout.read_text(self.layout.state_file(dirname, index)))
 
+    def load_committed(self, trajectory_id: str) -> tuple[TrajectoryRow, Trajectory] | None:
+        """(catalog row, trajectory) of one committed version, or None when the id is not stored. What a server
+        reads while a writer may replace the trajectory: the row and the files agree (see `_as_committed`)."""
+        return self._as_committed(trajectory_id, lambda _row, folder: self._load_folder(folder))
+
+    def read_committed_state(self, trajectory_id: str, index: int) -> tuple[TrajectoryRow, tuple[dict, str] | None]:
+        """(catalog row, (header, page text) of state `index`, or None past its last state) of one committed
+        version; StoreError when the id is not stored."""
+
+        def read(row: TrajectoryRow, folder: Path) -> tuple[dict, str] | None:
+            if not 0 <= index < row.n_states:
+                return None
+            return parse_state(self.layout.read_text(folder / STATES_DIR / state_filename(index)))
+
+        found = self._as_committed(trajectory_id, read)
+        if found is None:
+            raise StoreError(f"no trajectory {trajectory_id!r} in the store at {self.root}")
+        return found
+
+    def _as_committed(
+        self, trajectory_id: str, read: Callable[[TrajectoryRow, Path], T]
+    ) -> tuple[TrajectoryRow, T] | None:
+        """`read(row, folder)` of a version whose folder holds what its catalog row says: the folder's fingerprint
+        is the row's before and after the read. A writer replacing a trajectory renames the new folder in before
+        its row commits (and for a moment there is no folder): a reader that lands in between reads again, so it
+        never pairs one version's row with the other's files (a GET once said n_states 1 beside 2 states)."""
+        pause = 0.002
+        for _ in range(_COMMITTED_READS):
+            row = self.row(trajectory_id)
+            if row is None:
+                return None
+            folder = self.layout.trajectory_dir(row.dir)
+            try:
+                if _folder_fingerprint(self.layout, folder) == row.fingerprint:
+                    value = read(row, folder)
+                    if _folder_fingerprint(self.layout, folder) == row.fingerprint:
+                        return row, value
+            except FileNotFoundError:
+                pass  # between the two renames of a replace
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+        raise StoreChanging(
+            f"trajectory {trajectory_id!r} kept changing while it was read ({_COMMITTED_READS} tries): retry"
+        )
+
     def iter_trajectories(self) -> Iterator[Trajectory]:
         for row in self.rows():
             yield self.load(row.id)
 
     # -- writing -------------------------------------------------------------------------------------------------
-    def writer(self) -> StoreWriter:
-        """Exclusive writer: serialises concurrent inserts and repairs what a crashed writer left."""
-        return StoreWriter(self)
+    def writer(self, *, check_pools: bool = True) -> StoreWriter:
+        """Exclusive writer: serialises concurrent inserts and repairs what a crashed writer left. UnsafeStoreFile,
+        before anything is written, when a file where it writes is a link or not a regular file."""
+        return StoreWriter(self, check_pools=check_pools)
+
+    def writing(self) -> bool:
+        """Whether a writer holds the store's lock now (in this process or another)."""
+        try:
+            fh = self.layout.open(self.layout.lock)
+        except (FileNotFoundError, StoreError):
+            return False  # never written, or a planted lock (which a writer refuses)
+        with fh:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            return False
 
     def stats(self) -> dict:
         from .stats import compute_stats
@@ -149,22 +215,27 @@ class _Closing:
 
 
 CommitListener = Callable[["Store", StagedTrajectory, str], None]
-"""Called after a trajectory's catalog rows commit, with its status ('inserted' or 'replaced');
-`staged.trajectory` is the Trajectory itself."""
+"""Called with a trajectory's status ('inserted' or 'replaced') inside the transaction that commits its catalog
+rows: when a listener raises, the rows are rolled back and the trajectory's folder removed (the one it replaced put
+back). `staged.trajectory` is the Trajectory itself, `staged.final_dirname` its folder. A listener with a
+`rollback()` method is asked to undo its part when a later listener or the commit itself fails."""
 
 
 class StoreWriter:
     """Holds the store's write lock; inserts trajectories one at a time, each atomically."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, *, check_pools: bool = True):
+        """`check_pools`: False for a writer that rebuilds the pools (a link planted in them is discarded then)."""
         self.store = store
         self.layout = store.layout
         self.listeners: list[CommitListener] = []
-        self._lock_fh = open(self.layout.lock, "a+")
+        # the lock file is opened without following a link (a dangling one made runbook create a file there)
+        self._lock_fd = self.layout.open_for_write(self.layout.lock, os.O_RDWR | os.O_CREAT)
         try:
-            fcntl.flock(self._lock_fh, fcntl.LOCK_EX)
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+            refuse_unsafe_for_writing(self.layout, pools=check_pools)  # before anything is written
         except BaseException:
-            self._lock_fh.close()
+            os.close(self._lock_fd)
             raise
         self.conn: sqlite3.Connection | None = catalog.connect(self.layout.catalog)
         """None once closed."""
@@ -197,8 +268,8 @@ class StoreWriter:
         finally:
             self.conn.close()
             self.conn = None
-            fcntl.flock(self._lock_fh, fcntl.LOCK_UN)
-            self._lock_fh.close()
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
 
     def _recover(self) -> None:
         """Undo what a killed writer left: temporary folders, uncommitted folders, a replace cut in half."""
@@ -211,9 +282,9 @@ class StoreWriter:
                 shutil.rmtree(entry, ignore_errors=True)
             elif name.startswith(TRASH_PREFIX):
                 original = base / name[len(TRASH_PREFIX) :]
-                if known.get(original.name) == _read_fingerprint(entry) and _read_fingerprint(original) != known.get(
-                    original.name
-                ):
+                if known.get(original.name) == _read_fingerprint(self.layout, entry) and _read_fingerprint(
+                    self.layout, original
+                ) != known.get(original.name):
                     # the replacement was renamed in but its row never committed: put the old one back
                     shutil.rmtree(original, ignore_errors=True)
                     os.replace(entry, original)
@@ -252,6 +323,7 @@ class StoreWriter:
                 raise StoreError(f"trajectory {staged.trajectory_id!r} changed while inserting; run the insert again")
             return self.insert(staged.trajectory, replace=replace)
         dirname = existing[0].dir if existing else self._free_dirname(staged.dirname, staged.trajectory_id)
+        staged.final_dirname = dirname
         final = self.layout.trajectory_dir(dirname)
         trash = None
         if final.exists():
@@ -259,14 +331,31 @@ class StoreWriter:
             shutil.rmtree(trash, ignore_errors=True)
             os.replace(final, trash)
         os.replace(staged.folder, final)
-        self._commit_rows(staged, dirname, replacing=bool(existing))
+        status = "replaced" if existing else "inserted"
+        try:
+            # one transaction: the rows and what the listeners derive (the pools) stand or fall together
+            with self._open_conn:
+                self._insert_rows(staged, dirname, replacing=bool(existing))
+                for listener in self.listeners:
+                    listener(self.store, staged, status)
+        except BaseException:
+            self._undo(staged, final, trash)
+            raise
         if trash is not None:
             shutil.rmtree(trash, ignore_errors=True)
         self.changed = True
-        status = "replaced" if existing else "inserted"
-        for listener in self.listeners:
-            listener(self.store, staged, status)
         return InsertOutcome(staged.trajectory_id, status, staged.n_states, staged.tokens)
+
+    def _undo(self, staged: StagedTrajectory, final: Path, trash: Path | None) -> None:
+        """After a failed commit (its rows rolled back): the listeners undo their part, the new folder goes and the
+        one it replaced comes back, so the store is as it was before this trajectory."""
+        for listener in self.listeners:
+            rollback = getattr(listener, "rollback", None)
+            if rollback is not None:
+                rollback(staged)
+        shutil.rmtree(final, ignore_errors=True)
+        if trash is not None:
+            os.replace(trash, final)
 
     def _free_dirname(self, dirname: str, trajectory_id: str) -> str:
         """The folder name for a new id; two ids that clean to the same name get a hash suffix."""
@@ -275,45 +364,45 @@ class StoreWriter:
             return dirname
         return f"{dirname}-{hashlib.sha1(trajectory_id.encode()).hexdigest()[:10]}"
 
-    def _commit_rows(self, staged: StagedTrajectory, dirname: str, *, replacing: bool) -> None:
+    def _insert_rows(self, staged: StagedTrajectory, dirname: str, *, replacing: bool) -> None:
+        """The trajectory's catalog rows, inside the caller's transaction."""
         traj = staged.trajectory
         assert traj is not None  # attached by insert(), or by the writer process before commit()
         success = traj.succeeded
         conn = self._open_conn
-        with conn:
-            if replacing:
-                conn.execute("DELETE FROM states WHERE trajectory_id = ?", (staged.trajectory_id,))
-                conn.execute("DELETE FROM trajectories WHERE id = ?", (staged.trajectory_id,))
-            conn.execute(
-                "INSERT INTO trajectories (id, dir, domain, site, goal, start_url, outcome, success, n_states, "
-                "n_screenshots, n_errors, tokens, bytes, first_ts, last_ts, fingerprint, source, inserted_at) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    staged.trajectory_id,
-                    dirname,
-                    traj.domain,
-                    traj.site,
-                    traj.goal,
-                    traj.start_url,
-                    traj.outcome,
-                    None if success is None else int(success),
-                    staged.n_states,
-                    staged.n_screenshots,
-                    staged.n_errors,
-                    staged.tokens,
-                    staged.bytes,
-                    traj.first_timestamp,
-                    traj.last_timestamp,
-                    staged.fingerprint,
-                    _source_text(traj),
-                    _now(),
-                ),
-            )
-            conn.executemany(
-                "INSERT INTO states (trajectory_id, state_index, url, title, timestamp, action, action_error, "
-                "tokens, screenshot) VALUES (?,?,?,?,?,?,?,?,?)",
-                [(staged.trajectory_id, *row) for row in staged.state_rows],
-            )
+        if replacing:
+            conn.execute("DELETE FROM states WHERE trajectory_id = ?", (staged.trajectory_id,))
+            conn.execute("DELETE FROM trajectories WHERE id = ?", (staged.trajectory_id,))
+        conn.execute(
+            "INSERT INTO trajectories (id, dir, domain, site, goal, start_url, outcome, success, n_states, "
+            "n_screenshots, n_errors, tokens, bytes, first_ts, last_ts, fingerprint, source, inserted_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                staged.trajectory_id,
+                dirname,
+                traj.domain,
+                traj.site,
+                traj.goal,
+                traj.start_url,
+                traj.outcome,
+                None if success is None else int(success),
+                staged.n_states,
+                staged.n_screenshots,
+                staged.n_errors,
+                staged.tokens,
+                staged.bytes,
+                traj.first_timestamp,
+                traj.last_timestamp,
+                staged.fingerprint,
+                _source_text(traj),
+                _now(),
+            ),
+        )
+        conn.executemany(
+            "INSERT INTO states (trajectory_id, state_index, url, title, timestamp, action, action_error, "
+            "tokens, screenshot) VALUES (?,?,?,?,?,?,?,?,?)",
+            [(staged.trajectory_id, *row) for row in staged.state_rows],
+        )
 
 
 def _discard(staged: StagedTrajectory) -> None:
@@ -321,10 +410,19 @@ def _discard(staged: StagedTrajectory) -> None:
         shutil.rmtree(staged.folder, ignore_errors=True)
 
 
-def _read_fingerprint(folder: Path) -> str | None:
+_COMMITTED_READS = 200
+"""Reads of a trajectory a writer is replacing before giving up (about 10 s: a replace commits in well under)."""
+
+
+def _folder_fingerprint(layout: Layout, folder: Path) -> str:
+    """The fingerprint a trajectory's folder was written with; FileNotFoundError when the folder is not there."""
+    return layout.read_text(folder / FINGERPRINT_FILE).strip()
+
+
+def _read_fingerprint(layout: Layout, folder: Path) -> str | None:
     try:
-        return (folder / FINGERPRINT_FILE).read_text().strip()
-    except OSError:
+        return layout.read_text(folder / FINGERPRINT_FILE).strip()
+    except (OSError, StoreError):  # missing, or planted (a link, a FIFO): not this writer's fingerprint
         return None
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
-from pathlib import Path
 
 from .layout import SUMMARY_ACTIONS, SUMMARY_TABLE
 
@@ -20,12 +18,11 @@ def _clean(value) -> str:
 def render_summaries(store, conn: sqlite3.Connection) -> None:
     """Rewrite summaries/ from the catalog (atomically per file); cheap enough to redo after every insert run."""
     out = store.layout.summaries
-    out.mkdir(exist_ok=True)
     rows = conn.execute(
         "SELECT seq, id, site, outcome, n_states, first_ts, last_ts, start_url, goal FROM trajectories ORDER BY seq"
     ).fetchall()
     table = ["\t".join(TABLE_COLUMNS)] + ["\t".join(_clean(v) for v in row) for row in rows]
-    _write_atomic(out / SUMMARY_TABLE, "\n".join(table) + "\n")
+    store.layout.replace(out / SUMMARY_TABLE, ("\n".join(table) + "\n").encode("utf-8"))
     actions: dict[str, list[tuple[int, str, str, str]]] = {}
     for tid, idx, url, action, error in conn.execute(
         "SELECT trajectory_id, state_index, url, action, action_error FROM states ORDER BY trajectory_id, state_index"
@@ -41,10 +38,5 @@ def render_summaries(store, conn: sqlite3.Connection) -> None:
                 line += f"  !! {_clean(error)[:100]}"
             lines.append(line)
         lines.append("")
-    _write_atomic(out / SUMMARY_ACTIONS, "\n".join(lines))
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    # atomically, through the store's layout: a link planted in summaries/ is replaced, never written through
+    store.layout.replace(out / SUMMARY_ACTIONS, "\n".join(lines).encode("utf-8"))

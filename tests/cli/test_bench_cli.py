@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import sys
 
 from click.testing import CliRunner
 
@@ -106,3 +108,31 @@ def test_a_run_not_on_a_terminal_prints_each_question_as_it_is_answered(tmp_path
         "R 2k: 2/3",
         "R 2k: 3/3",
     ]
+
+
+def test_ray_without_the_extra_says_how_to_get_it(tmp_path, monkeypatch):
+    """A plain install has no Ray: `--ray` names the extra to install, exits 1 and writes no run folder."""
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError, as without the extra
+    write_dataset(tmp_path / "gen", seed=3, n=4, screenshots=False)
+    config = tmp_path / "gen.toml"
+    config.write_text(CONFIG.format(questions=tmp_path / "gen"))
+    result = CliRunner().invoke(main, ["bench", "run", str(config), "--ray"])
+    assert result.exit_code == 1, result.output
+    assert "pip install 'runbook[ray]'" in result.output
+    assert not (tmp_path / "runs").exists()
+    local = CliRunner().invoke(main, ["bench", "run", str(config), "--only", "R", "--workers", "1"])
+    assert local.exit_code == 0, local.output  # the same install runs the bench in this process
+
+
+def test_ray_with_no_cluster_at_the_address_says_so(tmp_path):
+    """`--ray HOST:PORT` where nothing listens fails at once (Ray itself would wait minutes) and writes nothing."""
+    write_dataset(tmp_path / "gen", seed=3, n=4, screenshots=False)
+    config = tmp_path / "gen.toml"
+    config.write_text(CONFIG.format(questions=tmp_path / "gen"))
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]  # bound, never listening: a connection is refused
+        result = CliRunner().invoke(main, ["bench", "run", str(config), "--ray", f"127.0.0.1:{port}"])
+    assert result.exit_code == 1, result.output
+    assert f"no Ray cluster answers at 127.0.0.1:{port}" in result.output
+    assert not (tmp_path / "runs").exists()

@@ -47,7 +47,7 @@ def assert_within(context, budget: int) -> None:
     assert context.tokens <= budget, f"{context.tokens} of {budget} tokens"
     data = json.loads(context.to_json_text())
     assert data["tokens"] == context.tokens and data["budget"] == budget
-    assert data["tokens"] == (count_tokens(f"Analysis: {data['analysis']}") if data["analysis"] else 0) + sum(
+    assert data["tokens"] == (count_tokens(f"Analysis: {data['analysis']}\n") if data["analysis"] else 0) + sum(
         item["tokens"] for item in data["items"]
     )
     lme = context.to_lme_items()

@@ -151,7 +151,7 @@ def test_anthropic_policy_returns_a_screenshot_with_its_state(store):
     assert (item.trajectory_id, item.state_index, item.kind) == ("inf-app-1", 0, "state")
     assert item.screenshot == "trajectories/inf-app-1/screenshots/0000.png" and item.label == "failed run"
     lme = context.to_lme_items()
-    assert lme[0] == {"type": "text", "value": "Analysis: The team settings page is inf-app-1 state 0."}
+    assert lme[0] == {"type": "text", "value": "Analysis: The team settings page is inf-app-1 state 0.\n"}
     assert lme[2]["type"] == "image" and Path(lme[2]["value"]).read_bytes() == PNG
     second = server.requests[1]
     assert second["system"][0]["cache_control"] == {"type": "ephemeral"}

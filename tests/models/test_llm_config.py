@@ -97,3 +97,10 @@ def test_config_show_prints_sources_and_masks_keys(tmp_path, monkeypatch):
     assert "file " in next(l for l in result.output.splitlines() if l.strip().startswith("policy"))
     as_json = CliRunner().invoke(config, ["show", "--json"])
     assert '"value": "****1234"' in as_json.output and "secret" not in as_json.output
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_a_float_setting_must_be_finite(monkeypatch, value):
+    monkeypatch.setenv("RUNBOOK_MAX_SECONDS", value)
+    with pytest.raises(ConfigError, match=f"max_seconds must be a finite float, got '{value}'"):
+        load_settings()

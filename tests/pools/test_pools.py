@@ -47,7 +47,7 @@ def test_replaced_trajectory_supersedes_its_old_documents(store, tmp_path):
 
 def test_uncommitted_tail_of_a_killed_writer_is_dropped(store, tmp_path):
     _insert(store, tmp_path, [_trajectory("t-a", "alpha")])
-    writer = PoolWriter(store.layout.pools)
+    writer = PoolWriter(store.layout)
     from runbook.pools.documents import trajectory_docs
 
     writer.add(trajectory_docs(_trajectory("t-x", "xray"), "t-x"))
@@ -55,7 +55,7 @@ def test_uncommitted_tail_of_a_killed_writer_is_dropped(store, tmp_path):
         with open(store.layout.pools / rel, "ab") as fh:
             fh.write(b"".join(chunks))
     assert ("t-x", 0) not in _live_ids(store)
-    PoolWriter(store.layout.pools).commit()  # the next writer truncates to the manifest
+    PoolWriter(store.layout).commit()  # the next writer truncates to the manifest
     assert _live_ids(store) == {("t-a", i) for i in range(3)}
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+from pathlib import Path
 
 import click
 import pytest
@@ -63,6 +66,7 @@ def test_check_reports_every_limit_and_runs_every_agent_tool(backend, tiny_store
         "output cannot forge the exit code",
         "no new user namespace or mount",
         "no unbounded tmpfs at /dev/shm",
+        "an IPC namespace of its own, emptied after each call",
         "agent tool search runs",
         "agent tool show runs",
         "agent tool read runs",
@@ -73,6 +77,30 @@ def test_check_reports_every_limit_and_runs_every_agent_tool(backend, tiny_store
     if backend == "docker":
         assert status["no container log (log driver none)"] == "enforced" and not report["not_enforced"]
     assert "every claimed limit holds" in report["verdict"]
+    docker, as_root, as_user = readme_check_counts()
+    if backend == "docker":
+        assert len(report["limits"]) == docker[0], "the README's count of docker's checks"
+    elif os.geteuid() == 0:
+        assert len(report["limits"]) == as_root[0], "the README's count of bwrap's checks, run as root"
+    else:
+        enforced = sum(limit["status"] == "enforced" for limit in report["limits"])
+        assert [enforced, len(report["limits"]) - enforced] == as_user, "the README's counts for bwrap as a user"
+
+
+def readme_check_counts() -> list[list[int]]:
+    """The numbers in the README's row for `runbook sandbox check`: docker, bwrap as root, bwrap as a user."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| `runbook sandbox check` |"))
+    return [[int(n) for n in re.findall(r"\d+", cell)] for cell in row.strip().strip("|").split("|")[1:]]
+
+
+def test_the_readme_states_the_docker_sandboxs_cpus():
+    from runbook.sandbox.base import SandboxLimits
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| CPU |"))
+    assert row.split("|")[2].strip().startswith(f"{SandboxLimits().cpus:g} CPUs"), row
+    assert f"gets {('one', 'two')[int(SandboxLimits().cpus) - 1]} CPUs" in readme
 
 
 def test_check_without_a_store_still_probes(tmp_path):
@@ -99,3 +127,15 @@ def test_check_exits_1_when_a_claimed_limit_does_not_hold(tiny_store, monkeypatc
     assert CliRunner().invoke(cli(tiny_store), ["sandbox", "check", "--sandbox", "local"]).exit_code == 0
     strict = CliRunner().invoke(cli(tiny_store), ["sandbox", "check", "--sandbox", "local", "--strict"])
     assert strict.exit_code == 1 and "NOT ENFORCED here: network" in strict.output
+
+
+@pytest.mark.parametrize("timeout", ["nan", "inf", "-1", "0"])
+def test_exec_refuses_a_timeout_that_is_not_a_positive_number_without_a_traceback(tiny_store, timeout):
+    from runbook.cli import main
+
+    result = CliRunner().invoke(
+        main, ["--store", str(tiny_store), "sandbox", "exec", "--sandbox", "local", "--timeout", timeout, "--", "true"]
+    )
+    assert result.exit_code == 1
+    assert isinstance(result.exception, SystemExit), result.exception  # a clear line, not an uncaught error
+    assert f"error: timeout must be a positive number of seconds, got {float(timeout)}" in result.output

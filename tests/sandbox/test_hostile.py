@@ -203,6 +203,24 @@ def test_no_unbounded_tmpfs_in_dev_shm(make_box):
     assert "WROTE" not in result.output, result.output
 
 
+def test_shared_memory_a_call_leaves_does_not_starve_the_next_calls(make_box):
+    """System V segments belong to the IPC namespace, not to a process: 2 x 200 MB made in one call outlived it and
+    every later call of the sandbox was OOM-killed (issue 22, item 7). The wrapper now empties the sandbox's own
+    IPC namespace when a call ends; the probe of `sandbox check` says so."""
+    from runbook.sandbox.probes import IPC_FILL, ipc_private
+
+    box = make_box()  # 128 MB: two segments of 48 MB, then a call that needs 64
+    made = box.exec(["python3", "-", "48"], timeout=30, stdin=IPC_FILL)
+    assert "MADE 2" in made.output, made.output  # really made, and not removed by the call itself
+    for _ in range(3):
+        after = box.exec(["python3", "-c", "b = bytearray(64 * 2**20); print('ALLOCATED')"], timeout=30)
+        assert after.ok and "ALLOCATED" in after.output, after.output
+    left = box.exec(["cat", "/proc/sysvipc/shm", "/proc/sysvipc/sem", "/proc/sysvipc/msg"], timeout=10)
+    assert len(left.output.splitlines()) == 3, left.output  # the three headers, nothing else
+    held, seen = ipc_private(box)
+    assert held, seen
+
+
 UNSHARE = """
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)

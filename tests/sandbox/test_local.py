@@ -60,7 +60,7 @@ def test_exec_before_start_and_bad_commands_say_what_to_do(tiny_store):
     with box:
         with pytest.raises(SandboxError, match="non-empty list"):
             box.exec([], timeout=1)
-        with pytest.raises(SandboxError, match="timeout must be positive"):
+        with pytest.raises(SandboxError, match="timeout must be a positive number"):
             box.exec("true", timeout=0)
 
 

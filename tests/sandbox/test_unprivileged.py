@@ -64,3 +64,10 @@ def test_bwrap_as_an_unprivileged_user_holds_what_it_claims(bwrap_ready):
     if os.geteuid() == 0:  # nobody may not make a cgroup: the whole-sandbox limits are said to be missing
         missing = {limit["key"]: limit["detail"] for limit in limits if limit["status"] == "NOT ENFORCED"}
         assert set(missing) == {"memory_total", "pids_total"} and "no cgroup" in missing["memory_total"]
+    assert status["ipc"] == "enforced"
+    if os.geteuid() == 0:  # as nobody without a cgroup: the case the README's third column describes
+        from runbook.checks.sandbox import tools_with_commands
+        from tests.sandbox.test_cli_sandbox import readme_check_counts
+
+        enforced = sum(limit["status"] == "enforced" for limit in limits) + len(tools_with_commands())
+        assert [enforced, len(missing)] == readme_check_counts()[2]  # the agent tools' runs are checks too

@@ -1,5 +1,5 @@
 """Open trajectories journaled in the store: read back by another process, a step cut short by a crash dropped,
-an expired one discarded with a clear error."""
+an expired one discarded with a clear error, a close under way marked for every process."""
 
 from __future__ import annotations
 
@@ -47,3 +47,27 @@ def test_an_open_trajectory_past_the_age_limit_is_discarded_with_a_clear_error(s
     time.sleep(0.4)
     assert journal.sweep() == ["older-run"] and os.listdir(store.root / ".open") == [".lock"]
     assert journal.ids() == []
+
+
+def test_a_close_under_way_in_another_process_refuses_steps_until_that_process_is_gone(store):
+    """A close writes without holding the journal's lock, so it marks the trajectory closing in the journal itself:
+    a server process over the same store would otherwise acknowledge a step that the close then drops. A mark left
+    by a process that died mid-close is not a close under way: the trajectory takes steps (and a close) again."""
+    import subprocess
+    import sys
+
+    journal = Journal(store.layout)
+    journal.create("run-3", {}, visible="close")
+    closer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (store.root / ".open" / "run-3" / "closing").write_text(str(closer.pid))
+        assert Journal(store.layout).get("run-3").closing is True
+    finally:
+        closer.kill()
+        closer.wait()
+    assert Journal(store.layout).get("run-3").closing is False  # its process is gone
+    assert not (store.root / ".open" / "run-3" / "closing").exists()
+    journal.mark_closing("run-3")
+    assert Journal(store.layout).get("run-3").closing is True
+    journal.unmark_closing("run-3")  # the close failed before its commit
+    assert Journal(store.layout).get("run-3").closing is False

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -83,7 +84,8 @@ def test_the_sandbox_tools_see_no_injected_field(tmp_path, brk):
         [sys.executable, str(TOOLS / "show"), "--store", str(store.root), "wa-1", "0"],
         capture_output=True,
         text=True,
-        env={"PYTHONPATH": str(TOOLS)},
+        # this checkout's core beside the programs, as the sandbox has it (not whatever runbook is installed)
+        env={"PYTHONPATH": os.pathsep.join([str(TOOLS), str(ROOT)])},
         timeout=30,
     )
     assert shown.returncode == 0, shown.stderr

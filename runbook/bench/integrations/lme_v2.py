@@ -4,6 +4,8 @@ The harness takes memories that subclass its `memory_modules.memory.Memory` and 
 `memory_type`; it builds one from `{"memory_type": "runbook", "memory_params": {...}}`, streams the haystack's
 trajectories into `insert(trajectory: dict)`, then times `query(query, query_image=None)`, which returns
 `[{"type": "text"|"image", "value": ...}]` (most important first: the harness drops whole items from the tail).
+With `--save-memory` it calls `_save_backend(dir)` after the inserts, and `--load-memory-dir` builds a fresh
+memory and calls `_load_backend(dir)` before any query.
 
 Run it from a checkout of the harness (its data prepared as its README says):
 
@@ -15,10 +17,20 @@ Run it from a checkout of the harness (its data prepared as its README says):
 
 That selects the domain's questions and their haystacks with the harness's own data functions, registers the
 `runbook` memory type, writes its memory config, and runs `evaluation/harness.py` with everything after `--`.
-`memory_params`: `method` (a name in runbook.memory.METHODS, default r), `budget` (default 8k), `options`
-(the method's keyword options), `screenshot_root` (where relative screenshot paths start; the harness gives custom
-types no data root, so the launcher sets it to --data-root), `store_dir` (a parent folder for the stores; default a
-temporary folder, removed at exit).
+`memory_params`: `method` (a name in runbook.memory.METHODS, default r), `budget` (default 8k: set it to the
+harness's --memory-context-max-tokens), `tokenizer` (the reader's tokenizer: a tokenizer.json, its folder, or a
+Hugging Face name in the local cache; the context is then counted as the harness counts it, chat template and
+image tokens included; without it runbook keeps runbook.reader_tokens.CL100K_MARGIN of the budget free),
+`options` (the method's keyword options), `screenshot_root` (where relative screenshot paths start; the harness
+gives custom types no data root, so the launcher sets it to --data-root), `store_dir` (a parent folder for the
+stores; default the system's temporary folder), `keep_stores` (idle stores kept for reuse, default 1).
+
+Stores: the harness builds one memory per question when haystacks differ. A memory whose trajectories so far are
+the beginning of a finished store's haystack waits instead of inserting; at its first query it shares that store
+when the haystacks are equal (one store per distinct haystack), and builds its own otherwise. A store nobody uses
+is kept for reuse up to `keep_stores`, then removed, and every store is removed at exit; so disk use is bounded by
+the stores in use plus `keep_stores`. Image items point at the screenshot files the trajectories named (the data
+root's), not into a store, so the harness's `per_question.jsonl` never names a deleted file.
 
 Nothing here imports the harness until `register()` or the launcher runs, so runbook works without it.
 """
@@ -27,22 +39,40 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
+import dataclasses
 import json
+import os
+import re
 import shutil
 import sys
 import tempfile
+import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ...budget import parse_budget
+from ...context import Context, pack
 from ...errors import InputError
 from ...memory import get_memory
+from ...reader_tokens import ReaderCounter, fit_context
 from ...store import Store
 from ...trajectory.model import Trajectory, trajectory_from_dict
 from ...trajectory.readers import content_form
 
 MEMORY_TYPE = "runbook"
+SAVED_STORE = "runbook_store"
+"""The folder `_save_backend` writes the store to, inside the harness's memory_state folder."""
+SAVED_SOURCES = "runbook_screenshots.json"
+"""Beside it: which screenshot file each stored state came from, so a loaded memory names the same files."""
+VISUAL_SCREENSHOTS = 2
+"""Leading items that get their state's screenshot right after their text when a question is visual."""
+_VISUAL = re.compile(
+    r"\b(screenshots?|images?|pictures?|icons?|colou?rs?|logos?|visual(ly)?|look(s)? like|shown in|appear(s|ance)?)\b",
+    re.IGNORECASE,
+)
 
 
 def trajectory_of(obj: dict, screenshot_root: str | None) -> Trajectory:
@@ -52,33 +82,290 @@ def trajectory_of(obj: dict, screenshot_root: str | None) -> Trajectory:
     return trajectory_from_dict(obj, base_dir=screenshot_root)
 
 
+def is_visual(question: str, image: str | None) -> bool:
+    """A question that carries an image or asks about what a page looks like."""
+    return image is not None or bool(_VISUAL.search(question))
+
+
+@dataclasses.dataclass
+class _StoreEntry:
+    folder: Path
+    memory: Any
+    config: str
+    ids: list[str]
+    owned: bool = True
+    """False for a store the harness saved (loaded from its memory_state folder): never removed here."""
+    complete: bool = False
+    """The memory that built it has queried: its haystack is final and it may be shared."""
+    users: int = 0
+    last_used: int = 0
+
+
+class StorePool:
+    """This process's stores, one per distinct haystack: shared between memories with equal haystacks, at most
+    `keep` idle ones kept for reuse, every one removed at exit."""
+
+    def __init__(self) -> None:
+        self.entries: list[_StoreEntry] = []
+        self.lock = threading.Lock()
+        self.clock = 0
+        atexit.register(self.clear)
+
+    def new(self, config: str, method: str, options: dict, parent: str | None) -> _StoreEntry:
+        if parent:
+            Path(parent).mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix="runbook-lme-", dir=parent))
+        memory = get_memory(method, Store(folder / "store", create=True), **options)
+        entry = _StoreEntry(folder, memory, config, [], users=1)
+        with self.lock:
+            self.entries.append(entry)
+        return entry
+
+    def shares_prefix(self, config: str, ids: list[str]) -> bool:
+        """A finished store whose haystack starts with `ids` exists (a memory may wait for it)."""
+        n = len(ids)
+        return any(e.complete and e.config == config and e.ids[:n] == ids for e in self.entries)
+
+    def acquire(self, config: str, ids: list[str]) -> _StoreEntry | None:
+        """The finished store with exactly this haystack, leased; None when there is none."""
+        with self.lock:
+            for entry in self.entries:
+                if entry.complete and entry.config == config and entry.ids == ids:
+                    entry.users += 1
+                    return entry
+        return None
+
+    def finish(self, entry: _StoreEntry) -> None:
+        with self.lock:
+            entry.complete = True
+            self.clock += 1
+            entry.last_used = self.clock
+
+    def release(self, entry: _StoreEntry, keep: int) -> None:
+        """One user fewer; idle stores beyond `keep` (least recently used first) and unfinished idle ones go."""
+        with self.lock:
+            entry.users -= 1
+            self.clock += 1
+            entry.last_used = self.clock
+            idle = sorted((e for e in self.entries if e.users <= 0), key=lambda e: (e.complete, e.last_used))
+            doomed = [e for e in idle if not e.complete]
+            finished = [e for e in idle if e.complete]
+            doomed += finished[: max(0, len(finished) - keep)]
+            for gone in doomed:
+                self.entries.remove(gone)
+        for gone in doomed:
+            self._remove(gone)
+
+    def clear(self) -> None:
+        with self.lock:
+            entries, self.entries = self.entries, []
+        for entry in entries:
+            self._remove(entry)
+
+    @staticmethod
+    def _remove(entry: _StoreEntry) -> None:
+        close = getattr(entry.memory, "close", None)
+        if callable(close):
+            close()
+        if entry.owned:
+            shutil.rmtree(entry.folder, ignore_errors=True)
+
+
+STORES = StorePool()
+
+
+class _Lease:
+    """What a memory holds of the pool; released when the memory is collected (the harness drops a question's
+    memory as soon as its prompt is built)."""
+
+    def __init__(self, keep: int):
+        self.entry: _StoreEntry | None = None
+        self.keep = keep
+
+    def release(self) -> None:
+        entry, self.entry = self.entry, None
+        if entry is not None and entry.owned:
+            STORES.release(entry, self.keep)
+
+
 class RunbookLMEMemory:
-    """runbook behind the harness's two calls; any registered method over a store of its own."""
+    """runbook behind the harness's calls; any registered method over a store shared by equal haystacks."""
 
     def __init__(self, memory_params: dict[str, Any]):
         params = dict(memory_params or {})
         self.method = str(params.get("method", "r"))
+        self.options = dict(params.get("options", {}))
         self.budget = parse_budget(params.get("budget", "8k"))
         self.screenshot_root = params.get("screenshot_root")
-        parent = params.get("store_dir")
-        if parent:
-            Path(parent).mkdir(parents=True, exist_ok=True)
-        # a fresh store per memory: the harness builds one memory per question when haystacks differ
-        self.folder = Path(tempfile.mkdtemp(prefix="runbook-lme-", dir=parent))
-        if not parent:
-            atexit.register(shutil.rmtree, self.folder, True)
-        self.memory = get_memory(self.method, Store(self.folder / "store", create=True), **params.get("options", {}))
+        self.parent = params.get("store_dir")
+        self.counter = ReaderCounter(params.get("tokenizer"))
+        self.config = json.dumps([self.method, self.options, self.screenshot_root], sort_keys=True)
+        self.ids: list[str] = []
+        self.waiting: list[Trajectory] = []
+        """Trajectories held back while a finished store's haystack starts with the same ones."""
+        self.sources: dict[tuple[str, int], str] = {}
+        """(trajectory id, state index) -> the screenshot file the trajectory named."""
+        self.lease = _Lease(int(params.get("keep_stores", 1)))
+        weakref.finalize(self, self.lease.release)
+
+    @property
+    def entry(self) -> _StoreEntry | None:
+        return self.lease.entry
 
     def insert(self, trajectory: dict[str, Any]) -> None:
         try:
-            self.memory.insert(trajectory_of(trajectory, self.screenshot_root))
+            parsed = trajectory_of(trajectory, self.screenshot_root)
         except InputError as exc:
             raise RuntimeError(f"runbook could not read trajectory {trajectory.get('id')!r}: {exc}") from exc
+        for state in parsed.states:
+            if state.screenshot:
+                self.sources[(parsed.id, state.index)] = state.screenshot
+        self.ids.append(parsed.id)
+        if self.entry is not None:
+            if self.entry.complete:
+                raise RuntimeError("runbook memory: a trajectory was inserted after the first query")
+            self._insert(parsed)
+            return
+        self.waiting.append(parsed)
+        if not STORES.shares_prefix(self.config, self.ids):
+            self._build()
+
+    def _insert(self, parsed: Trajectory) -> None:
+        assert self.entry is not None
+        try:
+            self.entry.memory.insert(parsed)
+        except InputError as exc:
+            raise RuntimeError(f"runbook could not insert trajectory {parsed.id!r}: {exc}") from exc
+        self.entry.ids.append(parsed.id)
+
+    def _build(self) -> None:
+        """A store of this memory's own, holding what it waited with."""
+        self.lease.entry = STORES.new(self.config, self.method, self.options, self.parent)
+        waiting, self.waiting = self.waiting, []
+        for parsed in waiting:
+            self._insert(parsed)
+
+    def _ready(self) -> _StoreEntry:
+        """The store to query: a shared one with this haystack, else this memory's own (built now if it waited)."""
+        if self.entry is None:
+            self.lease.entry = STORES.acquire(self.config, self.ids)
+            if self.entry is not None:
+                self.waiting = []
+            else:
+                self._build()
+        entry = self.entry
+        assert entry is not None
+        if not entry.complete:
+            STORES.finish(entry)
+        return entry
 
     def query(self, query: str, query_image: str | None = None) -> list[dict[str, str]]:
-        context = self.memory.query(query, budget=self.budget, image=query_image)
-        # evidence is packed most important first, so the harness's cut from the tail drops the least useful
+        entry = self._ready()
+        context = entry.memory.query(query, budget=self.counter.cap(self.budget), image=query_image)
+        if is_visual(query, query_image):
+            context = self._with_screenshots(context, entry)
+        context = fit_context(context, self.counter.cap(self.budget), self.counter)
+        self._point_images_at_sources(context, entry)
+        # evidence is packed most important first, so a cut from the tail drops the least useful
         return [item for item in context.to_lme_items() if item["value"].strip()]
+
+    def _with_screenshots(self, context: Context, entry: _StoreEntry) -> Context:
+        """The leading items' own screenshots right after their text, budgeted like text (the tail is cut)."""
+        items = [dataclasses.replace(item) for item in context.items]
+        added = 0
+        for item in items:
+            if added == VISUAL_SCREENSHOTS:
+                break
+            if item.screenshot:
+                added += 1
+                continue
+            shot = _stored_screenshot(entry, item.trajectory_id, item.state_index, item.end_state_index)
+            if shot:
+                item.screenshot = shot
+                added += 1
+        if not added:
+            return context
+        fitted = pack(
+            context.question,
+            context.budget,
+            items,
+            analysis=context.analysis,
+            method=context.method,
+            store_root=context.store_root,
+            meta=dict(context.meta),
+        )
+        fitted.latency_s = context.latency_s
+        return fitted
+
+    def _point_images_at_sources(self, context: Context, entry: _StoreEntry) -> None:
+        """Screenshots named by the files the trajectories gave (they outlive the store); a store copy otherwise."""
+        if not self.sources:
+            return
+        where = _screenshot_owners(entry)
+        for item in context.items:
+            owner = where.get(item.screenshot or "")
+            source = self.sources.get(owner) if owner else None
+            if source and os.path.isfile(source):
+                item.screenshot = source
+
+    def save(self, output_dir: Path) -> None:
+        """The store as it is after the inserts, copied into the harness's memory_state folder."""
+        entry = self._ready()
+        target = Path(output_dir) / SAVED_STORE
+        if target.exists():
+            raise RuntimeError(f"runbook memory: {target} exists already; save into an empty folder")
+        shutil.copytree(entry.folder / "store", target, symlinks=True)
+        sources = [[tid, index, path] for (tid, index), path in sorted(self.sources.items())]
+        (Path(output_dir) / SAVED_SOURCES).write_text(json.dumps(sources) + "\n")
+
+    def load(self, input_dir: Path) -> None:
+        """Query the store saved in `input_dir` (in place: its screenshots stay where the saved folder is)."""
+        source = (Path(input_dir) / SAVED_STORE).resolve()  # the harness passes --load-memory-dir as given
+        if not (source / "runbook.json").is_file():
+            raise RuntimeError(
+                f"runbook memory: {input_dir} holds no saved runbook store ({SAVED_STORE}/ is missing); it was "
+                "saved without one (runbook before issue #23) or by another memory type: rebuild it with "
+                "--save-memory"
+            )
+        if self.ids:
+            raise RuntimeError("runbook memory: a saved store cannot be loaded into a memory that has trajectories")
+        self.lease.release()
+        saved_sources = Path(input_dir) / SAVED_SOURCES
+        if saved_sources.is_file():
+            self.sources = {(tid, index): path for tid, index, path in json.loads(saved_sources.read_text())}
+        store = Store(source)
+        memory = get_memory(self.method, store, **self.options)
+        self.lease.entry = _StoreEntry(source, memory, self.config, [r.id for r in store.rows()], owned=False)
+        self.lease.entry.complete = True
+
+
+def _stored_screenshot(entry: _StoreEntry, trajectory_id: str, start: int | None, end: int | None) -> str | None:
+    """The store-relative path of the first screenshot among states start..end of a trajectory, if any."""
+    if start is None:
+        return None
+    store: Store = entry.memory.store
+    with contextlib.closing(store.connect()) as conn:
+        found = conn.execute(
+            "SELECT t.dir, s.screenshot FROM states s JOIN trajectories t ON t.id = s.trajectory_id "
+            "WHERE s.trajectory_id = ? AND s.state_index BETWEEN ? AND ? AND s.screenshot IS NOT NULL "
+            "ORDER BY s.state_index LIMIT 1",
+            (trajectory_id, start, end if end is not None else start),
+        ).fetchone()
+    if not found:
+        return None
+    rel = f"trajectories/{found[0]}/{found[1]}"
+    return rel if os.path.isfile(store.root / rel) and not os.path.islink(store.root / rel) else None
+
+
+def _screenshot_owners(entry: _StoreEntry) -> dict[str, tuple[str, int]]:
+    """store-relative screenshot path -> (trajectory id, state index)."""
+    store: Store = entry.memory.store
+    with contextlib.closing(store.connect()) as conn:
+        rows = conn.execute(
+            "SELECT t.dir, s.screenshot, s.trajectory_id, s.state_index FROM states s "
+            "JOIN trajectories t ON t.id = s.trajectory_id WHERE s.screenshot IS NOT NULL"
+        ).fetchall()
+    return {f"trajectories/{d}/{shot}": (tid, index) for d, shot, tid, index in rows}
 
 
 def memory_class(base: type, register: Callable[[type], type] | None = None) -> type:
@@ -98,6 +385,12 @@ def memory_class(base: type, register: Callable[[type], type] | None = None) -> 
 
         def query(self, query: str, query_image: str | None = None) -> list[dict[str, str]]:
             return self._runbook.query(query, query_image)
+
+        def _save_backend(self, output_dir: Path) -> None:
+            self._runbook.save(output_dir)
+
+        def _load_backend(self, input_dir: Path) -> None:
+            self._runbook.load(input_dir)
 
     return register(RunbookMemory) if register else RunbookMemory
 

@@ -43,7 +43,7 @@ from __future__ import annotations
 import os
 
 from runbook.core.reader import SORTS, StoreReader, default_store_dir  # noqa: F401
-from runbook.core.records import Hits, RbkError, Record  # noqa: F401
+from runbook.core.records import Hits, RbkError, Record, UnreadableState  # noqa: F401
 from runbook.core.ripgrep import escape_regex, ripgrep_binary  # noqa: F401
 from runbook.core.statefile import FIELDS, HEADER_END, HEADER_FIELDS, NEWLINE_MARK, parse_state, read_header  # noqa: F401
 from runbook.core.values import values  # noqa: F401
