@@ -174,11 +174,7 @@ class Context:
         """The context as one text for an agent to read: the analysis and the items exactly as their tokens were
         counted, so it costs the agent what `tokens` says (screenshots, counted as IMAGE_TOKENS, travel apart)."""
         items = "".join(item.render_text() for item in self.items)
-        if not self.analysis:
-            return items
-        text = f"{self._analysis_block()}\n{items}"
-        # the line break after the analysis is not counted: kept only where it costs no token past the budget
-        return text if count_tokens(text) <= self.budget else self._analysis_block() + items
+        return (self._analysis_block() if self.analysis else "") + items  # the analysis ends with its line break
 
     def to_lme_items(self) -> list[dict[str, str]]:
         """LongMemEval-V2's memory context: `[{"type": "text"|"image", "value": ...}]`, in order."""
