@@ -38,7 +38,6 @@ Nothing here imports the harness until `register()` or the launcher runs, so run
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
 import dataclasses
 import json
@@ -46,8 +45,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
-import threading
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -61,6 +58,7 @@ from ...reader_tokens import ReaderCounter, fit_context
 from ...store import Store
 from ...trajectory.model import Trajectory, trajectory_from_dict
 from ...trajectory.readers import content_form
+from .lme_stores import STORES, Lease, StoreEntry
 
 MEMORY_TYPE = "runbook"
 SAVED_STORE = "runbook_store"
@@ -87,107 +85,6 @@ def is_visual(question: str, image: str | None) -> bool:
     return image is not None or bool(_VISUAL.search(question))
 
 
-@dataclasses.dataclass
-class _StoreEntry:
-    folder: Path
-    memory: Any
-    config: str
-    ids: list[str]
-    owned: bool = True
-    """False for a store the harness saved (loaded from its memory_state folder): never removed here."""
-    complete: bool = False
-    """The memory that built it has queried: its haystack is final and it may be shared."""
-    users: int = 0
-    last_used: int = 0
-
-
-class StorePool:
-    """This process's stores, one per distinct haystack: shared between memories with equal haystacks, at most
-    `keep` idle ones kept for reuse, every one removed at exit."""
-
-    def __init__(self) -> None:
-        self.entries: list[_StoreEntry] = []
-        self.lock = threading.Lock()
-        self.clock = 0
-        atexit.register(self.clear)
-
-    def new(self, config: str, method: str, options: dict, parent: str | None) -> _StoreEntry:
-        if parent:
-            Path(parent).mkdir(parents=True, exist_ok=True)
-        folder = Path(tempfile.mkdtemp(prefix="runbook-lme-", dir=parent))
-        memory = get_memory(method, Store(folder / "store", create=True), **options)
-        entry = _StoreEntry(folder, memory, config, [], users=1)
-        with self.lock:
-            self.entries.append(entry)
-        return entry
-
-    def shares_prefix(self, config: str, ids: list[str]) -> bool:
-        """A finished store whose haystack starts with `ids` exists (a memory may wait for it)."""
-        n = len(ids)
-        return any(e.complete and e.config == config and e.ids[:n] == ids for e in self.entries)
-
-    def acquire(self, config: str, ids: list[str]) -> _StoreEntry | None:
-        """The finished store with exactly this haystack, leased; None when there is none."""
-        with self.lock:
-            for entry in self.entries:
-                if entry.complete and entry.config == config and entry.ids == ids:
-                    entry.users += 1
-                    return entry
-        return None
-
-    def finish(self, entry: _StoreEntry) -> None:
-        with self.lock:
-            entry.complete = True
-            self.clock += 1
-            entry.last_used = self.clock
-
-    def release(self, entry: _StoreEntry, keep: int) -> None:
-        """One user fewer; idle stores beyond `keep` (least recently used first) and unfinished idle ones go."""
-        with self.lock:
-            entry.users -= 1
-            self.clock += 1
-            entry.last_used = self.clock
-            idle = sorted((e for e in self.entries if e.users <= 0), key=lambda e: (e.complete, e.last_used))
-            doomed = [e for e in idle if not e.complete]
-            finished = [e for e in idle if e.complete]
-            doomed += finished[: max(0, len(finished) - keep)]
-            for gone in doomed:
-                self.entries.remove(gone)
-        for gone in doomed:
-            self._remove(gone)
-
-    def clear(self) -> None:
-        with self.lock:
-            entries, self.entries = self.entries, []
-        for entry in entries:
-            self._remove(entry)
-
-    @staticmethod
-    def _remove(entry: _StoreEntry) -> None:
-        close = getattr(entry.memory, "close", None)
-        if callable(close):
-            close()
-        if entry.owned:
-            shutil.rmtree(entry.folder, ignore_errors=True)
-
-
-STORES = StorePool()
-
-
-class _Lease:
-    """What a memory holds of the pool; released when the memory is collected (the harness drops a question's
-    memory as soon as its prompt is built)."""
-
-    def __init__(self, keep: int):
-        self.entry: _StoreEntry | None = None
-        self.keep = keep
-
-    def release(self) -> None:
-        entry, self.entry = self.entry, None
-        if entry is not None and entry.owned:
-            STORES.release(entry, self.keep)
-
-
 class RunbookLMEMemory:
     """runbook behind the harness's calls; any registered method over a store shared by equal haystacks."""
 
@@ -205,11 +102,11 @@ class RunbookLMEMemory:
         """Trajectories held back while a finished store's haystack starts with the same ones."""
         self.sources: dict[tuple[str, int], str] = {}
         """(trajectory id, state index) -> the screenshot file the trajectory named."""
-        self.lease = _Lease(int(params.get("keep_stores", 1)))
+        self.lease = Lease(int(params.get("keep_stores", 1)))
         weakref.finalize(self, self.lease.release)
 
     @property
-    def entry(self) -> _StoreEntry | None:
+    def entry(self) -> StoreEntry | None:
         return self.lease.entry
 
     def insert(self, trajectory: dict[str, Any]) -> None:
@@ -245,7 +142,7 @@ class RunbookLMEMemory:
         for parsed in waiting:
             self._insert(parsed)
 
-    def _ready(self) -> _StoreEntry:
+    def _ready(self) -> StoreEntry:
         """The store to query: a shared one with this haystack, else this memory's own (built now if it waited)."""
         if self.entry is None:
             self.lease.entry = STORES.acquire(self.config, self.ids)
@@ -269,7 +166,7 @@ class RunbookLMEMemory:
         # evidence is packed most important first, so a cut from the tail drops the least useful
         return [item for item in context.to_lme_items() if item["value"].strip()]
 
-    def _with_screenshots(self, context: Context, entry: _StoreEntry) -> Context:
+    def _with_screenshots(self, context: Context, entry: StoreEntry) -> Context:
         """The leading items' own screenshots right after their text, budgeted like text (the tail is cut)."""
         items = [dataclasses.replace(item) for item in context.items]
         added = 0
@@ -297,7 +194,7 @@ class RunbookLMEMemory:
         fitted.latency_s = context.latency_s
         return fitted
 
-    def _point_images_at_sources(self, context: Context, entry: _StoreEntry) -> None:
+    def _point_images_at_sources(self, context: Context, entry: StoreEntry) -> None:
         """Screenshots named by the files the trajectories gave (they outlive the store); a store copy otherwise."""
         if not self.sources:
             return
@@ -335,11 +232,11 @@ class RunbookLMEMemory:
             self.sources = {(tid, index): path for tid, index, path in json.loads(saved_sources.read_text())}
         store = Store(source)
         memory = get_memory(self.method, store, **self.options)
-        self.lease.entry = _StoreEntry(source, memory, self.config, [r.id for r in store.rows()], owned=False)
+        self.lease.entry = StoreEntry(source, memory, self.config, [r.id for r in store.rows()], owned=False)
         self.lease.entry.complete = True
 
 
-def _stored_screenshot(entry: _StoreEntry, trajectory_id: str, start: int | None, end: int | None) -> str | None:
+def _stored_screenshot(entry: StoreEntry, trajectory_id: str, start: int | None, end: int | None) -> str | None:
     """The store-relative path of the first screenshot among states start..end of a trajectory, if any."""
     if start is None:
         return None
@@ -357,7 +254,7 @@ def _stored_screenshot(entry: _StoreEntry, trajectory_id: str, start: int | None
     return rel if os.path.isfile(store.root / rel) and not os.path.islink(store.root / rel) else None
 
 
-def _screenshot_owners(entry: _StoreEntry) -> dict[str, tuple[str, int]]:
+def _screenshot_owners(entry: StoreEntry) -> dict[str, tuple[str, int]]:
     """store-relative screenshot path -> (trajectory id, state index)."""
     store: Store = entry.memory.store
     with contextlib.closing(store.connect()) as conn:
