@@ -20,7 +20,7 @@ import os
 import socket
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +79,8 @@ class StoreInfo:
     root: str
     key: str
     manifest: dict
+    notes: list[str] = field(default_factory=list)
+    """What preparing the store said (a reindex of pools this runbook could not read), for the driver to show."""
 
     def open(self) -> HaystackStore:
         return HaystackStore(Store(self.root), self.key, self.manifest)
@@ -90,8 +92,9 @@ class StoreInfo:
 
 def prepare_store_task(haystack: Haystack, stores_dir: Path, rebuild: bool, workers: int | None) -> StoreInfo:
     """Runs on a node: the haystack's store, built there if no finished one exists."""
-    ready = prepare_store(haystack, stores_dir, rebuild=rebuild, workers=workers)
-    return StoreInfo(str(ready.store.root), ready.key, ready.manifest)
+    notes: list[str] = []
+    ready = prepare_store(haystack, stores_dir, rebuild=rebuild, workers=workers, note=notes.append)
+    return StoreInfo(str(ready.store.root), ready.key, ready.manifest, notes)
 
 
 class PointAnswerer:
@@ -165,6 +168,8 @@ def answer_on_ray(
         if ref in stores:  # a store is ready: one actor per point with questions left on it
             haystack = stores.pop(ref)
             infos[haystack] = info = _result(ray, ref)
+            for line in info.notes:
+                progress.note(line)
             for point in points:
                 run = runs[point.slug]
                 asked = work[haystack]

@@ -153,7 +153,11 @@ def _answer_here(
         # prepared even when every run is done: the write-failure count comes from the store's build
         progress.note(f"store for {haystack.name or haystack.source.name}")
         ready = prepare_store(
-            haystack, config.stores_dir, rebuild=options.rebuild_stores, workers=options.insert_workers
+            haystack,
+            config.stores_dir,
+            rebuild=options.rebuild_stores,
+            workers=options.insert_workers,
+            note=progress.note,
         )
         write_failures[haystack.name] = ready.write_failures
         for point in pending:

@@ -5,6 +5,10 @@ trajectories in another place share a store, and a changed trajectory gets a new
 temporary folder (inserted in haystack order, with method R's pools) and renamed into place when complete, so a
 killed build is never reused. `bench.json` in the store records what the build inserted: the write-failure count
 the report shows comes from there and from checking each question's evidence states in the store.
+
+The key names the store's format, not the pools': a store reused after runbook changed how its pools are written
+(or one whose pools cannot be read) has its pools rebuilt from its trajectories (`reindex`) before any method reads
+it, rather than letting R fail on every question and C answer without R's evidence.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import orjson
 
 from .. import __version__
 from ..errors import StoreError
+from ..pools import reindex
+from ..pools.storage import read_manifest, safe_opener
 from ..store import Store
 from ..store.layout import FORMAT_VERSION
 from .questions import Haystack, StateRef
@@ -112,13 +118,21 @@ def prepare_store(
     progress: ProgressFn | None = None,
     rebuild: bool = False,
     workers: int | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> HaystackStore:
-    """The store of `haystack` under `stores_dir`, built now if no finished one has its key."""
+    """The store of `haystack` under `stores_dir`, built now if no finished one has its key; a finished one whose
+    pools this runbook cannot read is reindexed first (`note` is told why)."""
     records = haystack_trajectories(haystack)
     key = haystack_key(records, haystack.base_dir)
     final = stores_dir / key
     if final.exists() and (final / MANIFEST).exists() and not rebuild:
-        return HaystackStore(Store(final), key, json.loads((final / MANIFEST).read_text()))
+        ready = HaystackStore(Store(final), key, json.loads((final / MANIFEST).read_text()))
+        problem = pools_problem(ready.store)
+        if problem is not None:
+            if note:
+                note(f"store {key}: {problem}; reindexing it")
+            _reindex(ready, problem, progress, workers)
+        return ready
     if final.exists():
         shutil.rmtree(final)
     stores_dir.mkdir(parents=True, exist_ok=True)
@@ -132,6 +146,34 @@ def prepare_store(
         shutil.rmtree(building, ignore_errors=True)
         raise
     return HaystackStore(Store(final), key, manifest)
+
+
+def pools_problem(store: Store) -> str | None:
+    """Why the store's pools cannot serve this runbook's methods, or None when they can."""
+    try:
+        manifest = read_manifest(store.layout.pools, safe_opener(store.layout))
+    except (StoreError, OSError) as exc:
+        return str(exc)
+    if len(store) and not manifest["trajectories"]:
+        return "the store has no retrieval pools"
+    return None
+
+
+def _reindex(ready: HaystackStore, problem: str, progress: ProgressFn | None, workers: int | None) -> None:
+    """Rebuild the pools of a reused store and say so in its bench.json (written whole, then renamed)."""
+    report = reindex(ready.store, workers=workers, progress=progress)
+    ready.manifest.setdefault("reindexed", []).append(
+        {
+            "why": problem,
+            "seconds": round(report.seconds, 2),
+            "runbook": __version__,
+            "at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        }
+    )
+    path = ready.store.root / MANIFEST
+    partial = path.with_name(f"{MANIFEST}.tmp-{os.getpid()}")
+    partial.write_text(json.dumps(ready.manifest, indent=1) + "\n")
+    os.replace(partial, path)
 
 
 def _build(folder: Path, haystack: Haystack, records, progress: ProgressFn | None, workers: int | None) -> dict:

@@ -182,3 +182,35 @@ def test_a_sandbox_error_stops_the_run(dev_set, tmp_path, clean_env, monkeypatch
     with pytest.raises(SandboxError, match="no Docker engine"):
         run_bench(make_config(tmp_path, [dev_set], [{"method": "none"}]), RunOptions(insert_workers=1))
     assert not (tmp_path / "runs/t/none-2k/per_question.jsonl").exists()
+
+
+class NotesKept:
+    """A Progress that keeps the runner's notes."""
+
+    def __init__(self):
+        self.notes: list[str] = []
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def begin(self, label: str, total: int, done: int) -> None:
+        pass
+
+    def advance(self, label: str) -> None:
+        pass
+
+
+def test_a_store_whose_pools_an_older_runbook_wrote_is_reindexed_before_r_reads_it(dev_set, tmp_path, clean_env):
+    from runbook.core.pools import FORMAT, MANIFEST
+
+    config = make_config(tmp_path, [dev_set], [{"label": "R", "method": "r"}])
+    run_bench(config, RunOptions(limit=2, insert_workers=1))
+    [store] = [p for p in (tmp_path / "stores").iterdir() if p.is_dir()]
+    manifest = json.loads((store / "pools" / MANIFEST).read_text())
+    (store / "pools" / MANIFEST).write_text(json.dumps(manifest | {"format": FORMAT - 1}))
+    progress = NotesKept()
+    run_bench(config, RunOptions(limit=2, fresh=True, insert_workers=1), progress)
+    assert any("reindexing" in note and store.name in note for note in progress.notes)
+    records = [json.loads(line) for line in (tmp_path / "runs" / "t" / "r-2k" / "per_question.jsonl").open()]
+    assert len(records) == 2 and not any("error" in r for r in records)
+    assert all(r["memory_context"] for r in records)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
 
 from runbook.bench.questions import Haystack, StateRef, load_question_set
 from runbook.bench.stores import MANIFEST, prepare_store
+from runbook.core.pools import FORMAT as POOLS_FORMAT
+from runbook.core.pools import MANIFEST as POOLS_MANIFEST
 from runbook.errors import StoreError
+from runbook.pools import Retriever
+from runbook.store import Store
 
 
 def test_a_haystack_store_is_built_once_and_reused(generated_set, tmp_path):
@@ -60,3 +65,42 @@ def test_a_build_left_half_done_is_not_reused(generated_set, tmp_path):
     (ready.store.root / MANIFEST).unlink()  # as if killed before the build finished
     again = prepare_store(haystack, stores, workers=1)
     assert (again.store.root / MANIFEST).exists() and len(again.store) == 4
+
+
+def _set_pool_format(store_root, format_):
+    manifest_path = store_root / "pools" / POOLS_MANIFEST
+    manifest = json.loads(manifest_path.read_text())
+    manifest["format"] = format_
+    manifest_path.write_text(json.dumps(manifest))
+
+
+def test_a_reused_store_with_pools_of_an_older_format_is_reindexed(generated_set, tmp_path):
+    stores = tmp_path / "stores"
+    haystack = load_question_set(generated_set).haystacks[0]
+    first = prepare_store(haystack, stores, workers=1)
+    _set_pool_format(first.store.root, POOLS_FORMAT - 1)  # as an older runbook wrote them
+    with pytest.raises(StoreError, match="runbook reindex"):
+        Retriever(Store(first.store.root)).search("What is the current price of the Quest Lumaflex Band?", 2000)
+    said = []
+    again = prepare_store(haystack, stores, workers=1, note=said.append)
+    assert again.key == first.key
+    assert len(said) == 1 and f"pool format {POOLS_FORMAT - 1}" in said[0] and "reindexing" in said[0]
+    items, _ = Retriever(again.store).search("What is the current price of the Quest Lumaflex Band?", 2000)
+    assert items and {item.trajectory_id for item in items} <= {row.id for row in again.store.rows()}
+    recorded = json.loads((again.store.root / MANIFEST).read_text())["reindexed"]
+    assert len(recorded) == 1 and f"pool format {POOLS_FORMAT - 1}" in recorded[0]["why"]
+    said.clear()
+    prepare_store(haystack, stores, workers=1, note=said.append)
+    assert said == []  # readable pools are left as they are
+
+
+def test_a_reused_store_without_pools_gets_them(generated_set, tmp_path):
+    stores = tmp_path / "stores"
+    haystack = load_question_set(generated_set).haystacks[0]
+    first = prepare_store(haystack, stores, workers=1)
+    shutil.rmtree(first.store.root / "pools")
+    said = []
+    again = prepare_store(haystack, stores, workers=1, note=said.append)
+    assert said and "no retrieval pools" in said[0]
+    items, _ = Retriever(again.store).search("What is the current price of the Quest Lumaflex Band?", 2000)
+    assert items
