@@ -42,6 +42,10 @@ filled the choice, and the two states whose thoughts named the map's starting vi
 outscoring rule they displaced the matching run's page of stale filters on four generated questions."""
 
 
+LOOKS_LIKE_THE_IMAGE = "looks like the question's image"
+"""The note on a state picked for its screenshot: such states lead the context (the question points at them)."""
+
+
 @dataclass
 class Choice:
     """The states picked, most important first, with a note on each for the analysis."""
@@ -56,6 +60,11 @@ class Choice:
     @property
     def run(self) -> Run | None:
         return self.runs[0] if self.runs else None
+
+    @property
+    def image_states(self) -> list[tuple[str, int]]:
+        """The states picked because they look like the question's image, best first."""
+        return [key for key in self.keys if self.notes.get(key) == LOOKS_LIKE_THE_IMAGE]
 
     def add(self, key: tuple[str, int], note: str = "") -> bool:
         if key in self.keys or len(self.keys) >= MAX_STATES:
@@ -100,7 +109,7 @@ def pick_images(scan: Scan, choice: Choice) -> None:
     text = {h.key: h.s for h in scan.states}
     alike.sort(key=lambda h: -text.get(h.key, 0.0))
     for hit in alike:
-        choice.add(hit.key, "looks like the question's image")
+        choice.add(hit.key, LOOKS_LIKE_THE_IMAGE)
 
 
 def pick_best(hits: list[ScoredState], choice: Choice, limit: int) -> None:

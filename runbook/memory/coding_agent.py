@@ -33,7 +33,6 @@ from ..config import Limits, Settings, load_settings
 from ..context import Context, EvidenceItem, pack
 from ..core.hits import Hit
 from ..core.question import QuestionAnalysis, analyze
-from ..errors import StoreError
 from ..models.messages import Message
 from ..policies import get_policy
 from ..protocols import Policy
@@ -187,18 +186,14 @@ class CodingAgentMemory:
     ) -> tuple[list[tuple[Hit, EvidenceItem]], dict]:
         """recall(), and how common each word of the question is among the stored states."""
         hits = self.recall(question, analysis, budget)
-        try:
-            return hits, (self.retriever.term_shares(question) if hits else {})
-        except StoreError:
-            return hits, {}
+        return hits, (self.retriever.term_shares(question) if hits else {})
 
     def recall(self, question: str, analysis: QuestionAnalysis, budget: int) -> list[tuple[Hit, EvidenceItem]]:
         """Method R's hits for the question with their items: the ones R would put in a `budget` context first
-        (in R's order), then the rest of what it ranked. Empty when the store has no pools."""
-        try:
-            found = self.retriever.find(question, budget, analysis)
-        except StoreError:
-            return []  # no pools (an old store): the agent starts from the question alone
+        (in R's order), then the rest of what it ranked. Pools that cannot be read (an older format, none at all
+        in a store with trajectories, a planted link) raise StoreError, as they do for R: C without R's evidence
+        would answer worse without saying why."""
+        found = self.retriever.find(question, budget, analysis)
         whole = self.retriever.pack(found, budget)  # R's own context, in R's order
         room = int(budget * RECALL_SHARE)
         for hit, item in whole:  # its head, leaving the agent a share of the budget

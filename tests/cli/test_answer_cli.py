@@ -12,7 +12,7 @@ from runbook.cli.replay import replay
 from runbook.config import CONFIG_ENV, SETTINGS
 from runbook.models.fakes import FakeOpenAIServer, call, finish, text
 from runbook.store import Store
-from tests.conftest import make_trajectory
+from tests.conftest import insert_with_pools, make_trajectory
 
 
 @pytest.fixture
@@ -23,8 +23,7 @@ def store_path(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("RUNBOOK_TRANSCRIPTS", str(tmp_path / "transcripts"))
     store = Store(tmp_path / "store", create=True)
-    with store.writer() as writer:
-        writer.insert(make_trajectory("wa-1", 3, texts=["home", "StaticText 'Grand Total $41.00'", "done"]))
+    insert_with_pools(store, [make_trajectory("wa-1", 3, texts=["home", "StaticText 'Grand Total $41.00'", "done"])])
     return str(store.root)
 
 

@@ -14,12 +14,12 @@ import pytest
 from runbook.agent.loop import NUDGE
 from runbook.agent.transcript import read_transcript
 from runbook.errors import ConfigError
-from runbook.memory.coding_agent import NOT_CHOSEN, CodingAgentMemory
+from runbook.memory.coding_agent import NOT_CHOSEN, UNCHECKED, CodingAgentMemory
 from runbook.memory.spans import focus_page, water_level
 from runbook.models.fakes import FakeAnthropicServer, FakeOpenAIServer, call, fail, finish, raw_call, text
 from runbook.policies import POLICIES, get_policy
 from runbook.store import Store
-from tests.conftest import make_trajectory, sandbox_missing
+from tests.conftest import insert_with_pools, make_trajectory, sandbox_missing
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -70,12 +70,18 @@ def store(tmp_path) -> Store:
     app.states[0].screenshot = str(shot)
     root = tmp_path / "store"
     store = Store(root, create=True)
-    with store.writer() as writer:
-        for trajectory in (older, newer, app):
-            writer.insert(trajectory)
+    insert_with_pools(store, (older, newer, app))
     for path in [tmp_path, root, *root.rglob("*")]:  # the sandbox user (nobody) reads the store
         path.chmod(0o755 if path.is_dir() else 0o644)
     return store
+
+
+def chosen(context) -> list:
+    """The items the agent chose; R's evidence it did not check follows them in what is left, labelled so."""
+    items = context.items
+    n = next((k for k, item in enumerate(items) if UNCHECKED in item.label), len(items))
+    assert all(UNCHECKED in item.label for item in items[n:])
+    return items[:n]
 
 
 def memory(store, sandbox="local", **options):
@@ -100,7 +106,7 @@ PRICE_SCRIPT = [
 def test_openai_policy_drives_the_real_loop_and_the_context_is_checked_item_by_item(store):
     with FakeOpenAIServer(PRICE_SCRIPT) as server:
         context = openai_memory(store, server).query("What is the current price of Quest Lumaflex Band?", budget=4000)
-    first, second = context.items
+    first, second = chosen(context)
     assert context.analysis.startswith("The latest price is $24.00")
     assert (first.kind, first.trajectory_id, first.state_index, first.end_state_index) == (
         "state",
@@ -113,14 +119,14 @@ def test_openai_policy_drives_the_real_loop_and_the_context_is_checked_item_by_i
     assert first.label == "successful run" and first.screenshot is None
     assert first.text.startswith("state 1 | 2025-12-16T06:21:00.000Z | http://localhost:7770/page/1\n")
     assert "action: click('11')" in first.text and "error: TimeoutError: Locator.click" in first.text
-    assert "thought: step 1\nsecond line" in first.text and "value='$24.00'" in first.text
+    assert "thought: step 1\nsecond line" in first.text and "'Price' = $24.00" in first.text
     assert (second.kind, second.trajectory_id, second.state_index, second.end_state_index) == (
         "span",
         "wa-admin-1",
         2,
         3,
     )
-    assert second.path == "trajectories/wa-admin-1/states/0002.md" and "value='$19.00'" in second.text
+    assert second.path == "trajectories/wa-admin-1/states/0002.md" and "'Price' = $19.00" in second.text
     assert "\n\nstate 3 | 2025-12-16T06:03:00.000Z" in second.text and "action: send_msg_to_user('done')" in second.text
     assert context.tokens <= 4000 and context.method == "c"
     assert context.meta["finished"] is True and context.meta["stop"] == "finished" and context.meta["steps"] == 3
@@ -147,7 +153,7 @@ def test_anthropic_policy_returns_a_screenshot_with_its_state(store):
         os.environ["ANTHROPIC_API_KEY"] = "test-key"
         os.environ["ANTHROPIC_BASE_URL"] = server.base_url
         context = memory(store, policy="anthropic", model="claude-test").query("Where are team settings?", budget=3000)
-    (item,) = context.items
+    (item,) = chosen(context)
     assert (item.trajectory_id, item.state_index, item.kind) == ("inf-app-1", 0, "state")
     assert item.screenshot == "trajectories/inf-app-1/screenshots/0000.png" and item.label == "failed run"
     lme = context.to_lme_items()
@@ -187,9 +193,10 @@ def test_a_loop_that_never_finishes_returns_what_it_saw_marked_as_such(store):
     assert context.meta["finished"] is False and context.meta["stop"] == "steps"
     assert context.meta["stop_reason"] == "step limit reached: 3 of 3 steps without finish"
     assert context.analysis.startswith("The agent stopped before choosing its evidence (step limit reached")
-    assert [(i.trajectory_id, i.state_index) for i in context.items][:1] == [("wa-admin-2", 1)]  # shown, so first
-    assert {(i.trajectory_id, i.state_index) for i in context.items} >= {("wa-admin-1", 2), ("wa-admin-2", 1)}
-    assert all(item.label == NOT_CHOSEN for item in context.items)
+    seen = chosen(context)
+    assert [(i.trajectory_id, i.state_index) for i in seen][:1] == [("wa-admin-2", 1)]  # shown, so first
+    assert {(i.trajectory_id, i.state_index) for i in seen} >= {("wa-admin-1", 2), ("wa-admin-2", 1)}
+    assert seen and all(item.label == NOT_CHOSEN for item in seen)
 
 
 def test_a_malformed_call_is_reported_to_the_model_which_recovers(store):
@@ -231,10 +238,11 @@ def test_a_small_budget_cuts_pages_around_the_answer_not_at_their_head(store):
     script = [finish("The latest price is $24.00.", [("wa-admin-2", 1, 1), ("wa-admin-1", 2, 2)])]
     with FakeOpenAIServer(script) as server:
         context = openai_memory(store, server).query("What is the current price of Quest Lumaflex Band?", budget=1200)
-    assert context.tokens <= 1200 and len(context.items) == 2
-    first, second = context.items
-    assert "value='$24.00'" in first.text and "value='$19.00'" in second.text
-    assert "[page cut to" in first.text and "Menu entry 150" not in first.text
+    assert context.tokens <= 1200
+    first, second = chosen(context)
+    assert "'Price' = $24.00" in first.text and "'Price' = $19.00" in second.text
+    # the page parsed at insert is cut by the excerpter: the matching field stays, the menu goes (marked "…")
+    assert "\n…\n" in first.text and "Menu entry 150" not in first.text
 
 
 def test_focus_page_and_water_level():
@@ -278,7 +286,7 @@ def test_the_same_query_in_the_docker_sandbox(store, docker_ready):
     with FakeOpenAIServer(PRICE_SCRIPT) as server:
         context = openai_memory(store, server, sandbox="docker").query("What is the current price?", budget=4000)
     assert context.meta["sandbox"] == "docker" and context.meta["finished"]
-    assert [(i.trajectory_id, i.state_index, i.end_state_index) for i in context.items] == [
+    assert [(i.trajectory_id, i.state_index, i.end_state_index) for i in chosen(context)] == [
         ("wa-admin-2", 1, None),
         ("wa-admin-1", 2, 3),
     ]
@@ -291,7 +299,7 @@ def test_overlapping_spans_do_not_repeat_states(store):
     spans = [("wa-admin-1", 2, 2), ("wa-admin-1", 1, 3), ("wa-admin-1", 2, 2)]
     with FakeOpenAIServer([finish("x", spans)]) as server:
         context = openai_memory(store, server).query("price?", budget=8000)
-    assert [(i.state_index, i.end_state_index) for i in context.items] == [(2, None), (1, None), (3, None)]
+    assert [(i.state_index, i.end_state_index) for i in chosen(context)] == [(2, None), (1, None), (3, None)]
 
 
 SECRET = "HOST-SECRET-4f1c: root password is hunter2"
@@ -329,5 +337,26 @@ def test_a_planted_screenshot_symlink_is_not_handed_on(store, tmp_path):
     os.symlink("/etc/hostname", shot)
     with FakeOpenAIServer([finish("Team settings.", [("inf-app-1", 0, 0)])]) as server:
         context = openai_memory(store, server).query("Where are team settings?", budget=3000)
-    (item,) = context.items
+    (item,) = chosen(context)
     assert item.screenshot is None and not any(part["type"] == "image" for part in context.to_lme_items())
+
+
+@pytest.mark.parametrize("damage", ["older format", "no pools"])
+def test_pools_that_cannot_be_read_stop_c_as_they_stop_r(store, damage):
+    import shutil
+
+    from runbook.core.pools import FORMAT, MANIFEST
+    from runbook.errors import StoreError
+    from runbook.pools import Retriever
+
+    pools = store.layout.pools
+    if damage == "older format":
+        manifest = json.loads((pools / MANIFEST).read_text())
+        (pools / MANIFEST).write_text(json.dumps(manifest | {"format": FORMAT - 1}))
+    else:
+        shutil.rmtree(pools)
+    with pytest.raises(StoreError, match="runbook reindex"):
+        Retriever(store).search("What is the current price?", 4000)
+    with FakeOpenAIServer(PRICE_SCRIPT) as server:  # C would answer without R's evidence and not say so
+        with pytest.raises(StoreError, match="runbook reindex"):
+            openai_memory(store, server).query("What is the current price?", budget=4000)

@@ -28,6 +28,7 @@ from runbook.policies.offline.analysis import write_analysis
 from runbook.policies.offline.planner import OfflinePlanner
 from runbook.policies.offline.spans import spans_of
 from runbook.policies.offline.terms import patterns_for, without_common, word_pairs
+from runbook.pools import insert_listener
 from runbook.sandbox.sources import programs_dir
 from runbook.store import Store
 from runbook.trajectory.readers.jsonl import read as read_jsonl
@@ -397,7 +398,7 @@ def test_a_failed_scan_still_finishes_and_says_so():
 def sample_store(tmp_path_factory) -> Store:
     root = tmp_path_factory.mktemp("offline") / "store"
     store = Store(root, create=True)
-    insert_paths(store, [SAMPLE / "trajectories.jsonl"])
+    insert_paths(store, [SAMPLE / "trajectories.jsonl"], listeners=[insert_listener(store)])  # as `runbook insert`
     return store
 
 
@@ -629,7 +630,7 @@ def test_queries_end_to_end_stay_in_budget_and_cite_their_states(sample_store, c
         assert context.meta["policy"] == "offline" and context.meta["finished"], context.meta
         assert 0 < context.tokens <= 8000 and context.items
         assert all(item.trajectory_id and item.state_index is not None for item in context.items)
-        assert context.analysis.startswith("Question kind:")
+        assert "Question kind:" in context.analysis  # after what the pages worked out, when they did
 
 
 def test_the_same_question_gives_the_same_context(sample_store, clean_env):

@@ -173,6 +173,7 @@ class OfflinePlanner:
         # evidence stands whole (measured: the scan's own closest states displaced better ones of R's)
         doubt = bool(plan.recall) and premise_in_doubt(scan, plan.patterns)
         recall = [hit for hit in plan.recall if hit.packed]  # method R's own evidence, in its order
+        recall = _pictured_first(recall, choice.image_states)
         shown = {hit.key for hit in recall if hit.pool == "slices"}
         # the analysis quotes only states R's evidence does not show: a quote of a shown page costs the budget
         # tokens that R's tail evidence needed (measured on gen23: two static questions lost a cited state)
@@ -207,6 +208,13 @@ class OfflinePlanner:
         assert self.plan is not None
         self.plan.calls += 1
         return Message("assistant", tool_calls=[ToolCall(f"offline-{self.plan.calls}", name, arguments)])
+
+
+def _pictured_first(recall: list[Hit], pictured: list[tuple[str, int]]) -> list[Hit]:
+    """R's evidence with the states that look like the question's image first (best look-alike first), the rest
+    in R's order: the question points at that screenshot, and R's text ranking does not see pictures."""
+    rank = {key: n for n, key in enumerate(pictured)}
+    return sorted(recall, key=lambda hit: rank.get(hit.key, len(rank)) if hit.pool == "slices" else len(rank))
 
 
 def _latest_results(messages: list[Message]) -> list[Message]:
