@@ -31,7 +31,7 @@ from .config import BenchConfig, RunPoint
 from .grading import build_grader
 from .questions import Haystack, Question
 from .run_folder import RunFolder
-from .stores import HaystackStore, prepare_store
+from .stores import HaystackStore, given_store, prepare_store
 
 if TYPE_CHECKING:
     from .runner import Progress
@@ -90,10 +90,15 @@ class StoreInfo:
         return HaystackStore(None, self.key, self.manifest).write_failures  # type: ignore[arg-type]
 
 
-def prepare_store_task(haystack: Haystack, stores_dir: Path, rebuild: bool, workers: int | None) -> StoreInfo:
-    """Runs on a node: the haystack's store, built there if no finished one exists."""
+def prepare_store_task(
+    haystack: Haystack, stores_dir: Path, rebuild: bool, workers: int | None, given: Path | None = None
+) -> StoreInfo:
+    """Runs on a node: the haystack's store, built there if no finished one exists (or the config's own store)."""
     notes: list[str] = []
-    ready = prepare_store(haystack, stores_dir, rebuild=rebuild, workers=workers, note=notes.append)
+    if given is not None:
+        ready = given_store(haystack, given)
+    else:
+        ready = prepare_store(haystack, stores_dir, rebuild=rebuild, workers=workers, note=notes.append)
     return StoreInfo(str(ready.store.root), ready.key, ready.manifest, notes)
 
 
@@ -156,7 +161,8 @@ def answer_on_ray(
     store_task = ray.remote(prepare_store_task).options(num_cpus=1, max_retries=RESTARTS)
     answerer = ray.remote(PointAnswerer)
     stores = {
-        store_task.remote(haystack, config.stores_dir, rebuild_stores, insert_workers): haystack for haystack in work
+        store_task.remote(haystack, config.stores_dir, rebuild_stores, insert_workers, config.store): haystack
+        for haystack in work
     }
     infos: dict[Haystack, StoreInfo] = {}
     actors: dict[tuple[str, str], Any] = {}

@@ -100,6 +100,9 @@ class BenchConfig:
     """Where run folders go: <runs_dir>/<name>/<point>/."""
     stores_dir: Path = Path("stores")
     """Where the haystack stores are kept (one folder per haystack content hash)."""
+    store: Path | None = None
+    """An existing store every question is asked over, instead of one store built per haystack (e.g. all of a
+    project's trajectories in one store, as an agent's memory holds them); it is read, never written."""
     jobs: int = 1
     """Questions run at once, for methods that allow it."""
     source: Path | None = None
@@ -151,7 +154,9 @@ def config_from_dict(
 ) -> BenchConfig:
     where = str(source or "the bench config")
     _known(
-        data, {"name", "questions", "methods", "budgets", "reader", "judge", "runs_dir", "stores_dir", "jobs"}, where
+        data,
+        {"name", "questions", "methods", "budgets", "reader", "judge", "runs_dir", "stores_dir", "store", "jobs"},
+        where,
     )
     questions = [_question_source(q, base, where) for q in _list(data, "questions", where)]
     methods = [_method(m, where) for m in _list(data, "methods", where)]
@@ -169,6 +174,7 @@ def config_from_dict(
         judge=_model(data["judge"], ModelSpec, where, "judge") if "judge" in data else None,
         runs_dir=base / data.get("runs_dir", "runs"),
         stores_dir=base / data.get("stores_dir", "stores"),
+        store=base / data["store"] if data.get("store") else None,
         jobs=int(data.get("jobs", 1)),
         source=source,
     )

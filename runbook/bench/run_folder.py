@@ -23,7 +23,7 @@ from .metrics import aggregate
 CONFIG = "config.json"
 RECORDS = "per_question.jsonl"
 METRICS = "aggregated_metrics.json"
-IDENTITY = ("method", "options", "budget", "reader", "judge")
+IDENTITY = ("method", "options", "budget", "reader", "judge", "store")
 """The config fields a resumed run must share with the records already written."""
 
 
@@ -39,6 +39,7 @@ def point_config(point: RunPoint, *, reader: dict | None, judge: dict | None) ->
         "reader": reader,
         "judge": judge,
         "question_sets": [str(q.path) for q in point.config.questions],
+        "store": str(point.config.store) if point.config.store else None,
         "config_file": str(point.config.source) if point.config.source else None,
         "runbook_version": __version__,
         "host": {"cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine()},

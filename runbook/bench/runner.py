@@ -21,7 +21,7 @@ from .config import BenchConfig, RunPoint
 from .grading import Grader, build_grader, model_names
 from .questions import Haystack, Question, load_question_set
 from .run_folder import RunFolder, point_config, spec_json
-from .stores import HaystackStore, prepare_store
+from .stores import HaystackStore, given_store, prepare_store
 
 
 class Progress(Protocol):
@@ -92,7 +92,12 @@ def run_bench(
 
 def _run(config: BenchConfig, options: RunOptions, progress: Progress, ray) -> list[RunResult]:
     # absolute paths: on a cluster every node reaches the data, stores and run folders by the same path
-    config = replace(config, runs_dir=config.runs_dir.resolve(), stores_dir=config.stores_dir.resolve())
+    config = replace(
+        config,
+        runs_dir=config.runs_dir.resolve(),
+        stores_dir=config.stores_dir.resolve(),
+        store=config.store.resolve() if config.store else None,
+    )
     questions = _questions(config, options)
     points = [
         p for p in config.points() if not options.only or p.spec.label in options.only or p.spec.method in options.only
@@ -152,13 +157,16 @@ def _answer_here(
         pending = [p for p in points if any(not runs[p.slug].done(q.id) for q in asked)]
         # prepared even when every run is done: the write-failure count comes from the store's build
         progress.note(f"store for {haystack.name or haystack.source.name}")
-        ready = prepare_store(
-            haystack,
-            config.stores_dir,
-            rebuild=options.rebuild_stores,
-            workers=options.insert_workers,
-            note=progress.note,
-        )
+        if config.store is not None:
+            ready = given_store(haystack, config.store)
+        else:
+            ready = prepare_store(
+                haystack,
+                config.stores_dir,
+                rebuild=options.rebuild_stores,
+                workers=options.insert_workers,
+                note=progress.note,
+            )
         write_failures[haystack.name] = ready.write_failures
         for point in pending:
             run = runs[point.slug]

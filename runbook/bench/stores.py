@@ -27,7 +27,7 @@ from pathlib import Path
 import orjson
 
 from .. import __version__
-from ..errors import StoreError
+from ..errors import ConfigError, StoreError
 from ..pools import reindex
 from ..pools.storage import read_manifest, safe_opener
 from ..store import Store
@@ -146,6 +146,22 @@ def prepare_store(
         shutil.rmtree(building, ignore_errors=True)
         raise
     return HaystackStore(Store(final), key, manifest)
+
+
+def given_store(haystack: Haystack, root: Path) -> HaystackStore:
+    """An existing store that the config names, used for `haystack` as it is: checked, never written. Its write
+    failures are the haystack's trajectories it does not hold."""
+    try:
+        store = Store(root)
+    except StoreError as exc:
+        raise ConfigError(f"the bench's `store`: {exc}") from None
+    problem = pools_problem(store)
+    if problem is not None:
+        raise ConfigError(f"the bench's store {root}: {problem} (it is not rebuilt here: run `runbook reindex` on it)")
+    records = haystack_trajectories(haystack)
+    held = sum(1 for trajectory_id, _, _ in records if store.row(trajectory_id) is not None)
+    manifest = {"haystack": haystack.name, "store": str(root), "expected": len(records), "stored": held}
+    return HaystackStore(store, "given", manifest)
 
 
 def pools_problem(store: Store) -> str | None:

@@ -214,3 +214,33 @@ def test_a_store_whose_pools_an_older_runbook_wrote_is_reindexed_before_r_reads_
     records = [json.loads(line) for line in (tmp_path / "runs" / "t" / "r-2k" / "per_question.jsonl").open()]
     assert len(records) == 2 and not any("error" in r for r in records)
     assert all(r["memory_context"] for r in records)
+
+
+def test_a_config_store_is_asked_instead_of_building_haystack_stores(dev_set, tmp_path, clean_env):
+    from runbook.errors import ConfigError
+    from runbook.ingest import insert_paths
+    from runbook.pools import insert_listener
+    from runbook.store import Store
+    from tests.bench.conftest import trajectories
+    from tests.conftest import make_trajectory
+
+    # an agent's own memory: two of the haystack's four trajectories, plus one of its own
+    kept = [t for t in trajectories() if t["id"] in ("t-cancel", "t-new-price")]
+    own = make_trajectory("agent-1", 2, texts=["RootWebArea 'Dashboard'", "StaticText 'Welcome'"]).to_dict()
+    lines = tmp_path / "m.jsonl"
+    lines.write_text("".join(json.dumps(t) + "\n" for t in [*kept, own]))
+    memory = Store(tmp_path / "memory", create=True)
+    insert_paths(memory, [lines], listeners=[insert_listener(memory)], workers=1)
+    config = make_config(tmp_path, [dev_set], [{"label": "R", "method": "r"}], store="memory")
+    [result] = run_bench(config, RunOptions(insert_workers=1))
+    assert result.metrics["count"] == 4 and not (tmp_path / "stores").exists()  # nothing built
+    assert result.metrics["diagnostics"]["store_write_failures"] == 2  # t-old-price and t-filters are not in it
+    records = [json.loads(line) for line in (result.folder / "per_question.jsonl").open()]
+    assert not any("error" in r for r in records)
+    texts = [part["value"] for r in records for part in r["memory_context"] if part["type"] == "text"]
+    cited = {t for text in texts for t in re.findall(r"^\[\w+\] trajectory ([\w-]+)", text, re.M)}
+    assert cited and cited <= {"t-cancel", "t-new-price", "agent-1"}
+    assert json.loads((result.folder / "config.json").read_text())["store"] == str(tmp_path / "memory")
+    elsewhere = make_config(tmp_path, [dev_set], [{"label": "R", "method": "r"}], store="missing")
+    with pytest.raises(ConfigError, match="no runbook store at"):
+        run_bench(elsewhere, RunOptions(insert_workers=1, fresh=True))

@@ -104,3 +104,18 @@ def test_a_reused_store_without_pools_gets_them(generated_set, tmp_path):
     assert said and "no retrieval pools" in said[0]
     items, _ = Retriever(again.store).search("What is the current price of the Quest Lumaflex Band?", 2000)
     assert items
+
+
+def test_a_given_store_is_read_as_it_is_never_rebuilt(generated_set, tmp_path):
+    from runbook.bench.stores import given_store
+    from runbook.errors import ConfigError
+
+    haystack = load_question_set(generated_set).haystacks[0]
+    built = prepare_store(haystack, tmp_path / "stores", workers=1)
+    given = given_store(haystack, built.store.root)
+    assert given.write_failures == 0 and given.manifest["stored"] == 4
+    _set_pool_format(built.store.root, POOLS_FORMAT - 1)
+    before = (built.store.root / "pools" / POOLS_MANIFEST).read_bytes()
+    with pytest.raises(ConfigError, match="runbook reindex"):
+        given_store(haystack, built.store.root)
+    assert (built.store.root / "pools" / POOLS_MANIFEST).read_bytes() == before  # someone's store: not touched
