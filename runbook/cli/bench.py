@@ -78,9 +78,10 @@ def run(config, jobs, limit, only, question_files, fresh, no_reader, max_context
     record per question, appended as it finishes) and aggregated_metrics.json (LongMemEval-V2's field names).
     A killed run continues where it stopped. One store per distinct haystack is built once (keyed by its
     content) and reused; `store = PATH` in the config asks every question over that existing store instead.
-    With a [reader] in the config, each context is answered and graded as LongMemEval-V2 grades it. With --ray, each store is prepared by a Ray task and each (haystack, method,
-    budget) is a Ray actor answering its questions; records come back to this process, which writes the same
-    run folders; a lost worker's questions are retried by Ray.
+    With a [reader] in the config, each context is answered and graded as LongMemEval-V2 grades it. With
+    --ray, each store is prepared by a Ray task and each (haystack, method, budget) is a Ray actor answering
+    its questions; records come back to this process, which writes the same run folders; a lost worker's
+    questions are retried by Ray.
 
     Example:
 
