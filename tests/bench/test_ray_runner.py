@@ -116,3 +116,26 @@ def test_a_worker_node_lost_mid_run_loses_nothing(dev_set, tmp_path, ray_cluster
         assert sorted(rec["question_id"] for rec in lines) == ["q-abs", "q-dynamic", "q-gotcha", "q-static"]
         same_records(r.folder, l.folder)  # no duplicate, none missing, each context as a local run builds it
         assert r.metrics["errors"] == 0
+
+
+def test_on_the_cluster_an_old_store_is_reindexed_and_a_given_store_is_asked(dev_set, tmp_path, ray_cluster):
+    from runbook.core.pools import FORMAT, MANIFEST
+    from tests.bench.test_runner import NotesKept
+
+    methods = [{"label": "R", "method": "r"}]
+    run_bench(make_config(tmp_path, [dev_set], methods, name="local"), RunOptions(insert_workers=1))
+    [store] = [p for p in (tmp_path / "stores").iterdir() if p.is_dir()]
+    manifest = json.loads((store / "pools" / MANIFEST).read_text())
+    (store / "pools" / MANIFEST).write_text(json.dumps(manifest | {"format": FORMAT - 1}))
+    progress = NotesKept()
+    [old] = run_bench(
+        make_config(tmp_path, [dev_set], methods, name="on-ray"),
+        RunOptions(insert_workers=1, ray=ray_cluster.address),
+        progress,
+    )
+    assert any("reindexing" in note and store.name in note for note in progress.notes)  # said on the node, shown here
+    same_records(old.folder, tmp_path / "runs" / "local" / "r-2k")
+    given = make_config(tmp_path, [dev_set], methods, name="given", store=str(store))
+    [asked] = run_bench(given, RunOptions(insert_workers=1, ray=ray_cluster.address))
+    same_records(asked.folder, tmp_path / "runs" / "local" / "r-2k")
+    assert asked.metrics["diagnostics"]["store_write_failures"] == 0
