@@ -68,17 +68,6 @@ def store(tmp_path) -> Store:
     return Store(tmp_path / "store", create=True)
 
 
-def insert_with_pools(store: Store, trajectories) -> Store:
-    """Insert as `runbook insert` does: the trajectories and their retrieval pools, which R and C both read."""
-    from runbook.pools import insert_listener
-
-    with store.writer() as writer:
-        writer.listeners.append(insert_listener(store))
-        for trajectory in trajectories:
-            writer.insert(trajectory)
-    return store
-
-
 def require_shared() -> Path:
     if not SHARED_DATA.exists():
         pytest.skip("../shared/data is not beside the repository")

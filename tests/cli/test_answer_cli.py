@@ -11,8 +11,9 @@ from runbook.cli.answer import answer
 from runbook.cli.replay import replay
 from runbook.config import CONFIG_ENV, SETTINGS
 from runbook.models.fakes import FakeOpenAIServer, call, finish, text
+from runbook.pools.build import insert_with_pools
 from runbook.store import Store
-from tests.conftest import insert_with_pools, make_trajectory
+from tests.conftest import make_trajectory
 
 
 @pytest.fixture
@@ -23,7 +24,7 @@ def store_path(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("RUNBOOK_TRANSCRIPTS", str(tmp_path / "transcripts"))
     store = Store(tmp_path / "store", create=True)
-    insert_with_pools(store, [make_trajectory("wa-1", 3, texts=["home", "StaticText 'Grand Total $41.00'", "done"])])
+    insert_with_pools(store, make_trajectory("wa-1", 3, texts=["home", "StaticText 'Grand Total $41.00'", "done"]))
     return str(store.root)
 
 

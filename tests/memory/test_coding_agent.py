@@ -18,8 +18,9 @@ from runbook.memory.coding_agent import NOT_CHOSEN, UNCHECKED, CodingAgentMemory
 from runbook.memory.spans import focus_page, water_level
 from runbook.models.fakes import FakeAnthropicServer, FakeOpenAIServer, call, fail, finish, raw_call, text
 from runbook.policies import POLICIES, get_policy
+from runbook.pools.build import insert_with_pools
 from runbook.store import Store
-from tests.conftest import insert_with_pools, make_trajectory, sandbox_missing
+from tests.conftest import make_trajectory, sandbox_missing
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -70,7 +71,8 @@ def store(tmp_path) -> Store:
     app.states[0].screenshot = str(shot)
     root = tmp_path / "store"
     store = Store(root, create=True)
-    insert_with_pools(store, (older, newer, app))
+    for trajectory in (older, newer, app):  # with their pools, as `runbook insert` writes them
+        insert_with_pools(store, trajectory)
     for path in [tmp_path, root, *root.rglob("*")]:  # the sandbox user (nobody) reads the store
         path.chmod(0o755 if path.is_dir() else 0o644)
     return store

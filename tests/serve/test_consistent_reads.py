@@ -42,13 +42,20 @@ def _paused_commit(monkeypatch):
     return reached, resume
 
 
+def _writer_paused_at_commit(monkeypatch, work, *args) -> tuple[threading.Thread, threading.Event]:
+    """`work(*args)` running on a thread named "writer", held at its commit (_paused_commit); set the event to let
+    it finish."""
+    reached, resume = _paused_commit(monkeypatch)
+    writer = threading.Thread(target=work, args=args, name="writer")
+    writer.start()
+    assert reached.wait(60)
+    return writer, resume
+
+
 def test_a_get_during_a_replace_reads_one_version(service, monkeypatch):
     service.open_trajectory("live-1", visible="step", goal="Cancel order 305")
     service.append_state("live-1", _step(0))
-    reached, resume = _paused_commit(monkeypatch)
-    writer = threading.Thread(target=service.append_state, args=("live-1", _step(1)), name="writer")
-    writer.start()
-    assert reached.wait(60)
+    writer, resume = _writer_paused_at_commit(monkeypatch, service.append_state, "live-1", _step(1))
     seen: dict = {}
     reader = threading.Thread(target=lambda: seen.update(service.trajectory("live-1")))
     reader.start()
@@ -64,10 +71,7 @@ def test_a_get_during_a_replace_reads_one_version(service, monkeypatch):
 def test_a_close_is_open_until_it_returns_then_stored(service, monkeypatch):
     service.open_trajectory("run-1", goal="Cancel order 305")
     service.append_state("run-1", _step(0))
-    reached, resume = _paused_commit(monkeypatch)
-    closer = threading.Thread(target=service.close_trajectory, args=("run-1",), name="writer")
-    closer.start()
-    assert reached.wait(60)
+    closer, resume = _writer_paused_at_commit(monkeypatch, service.close_trajectory, "run-1")
     during = service.trajectory("run-1")  # answered at once: the close does not hold readers up
     stats = service.stats()
     resume.set()
@@ -115,10 +119,7 @@ def test_a_close_refuses_further_steps_while_it_writes(service, monkeypatch):
 
     service.open_trajectory("run-4", goal="x")
     service.append_state("run-4", _step(0))
-    reached, resume = _paused_commit(monkeypatch)
-    closer = threading.Thread(target=service.close_trajectory, args=("run-4",), name="writer")
-    closer.start()
-    assert reached.wait(60)
+    closer, resume = _writer_paused_at_commit(monkeypatch, service.close_trajectory, "run-4")
     with pytest.raises(NotFound, match="being closed"):
         service.append_state("run-4", _step(1))
     with pytest.raises(NotFound, match="being closed"):

@@ -67,17 +67,22 @@ def shared(questions_: list[dict], ids: list[str]) -> dict[str, list[str]]:
 ALL = ["t-cancel", "t-old-price", "t-new-price", "t-filters"]
 
 
+def one_haystack(qs: list[dict], trajectory_map, reader, max_tokens: int) -> dict:
+    """harness.run's arguments when every question shares the whole haystack, counted with the reader's tokenizer."""
+    return dict(
+        questions=qs,
+        haystacks=shared(qs, ALL),
+        trajectories=trajectory_map,
+        max_tokens=max_tokens,
+        processor=harness.ReaderProcessor(reader),
+    )
+
+
 def test_save_memory_then_load_memory_dir_gives_the_same_contexts(
     tmp_path, data_root, trajectory_map, reader, monkeypatch
 ):
     qs = questions() + [questions()[0] | {"id": "q-look", "question": "What does the cancel dialog look like?"}]
-    common = dict(
-        questions=qs,
-        haystacks=shared(qs, ALL),
-        trajectories=trajectory_map,
-        max_tokens=100_000,
-        processor=harness.ReaderProcessor(reader),
-    )
+    common = one_haystack(qs, trajectory_map, reader, max_tokens=100_000)
     cfg = config(data_root, tmp_path)
     built = harness.run(memory_config=cfg, output_dir=tmp_path / "build", save_memory=True, **common)
     STORES.clear()  # the building process has exited: its stores are gone
@@ -99,14 +104,10 @@ def test_loading_a_save_without_a_store_is_refused_by_name(tmp_path, data_root, 
     qs = questions()
     with pytest.raises(RuntimeError, match="runbook_store"):
         harness.run(
-            questions=qs,
-            haystacks=shared(qs, ALL),
-            trajectories=trajectory_map,
             memory_config=None,
             output_dir=tmp_path / "out",
-            max_tokens=8000,
-            processor=harness.ReaderProcessor(reader),
             load_memory_dir=saved,
+            **one_haystack(qs, trajectory_map, reader, max_tokens=8000),
         )
 
 
@@ -146,13 +147,7 @@ def test_the_harness_cuts_nothing_when_runbook_counts_with_the_readers_tokenizer
     tmp_path, data_root, trajectory_map, reader
 ):
     qs = questions()
-    common = dict(
-        questions=qs,
-        haystacks=shared(qs, ALL),
-        trajectories=trajectory_map,
-        max_tokens=600,
-        processor=harness.ReaderProcessor(reader),
-    )
+    common = one_haystack(qs, trajectory_map, reader, max_tokens=600)
     plain = harness.run(memory_config=config(data_root, tmp_path, budget=600), output_dir=tmp_path / "a", **common)
     assert any(r["memory_context_was_truncated"] for r in plain)  # one token per byte: cl100k's 600 are ~2,000
     STORES.clear()
@@ -187,13 +182,9 @@ def test_a_visual_question_shows_screenshots_right_after_their_text_and_they_sur
     question = questions()[0] | {"question": "What does the dialog look like before an order is canceled?"}
     with_image = questions()[3] | {"image": str(data_root / "screenshots" / "t-filters" / "0.png")}
     rows = harness.run(
-        questions=[question, with_image],
-        haystacks=shared([question, with_image], ALL),
-        trajectories=trajectory_map,
         memory_config=config(data_root, tmp_path, budget=3000, tokenizer=str(reader)),
         output_dir=tmp_path / "out",
-        max_tokens=3000,
-        processor=harness.ReaderProcessor(reader),
+        **one_haystack([question, with_image], trajectory_map, reader, max_tokens=3000),
     )
     for row in rows:
         items = row["memory_context"]
