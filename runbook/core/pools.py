@@ -44,6 +44,37 @@ PAGES = "slices/pages.jsonl"
 PAGES_INDEX = "slices/pages.idx"
 
 
+UNDO = "undo"
+"""In the manifest: the way back to the manifest of the commit before ("counts": its sizes and stamp;
+"generations": each trajectory this commit added and the generation it had before, null when new) and the
+catalog fingerprint of each trajectory it added ("fingerprints"). A writer commits a trajectory's pools just before
+its catalog rows; killed in between, it leaves pools one commit ahead of the catalog, which the store's recovery
+finds (a fingerprint the catalog does not hold) and undoes with this record."""
+
+
+def undo_fingerprints(manifest: dict) -> dict[str, str]:
+    """trajectory id -> the fingerprint of the version the manifest's last commit added (empty when unrecorded)."""
+    undo = manifest.get(UNDO)
+    return dict(undo.get("fingerprints") or {}) if isinstance(undo, dict) else {}
+
+
+def manifest_before(manifest: dict) -> dict | None:
+    """The manifest as it was before its last commit (with a newer stamp, so that caches of the undone commit
+    are stale), or None when the manifest records no way back."""
+    undo = manifest.get(UNDO)
+    if not isinstance(undo, dict) or not isinstance(undo.get("counts"), dict):
+        return None
+    trajectories = dict(manifest.get("trajectories") or {})
+    for trajectory_id, generation in (undo.get("generations") or {}).items():
+        if generation is None:
+            trajectories.pop(trajectory_id, None)
+        else:
+            trajectories[trajectory_id] = generation
+    before = {**undo["counts"], "format": manifest.get("format", FORMAT), "trajectories": trajectories}
+    before["stamp"] = int(manifest.get("stamp", 0)) + 1
+    return before
+
+
 class PoolError(Exception):
     """The pools cannot be read as they are; the message says what to run."""
 

@@ -15,6 +15,7 @@ from ..core.boilerplate import load_line_counts
 from ..core.pools import PoolSnapshot
 from ..errors import StoreError
 from ..store import Store
+from ..store.layout import POOLS_FRESH_PREFIX, POOLS_OLD_PREFIX
 from ..trajectory.model import Trajectory
 from .documents import TrajectoryDocs, count_terms, trajectory_docs
 from .storage import PoolWriter, read_manifest, safe_opener
@@ -47,7 +48,7 @@ class PoolListener:
             self._writer = PoolWriter(store.layout)
         before = self._writer.committed
         try:
-            self._writer.add(docs)
+            self._writer.add(docs, staged.fingerprint)  # the version the catalog commits next
             self._writer.commit()
         except BaseException:
             self._writer = None  # its memory is ahead of the committed manifest: the next one starts from the files
@@ -108,7 +109,7 @@ def reindex(
     start = time.perf_counter()
     report = ReindexReport()
     final = store.layout.pools
-    fresh = final.with_name(f"{final.name}.tmp-{os.getpid()}")
+    fresh = final.with_name(f"{POOLS_FRESH_PREFIX}{os.getpid()}")
     with store.writer(check_pools=False):  # the pools are rebuilt: whatever was planted in them is discarded
         rows = store.rows()
         writer = PoolWriter(store.layout, fresh, fresh=True)
@@ -166,7 +167,7 @@ def _docs_for(job: tuple[str, str, str], note_writer=None) -> TrajectoryDocs:
 
 
 def _swap(fresh, final) -> None:
-    trash = final.with_name(f"{final.name}.old-{os.getpid()}")
+    trash = final.with_name(f"{POOLS_OLD_PREFIX}{os.getpid()}")
     if final.exists() or final.is_symlink():
         os.replace(final, trash)
     os.replace(fresh, final)

@@ -15,7 +15,7 @@ from ..core.excerpt import Excerpter
 from ..core.findings import View, findings
 from ..core.hits import Hit
 from ..core.layout import state_relpath
-from ..core.pools import PoolError
+from ..core.pools import PoolError, undo_fingerprints
 from ..core.pools import read_manifest as core_read_manifest
 from ..core.question import QuestionAnalysis, analyze
 from ..core.recall import Found, Recall, RecallSettings
@@ -90,6 +90,11 @@ class _LoadedOnce(Recall):
     def trajectories(self) -> set[str]:
         return set(self._loaded().manifest["trajectories"])
 
+    @property
+    def added(self) -> dict[str, str]:
+        """id -> catalog fingerprint of each version the stamp's last commit added (core.pools.UNDO)."""
+        return undo_fingerprints(self._loaded().manifest)
+
 
 class Retriever:
     """Searches the pools of one store; safe to share between threads (each call reads one Generation)."""
@@ -101,7 +106,7 @@ class Retriever:
         self._pending: _LoadedOnce | None = None
         """Pools of a newer stamp than the current generation's, loaded while the catalog did not list all their
         trajectories yet (a writer commits the pools inside its catalog transaction, so they lead by a moment)."""
-        self._loading = threading.Lock()
+        self._loading = threading.RLock()  # re-entered once after a recovery
 
     @property
     def recall(self) -> Recall:
@@ -140,11 +145,17 @@ class Retriever:
                     pending.load()
                     self._pending = pending
                 rows = self.store.rows()  # read after the pools: a trajectory listed here is committed
-                agrees = pending.trajectories <= {row.id for row in rows}
+                versions = {row.id: row.fingerprint for row in rows}
+                agrees = pending.trajectories <= versions.keys() and all(
+                    versions.get(tid) == fp for tid, fp in pending.added.items()
+                )
+                if not agrees and not self.store.writing() and self.store.recover_if_idle():
+                    # a writer killed between the pools' commit and the catalog's left the pools a commit ahead;
+                    # recovery undid it (store/recovery.py): the undone stamp is never taken, the pools are read again
+                    self._pending = None
+                    return self._load()
                 if not agrees and current is not None and not self.store.writing():
-                    # no writer: what the catalog lacks, it will not get (a writer killed between the pools'
-                    # commit and the catalog's left those documents); the new stamp is taken all the same
-                    rows, agrees = self.store.rows(), True
+                    rows, agrees = self.store.rows(), True  # what the catalog lacks, it will not get: taken
                 if current is None or agrees:
                     current = self._current = Generation(pending, rows)
                     self._pending = None

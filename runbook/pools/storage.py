@@ -77,6 +77,8 @@ class PoolWriter:
         self.vocab = {t: i for i, t in enumerate(self._read_terms())}
         self._new_terms: list[str] = []
         self._buffers: dict[str, list] = {}
+        self._fingerprints: dict[str, str] = {}
+        """id -> catalog fingerprint of each trajectory added since the last commit (its undo record)."""
 
     def _read_terms(self) -> list[str]:
         if not self.manifest["terms_bytes"]:
@@ -97,8 +99,10 @@ class PoolWriter:
             for field, count in pool["fields"].items():
                 truncate(self.root / name / f"{field}.post", count * POSTING.itemsize)
 
-    def add(self, docs: TrajectoryDocs) -> None:
-        """Append one trajectory's documents; a trajectory already present is superseded (a new generation)."""
+    def add(self, docs: TrajectoryDocs, fingerprint: str = "") -> None:
+        """Append one trajectory's documents; a trajectory already present is superseded (a new generation).
+        `fingerprint`: the version the catalog commits right after these pools (see core.pools.UNDO)."""
+        self._fingerprints[docs.trajectory_id] = fingerprint
         gens = self.manifest["trajectories"]
         gen = gens.get(docs.trajectory_id, -1) + 1
         gens[docs.trajectory_id] = gen
@@ -178,8 +182,19 @@ class PoolWriter:
             self.layout.append(self.root / rel, chunks)
         self._buffers = {}
         self.manifest["stamp"] += 1
+        self.manifest[core.UNDO] = self._undo_record()
         self.layout.replace(self.root / MANIFEST, orjson.dumps(self.manifest))
         self.committed = copy.deepcopy(self.manifest)
+
+    def _undo_record(self) -> dict:
+        """How to go back to the last committed manifest (core.pools.UNDO), for the trajectories added since."""
+        before = self.committed
+        added, self._fingerprints = self._fingerprints, {}
+        return {
+            "counts": {k: v for k, v in before.items() if k not in ("trajectories", "format", core.UNDO)},
+            "generations": {tid: before["trajectories"].get(tid) for tid in added},
+            "fingerprints": {tid: fp for tid, fp in added.items() if fp},
+        }
 
     def rollback(self, manifest: dict) -> None:
         """Make `manifest` (an earlier committed one) the committed manifest again: what was appended since is no
@@ -187,7 +202,7 @@ class PoolWriter:
         manifest = dict(manifest, stamp=self.manifest["stamp"] + 1)  # a new stamp: caches of the undone one are stale
         self.layout.replace(self.root / MANIFEST, orjson.dumps(manifest))
         self.manifest = self.committed = manifest
-        self._buffers, self._new_terms = {}, []
+        self._buffers, self._new_terms, self._fingerprints = {}, [], {}
 
 
 def _remove(folder: Path) -> None:

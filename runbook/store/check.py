@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UnsafeStoreFile
-from .layout import CATALOG_FILE, LOCK_FILE, META_FILE, POOLS_DIR, SUMMARIES_DIR, TRAJECTORIES_DIR, Layout
+from .layout import CATALOG_FILE, DIRTY_FILE, LOCK_FILE, META_FILE, POOLS_DIR, SUMMARIES_DIR, TRAJECTORIES_DIR, Layout
 
 CATALOG_FILES = (CATALOG_FILE, f"{CATALOG_FILE}-wal", f"{CATALOG_FILE}-shm", f"{CATALOG_FILE}-journal")
 """The catalog and the files SQLite keeps beside it: SQLite opens them following links."""
@@ -45,7 +45,7 @@ def unsafe_for_writing(layout: Layout, *, pools: bool = True) -> list[Unsafe]:
     """The entries a writer writes to or through that are not what they should be: the root's files, the folders
     it writes in, everything under pools/ (`pools`: False when the pools are about to be rebuilt)."""
     found = []
-    for name in (META_FILE, LOCK_FILE, *CATALOG_FILES):
+    for name in (META_FILE, LOCK_FILE, DIRTY_FILE, *CATALOG_FILES):
         found += _not_regular(layout.root, name)
     for name in (TRAJECTORIES_DIR, SUMMARIES_DIR, POOLS_DIR):
         found += _not_folder(layout.root, name)

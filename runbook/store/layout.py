@@ -10,11 +10,15 @@ from typing import BinaryIO
 
 from ..core.layout import (  # noqa: F401
     CATALOG_FILE,
+    DIRTY_FILE,
     FINGERPRINT_FILE,
     FORMAT_VERSION,
     LOCK_FILE,
     META_FILE,
+    PENDING_PREFIX,
     POOLS_DIR,
+    POOLS_FRESH_PREFIX,
+    POOLS_OLD_PREFIX,
     SCREENSHOTS_DIR,
     STATES_DIR,
     SUMMARIES_DIR,
@@ -96,6 +100,10 @@ class Layout:
     @property
     def summaries(self) -> Path:
         return self.root / SUMMARIES_DIR
+
+    @property
+    def dirty(self) -> Path:
+        return self.root / DIRTY_FILE
 
     @property
     def pools(self) -> Path:

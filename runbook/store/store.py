@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
+import logging
 import os
-import shutil
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -16,7 +17,7 @@ from typing import TypeVar
 
 import orjson
 
-from ..errors import ConflictError, StoreChanging, StoreError
+from ..errors import ConflictError, RunbookError, StoreChanging, StoreError
 from ..trajectory.model import Trajectory, trajectory_from_dict
 from . import catalog
 from .catalog import TrajectoryRow
@@ -24,17 +25,18 @@ from .check import check_catalog, refuse_unsafe_for_writing
 from .layout import (
     FINGERPRINT_FILE,
     FORMAT_VERSION,
+    PENDING_PREFIX,
     STATES_DIR,
-    TMP_PREFIX,
     TRAJECTORY_FILE,
-    TRASH_PREFIX,
     Layout,
     state_filename,
 )
+from .recovery import move_into_place, needs_recovery, recover, remove
 from .staging import StagedTrajectory, stage
 from .statefile import parse_state
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +54,8 @@ class InsertOutcome:
 class Store:
     """A runbook store on disk (see ARCHITECTURE.md's store layout)."""
 
-    def __init__(self, root: str | os.PathLike, *, create: bool = False):
+    def __init__(self, root: str | os.PathLike, *, create: bool = False, recover: bool = True):
+        """`recover`: undo what a writer stopped midway left, when no writer is at work (see store/recovery.py)."""
         # absolute (links kept): store files are opened from the root down, so a relative root would be looked up
         # inside itself ('.runbook/.runbook/...')
         self.layout = Layout(Path(root).absolute())
@@ -71,6 +74,21 @@ class Store:
                 f"(this runbook reads format {FORMAT_VERSION})"
             )
         self.meta = meta
+        if recover:
+            self.recover_if_idle()
+
+    def recover_if_idle(self) -> bool:
+        """Undo what a writer stopped midway left (store/recovery.py), unless a writer is at work (what it left is
+        its work in progress), the store is not ours to write, or a file where writers write is planted (`runbook
+        store check` names it); whether it did."""
+        if not needs_recovery(self.layout):
+            return False
+        try:
+            StoreWriter(self, wait=False).close()
+        except (OSError, RunbookError) as exc:  # busy (BlockingIOError), not ours, a read-only file system
+            log.debug("the store at %s was not recovered: %s", self.root, exc)
+            return False
+        return True
 
     def _create(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -109,7 +127,25 @@ class Store:
 
     def load(self, trajectory_id: str) -> Trajectory:
         """The stored trajectory, screenshots as absolute paths inside the store."""
-        return self._load_folder(self.trajectory_dir(trajectory_id))
+        return self._settled(lambda: self.trajectory_dir(trajectory_id), self._load_folder)
+
+    def _settled(self, folder: Callable[[], Path], read: Callable[[Path], T]) -> T:
+        """`read(folder())`, again for a moment while a committed trajectory's folder is not in place: a writer
+        moves it there right after its catalog rows commit; one stopped in between is recovered here when idle."""
+        pause = 0.002
+        for attempt in range(_SETTLE_READS):
+            path = folder()
+            try:
+                return read(path)
+            except FileNotFoundError:
+                moving = os.path.lexists(path.with_name(PENDING_PREFIX + path.name)) or not os.path.lexists(path)
+                if not moving or attempt == _SETTLE_READS - 1:
+                    raise  # a file missing from a folder in place: nothing is on its way
+                if attempt == 2 and needs_recovery(self.layout):
+                    self.recover_if_idle()
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+        raise AssertionError("unreachable")
 
     def _load_folder(self, folder: Path) -> Trajectory:
         obj = orjson.loads(self.layout.read_bytes(folder / TRAJECTORY_FILE))
@@ -122,11 +158,19 @@ class Store:
 
     def read_state(self, trajectory_id: str, index: int) -> tuple[dict[str, str], str]:
         """(header fields, page text) of one stored state; UnsafeStoreFile when the file is a planted link."""
-        return parse_state(self.layout.read_text(self.state_path(trajectory_id, index)))
+        name = state_filename(index)
+        return self._settled(
+            lambda: self.trajectory_dir(trajectory_id),
+            lambda d: parse_state(self.layout.read_text(d / STATES_DIR / name)),
+        )
 
     def read_state_file(self, dirname: str, index: int) -> tuple[dict[str, str], str]:
         """(header fields, page text) of a state named by its trajectory's folder (as the pools record it)."""
-        return parse_state(self.layout.read_text(self.layout.state_file(dirname, index)))
+        name = state_filename(index)
+        return self._settled(
+            lambda: self.layout.trajectory_dir(dirname),
+            lambda d: parse_state(self.layout.read_text(d / STATES_DIR / name)),
+        )
 
     def load_committed(self, trajectory_id: str) -> tuple[TrajectoryRow, Trajectory] | None:
         """(catalog row, trajectory) of one committed version, or None when the id is not stored. What a server
@@ -155,7 +199,7 @@ class Store:
         its row commits (and for a moment there is no folder): a reader that lands in between reads again, so it
         never pairs one version's row with the other's files (a GET once said n_states 1 beside 2 states)."""
         pause = 0.002
-        for _ in range(_COMMITTED_READS):
+        for attempt in range(_COMMITTED_READS):
             row = self.row(trajectory_id)
             if row is None:
                 return None
@@ -166,7 +210,9 @@ class Store:
                     if _folder_fingerprint(self.layout, folder) == row.fingerprint:
                         return row, value
             except FileNotFoundError:
-                pass  # between the two renames of a replace
+                pass  # committed, not yet moved into place (or between the two renames of a replace)
+            if attempt == 2 and needs_recovery(self.layout):
+                self.recover_if_idle()  # a writer stopped between its commit and the move: finished here
             time.sleep(pause)
             pause = min(pause * 2, 0.05)
         raise StoreChanging(
@@ -224,21 +270,22 @@ back). `staged.trajectory` is the Trajectory itself, `staged.final_dirname` its 
 class StoreWriter:
     """Holds the store's write lock; inserts trajectories one at a time, each atomically."""
 
-    def __init__(self, store: Store, *, check_pools: bool = True):
-        """`check_pools`: False for a writer that rebuilds the pools (a link planted in them is discarded then)."""
+    def __init__(self, store: Store, *, check_pools: bool = True, wait: bool = True):
+        """`check_pools`: False for a writer that rebuilds the pools (a link planted in them is discarded then).
+        `wait`: False raises BlockingIOError at once when another writer holds the lock."""
         self.store = store
         self.layout = store.layout
         self.listeners: list[CommitListener] = []
         # the lock file is opened without following a link (a dangling one made runbook create a file there)
         self._lock_fd = self.layout.open_for_write(self.layout.lock, os.O_RDWR | os.O_CREAT)
         try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
             refuse_unsafe_for_writing(self.layout, pools=check_pools)  # before anything is written
+            self.conn: sqlite3.Connection | None = catalog.connect(self.layout.catalog)
+            """None once closed."""
         except BaseException:
             os.close(self._lock_fd)
             raise
-        self.conn: sqlite3.Connection | None = catalog.connect(self.layout.catalog)
-        """None once closed."""
         self.changed = False
         self._recover()
 
@@ -254,8 +301,11 @@ class StoreWriter:
         return self.conn
 
     def close(self, render: bool = True) -> None:
+        """Render the summaries (and the listeners' derived data) when something changed, then unlock. The store's
+        `.dirty` mark goes only when it is consistent: a writer that fails here leaves it for the next open."""
         if self.conn is None:
             return
+        finished = False
         try:
             if render and self.changed:
                 from .summaries import render_summaries
@@ -265,34 +315,30 @@ class StoreWriter:
                     finish = getattr(listener, "finish", None)
                     if finish is not None:
                         finish(self.store)
+            finished = render or not self.changed
         finally:
             self.conn.close()
             self.conn = None
+            if finished:
+                with contextlib.suppress(FileNotFoundError):
+                    self.layout.dirty.unlink()
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             os.close(self._lock_fd)
 
     def _recover(self) -> None:
-        """Undo what a killed writer left: temporary folders, uncommitted folders, a replace cut in half."""
-        base = self.layout.trajectories
-        base.mkdir(exist_ok=True)
-        known = {row.dir: row.fingerprint for row in catalog.select_rows(self._open_conn)}
-        for entry in base.iterdir():
-            name = entry.name
-            if name.startswith(TMP_PREFIX):
-                shutil.rmtree(entry, ignore_errors=True)
-            elif name.startswith(TRASH_PREFIX):
-                original = base / name[len(TRASH_PREFIX) :]
-                if known.get(original.name) == _read_fingerprint(self.layout, entry) and _read_fingerprint(
-                    self.layout, original
-                ) != known.get(original.name):
-                    # the replacement was renamed in but its row never committed: put the old one back
-                    shutil.rmtree(original, ignore_errors=True)
-                    os.replace(entry, original)
-                else:
-                    shutil.rmtree(entry, ignore_errors=True)
-        for entry in base.iterdir():
-            if not entry.name.startswith((TMP_PREFIX, TRASH_PREFIX)) and entry.name not in known:
-                shutil.rmtree(entry, ignore_errors=True)  # renamed in, but its catalog row never committed
+        """Mark the store as being written, and undo what a writer stopped midway left (store/recovery.py)."""
+        self.layout.trajectories.mkdir(exist_ok=True)
+        crashed = os.path.lexists(self.layout.dirty)
+        self.layout.replace(self.layout.dirty, f"{os.getpid()}\n".encode())
+        done = recover(self.layout, catalog.select_rows(self._open_conn), crashed=crashed)
+        if crashed:
+            self.changed = True  # the summaries may miss what the stopped writer committed: rendered at close
+        if done:
+            log.warning(
+                "the store at %s was left by a writer stopped midway; recovered: %s",
+                self.layout.root,
+                "; ".join(map(str, done)),
+            )
 
     def known_fingerprints(self) -> dict[str, str]:
         """id -> fingerprint of every stored trajectory (workers use it to skip unchanged ones early)."""
@@ -306,7 +352,8 @@ class StoreWriter:
         return self.commit(staged, replace=replace)
 
     def commit(self, staged: StagedTrajectory, *, replace: bool = False) -> InsertOutcome:
-        """Make a staged trajectory visible: rename its folder into place, then commit its catalog rows."""
+        """Make a staged trajectory visible: commit its catalog rows (and the listeners' part), then move its folder
+        into place; until the commit its folder is hidden (store/recovery.py says why, and what a crash leaves)."""
         existing = catalog.select_rows(self._open_conn, "WHERE id = ?", (staged.trajectory_id,))
         if existing and existing[0].fingerprint == staged.fingerprint:
             _discard(staged)
@@ -324,13 +371,10 @@ class StoreWriter:
             return self.insert(staged.trajectory, replace=replace)
         dirname = existing[0].dir if existing else self._free_dirname(staged.dirname, staged.trajectory_id)
         staged.final_dirname = dirname
-        final = self.layout.trajectory_dir(dirname)
-        trash = None
-        if final.exists():
-            trash = self.layout.trajectories / f"{TRASH_PREFIX}{dirname}"
-            shutil.rmtree(trash, ignore_errors=True)
-            os.replace(final, trash)
-        os.replace(staged.folder, final)
+        # hidden until its rows commit: no reader, on the host or in the sandbox, sees an uncommitted folder
+        pending = self.layout.trajectories / f"{PENDING_PREFIX}{dirname}"
+        remove(pending)
+        os.replace(staged.folder, pending)
         status = "replaced" if existing else "inserted"
         try:
             # one transaction: the rows and what the listeners derive (the pools) stand or fall together
@@ -339,23 +383,21 @@ class StoreWriter:
                 for listener in self.listeners:
                     listener(self.store, staged, status)
         except BaseException:
-            self._undo(staged, final, trash)
+            self._undo(staged, pending)
             raise
-        if trash is not None:
-            shutil.rmtree(trash, ignore_errors=True)
         self.changed = True
+        # committed: if this is cut short, the next open (or writer) finishes it (store/recovery.py)
+        move_into_place(pending, self.layout.trajectory_dir(dirname))
         return InsertOutcome(staged.trajectory_id, status, staged.n_states, staged.tokens)
 
-    def _undo(self, staged: StagedTrajectory, final: Path, trash: Path | None) -> None:
-        """After a failed commit (its rows rolled back): the listeners undo their part, the new folder goes and the
-        one it replaced comes back, so the store is as it was before this trajectory."""
+    def _undo(self, staged: StagedTrajectory, pending: Path) -> None:
+        """After a failed commit (its rows rolled back): the listeners undo their part and the staged folder goes,
+        so the store is as it was before this trajectory."""
         for listener in self.listeners:
             rollback = getattr(listener, "rollback", None)
             if rollback is not None:
                 rollback(staged)
-        shutil.rmtree(final, ignore_errors=True)
-        if trash is not None:
-            os.replace(trash, final)
+        remove(pending)
 
     def _free_dirname(self, dirname: str, trajectory_id: str) -> str:
         """The folder name for a new id; two ids that clean to the same name get a hash suffix."""
@@ -407,23 +449,18 @@ class StoreWriter:
 
 def _discard(staged: StagedTrajectory) -> None:
     if staged.folder:
-        shutil.rmtree(staged.folder, ignore_errors=True)
+        remove(Path(staged.folder))
 
 
 _COMMITTED_READS = 200
 """Reads of a trajectory a writer is replacing before giving up (about 10 s: a replace commits in well under)."""
+_SETTLE_READS = 40
+"""Reads of a committed trajectory's file that is not in place yet before giving up (about 1.8 s)."""
 
 
 def _folder_fingerprint(layout: Layout, folder: Path) -> str:
     """The fingerprint a trajectory's folder was written with; FileNotFoundError when the folder is not there."""
     return layout.read_text(folder / FINGERPRINT_FILE).strip()
-
-
-def _read_fingerprint(layout: Layout, folder: Path) -> str | None:
-    try:
-        return layout.read_text(folder / FINGERPRINT_FILE).strip()
-    except (OSError, StoreError):  # missing, or planted (a link, a FIFO): not this writer's fingerprint
-        return None
 
 
 def _source_text(traj: Trajectory) -> str | None:
