@@ -36,7 +36,9 @@ def lme_v2(ctx: click.Context, out: Path, questions: tuple[Path, ...], tier: str
     """The store as LongMemEval-V2's data root: questions.jsonl, trajectories.jsonl, haystacks/ and screenshots/.
 
     Every question's haystack is the whole store, in insertion order. The official harness's
-    `data/validate_data.py --data-root OUT` accepts the folder, and its harness runs on it.
+    `data/validate_data.py --data-root OUT` accepts the folder and its built-in memories load it: a state
+    without a screenshot names screenshots/no-screenshot.png (an image that says so), a trajectory they would
+    refuse is left out, and both are said. OUT must lie outside the store.
 
     Example:
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
-from .screenshots import locate
+from .screenshots import locate, names_no_screenshot
 from .times import check_time_order, check_timestamp
 
 log = logging.getLogger(__name__)
@@ -227,7 +227,7 @@ def trajectory_from_dict(
         if isinstance(thought, list):
             thought = "\n".join(str(t) for t in thought)
         shot = _text(raw.get("screenshot"), where=where, name=f"{fname}.screenshot")
-        if shot in ("", "None", "null"):
+        if shot in ("", "None", "null") or (shot is not None and names_no_screenshot(shot)):
             shot = None
         if shot is not None and check_screenshots:
             # as LongMemEval-V2's loader does: a path relative to the data root, or to its screenshots/ folder

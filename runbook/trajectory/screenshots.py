@@ -17,6 +17,9 @@ from typing import Any
 from ..errors import InputError
 from ..images import NotAnImage, verify_image
 
+NO_SCREENSHOT = "screenshots/no-screenshot.png"
+"""What a state without a screenshot names in `runbook export lme-v2` (LongMemEval-V2's memories need an image for
+every state): an image that says so. Readers take a state naming it as a state without a screenshot."""
 MAX_SCREENSHOT_BYTES = 50 * 1024 * 1024
 """A browser screenshot is a few MB at most; a larger 'screenshot' is refused before it is read."""
 
@@ -115,3 +118,25 @@ def _check_opened(fd: int, path: str) -> None:
         return  # no /proc: O_NOFOLLOW and the realpath check above are the guard
     if opened != os.path.abspath(path):
         raise ScreenshotRefused(f"was opened as {opened}: a symbolic link was put on its path after it was checked")
+
+
+def placeholder_png() -> bytes:
+    """The image NO_SCREENSHOT names: a line of text saying that no screenshot was recorded."""
+    import io
+
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("RGB", (640, 48), "white")
+    try:
+        font = ImageFont.load_default(size=22)
+    except (TypeError, ImportError):  # Pillow before 10.1, or without FreeType: the small bitmap font
+        font = ImageFont.load_default()
+    ImageDraw.Draw(image).text((14, 12), "No screenshot was recorded for this state.", fill="black", font=font)
+    out = io.BytesIO()
+    image.save(out, format="PNG")
+    return out.getvalue()
+
+
+def names_no_screenshot(value: str) -> bool:
+    """Whether a state's screenshot value is the export's placeholder (read as no screenshot)."""
+    return os.path.normpath(value.strip()) == os.path.normpath(NO_SCREENSHOT)

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from runbook.bench.export import export_lme_v2
 from runbook.errors import InputError
@@ -102,3 +103,80 @@ def test_an_export_never_writes_into_a_folder_with_files(store, tmp_path):
     with pytest.raises(InputError, match="not an empty folder"):
         export_lme_v2(store, tmp_path / "out")
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["keep.txt"]
+
+
+def load_as_the_harness_memories_do(root: Path) -> int:
+    """memory_modules/trajectory_store.prepare_trajectory_insert's checks (LongMemEval-V2 at be15ea6), which its
+    built-in memories (AgentRunbook-R, RAG, Codex) run on every trajectory they insert; the trajectories loaded."""
+    loaded = 0
+    for line in (root / "trajectories.jsonl").read_text().splitlines():
+        trajectory = json.loads(line)
+        assert isinstance(trajectory["id"], str) and trajectory["id"]
+        assert isinstance(trajectory["goal"], str)
+        assert isinstance(trajectory["start_url"], str) and trajectory["start_url"].strip()
+        assert trajectory["outcome"] is None or isinstance(trajectory["outcome"], str)
+        for state in trajectory["states"]:
+            assert isinstance(state["url"], str) and state["url"].strip()
+            assert state["action"] is None or isinstance(state["action"], str)
+            assert state.get("thought") is None or isinstance(state.get("thought"), str)
+            assert isinstance(state.get("accessibility_tree", state.get("text")), str)
+            shot = state["screenshot"]
+            assert isinstance(shot, str) and shot.strip(), "screenshot must be a non-empty string"
+            assert (root / shot).exists() or (root / "screenshots" / shot).exists()
+        loaded += 1
+    return loaded
+
+
+def test_states_without_a_screenshot_name_an_image_the_harness_memories_load(store, tmp_path):
+    report = export_lme_v2(store, tmp_path / "out")
+    assert load_as_the_harness_memories_do(tmp_path / "out") == 4
+    rows = [json.loads(line) for line in (tmp_path / "out" / "trajectories.jsonl").read_text().splitlines()]
+    placeholders = [s for r in rows for s in r["states"] if s["screenshot"] == "screenshots/no-screenshot.png"]
+    assert len(placeholders) == report.placeholders == report.states - 1
+    assert f"{report.placeholders} states had no screenshot" in report.summary()
+    with Image.open(tmp_path / "out" / "screenshots" / "no-screenshot.png") as image:
+        assert image.size == (640, 48)
+    again = trajectory_from_dict(rows[1], base_dir=str(tmp_path / "out"))  # runbook reads it back as none
+    assert [s.screenshot for s in again.states] == [None] * len(again.states)
+
+
+def test_a_trajectory_the_harness_memories_refuse_is_left_out_and_named(store, tmp_path):
+    obj = trajectories()[0] | {"id": "no-url"}
+    obj["states"][1]["url"] = ""
+    with store.writer() as writer:
+        writer.insert(trajectory_from_dict(obj, base_dir=str(tmp_path)))
+    report = export_lme_v2(store, tmp_path / "out")
+    assert load_as_the_harness_memories_do(tmp_path / "out") == 4
+    assert report.left_out == ["no-url: state 1 has no url"] and "no-url: state 1 has no url" in report.summary()
+
+
+def test_a_screenshot_planted_as_a_link_is_not_exported(store, tmp_path):
+    secret = tmp_path / "shadow"
+    secret.write_text("root:$6$secret")
+    secret.chmod(0o640)
+    shot = store.trajectory_dir("t-cancel") / "screenshots" / "0001.png"
+    shot.unlink()
+    os.symlink(secret, shot)
+    report = export_lme_v2(store, tmp_path / "out")
+    copied = [p for p in (tmp_path / "out").rglob("*") if p.is_file() and b"secret" in p.read_bytes()]
+    assert copied == []
+    assert report.unsafe == ["trajectories/t-cancel/screenshots/0001.png"] and report.screenshots == 0
+    assert "1 store files left out" in report.summary()
+    assert load_as_the_harness_memories_do(tmp_path / "out") == 4
+
+
+def test_screenshots_keep_the_store_files_modes(store, tmp_path):
+    shot = store.trajectory_dir("t-cancel") / "screenshots" / "0001.png"
+    shot.chmod(0o600)
+    export_lme_v2(store, tmp_path / "out")
+    exported = tmp_path / "out" / "screenshots" / "t-cancel" / "0001.png"
+    assert exported.read_bytes() == PNG_BYTES and (exported.stat().st_mode & 0o777) == 0o600
+
+
+@pytest.mark.parametrize("inside", ["trajectories/x", "", "pools/out"])
+def test_an_export_inside_the_store_is_refused(store, tmp_path, inside):
+    before = sorted(p.name for p in (store.root / "trajectories").iterdir())
+    with pytest.raises(InputError, match="lies inside the store"):
+        export_lme_v2(store, store.root / inside)
+    assert sorted(p.name for p in (store.root / "trajectories").iterdir()) == before
+    assert not (store.root / "pools" / "out").exists()

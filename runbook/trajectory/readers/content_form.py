@@ -19,7 +19,7 @@ from typing import Any
 
 from ...errors import InputError
 from ..model import State, Trajectory, check_id
-from ..screenshots import locate
+from ..screenshots import locate, names_no_screenshot
 from ..times import check_time_order, check_timestamp
 
 _TOP_KNOWN = {"id", "domain", "site", "goal", "start_url", "outcome", "source", "content", "metadata"}
@@ -94,7 +94,7 @@ def _state(item: Any, pos: int, *, where: dict, folders: tuple[str, str | None])
 
 def _screenshot(value: Any, name: str, where: dict, folders: tuple[str, str | None]) -> str | None:
     value = _optional_str(value, name, where)
-    if not value:
+    if not value or names_no_screenshot(value):
         return None
     source_folder, screenshot_root = folders
     # the benchmark's data root keeps images in screenshots/, and paths are written either with or without it
