@@ -15,6 +15,7 @@ from pathlib import Path
 from .errors import InputError
 from .store import InsertOutcome, Store
 from .store.staging import StagedTrajectory, stage
+from .trajectory.limits import DEFAULT_LIMITS, ReadLimits
 from .trajectory.model import Trajectory
 from .trajectory.sources import iter_sources
 
@@ -64,13 +65,16 @@ ProgressFn = Callable[[int, int], None]
 """progress(items_done, items_total)."""
 
 
-def _read_all(paths, screenshot_root: str | None) -> Iterator[Trajectory | InputError]:
+def _read_all(paths, screenshot_root: str | None, limits: ReadLimits) -> Iterator[Trajectory | InputError]:
     for path, reader in iter_sources(paths):
-        yield from reader.read(path, screenshot_root=screenshot_root)
+        yield from reader.read(path, screenshot_root=screenshot_root, limits=limits)
 
 
 def validate(
-    paths: Iterable[str | os.PathLike], *, screenshot_root: str | os.PathLike | None = None
+    paths: Iterable[str | os.PathLike],
+    *,
+    screenshot_root: str | os.PathLike | None = None,
+    limits: ReadLimits = DEFAULT_LIMITS,
 ) -> tuple[int, list[InputError], int]:
     """First pass: (valid trajectory count, errors, input bytes). Nothing is written."""
     paths = list(paths)
@@ -78,7 +82,7 @@ def validate(
     valid, errors, size = 0, [], 0
     for path, _reader in iter_sources(paths):
         size += _size(path)
-    for item in _read_all(paths, screenshot_root):
+    for item in _read_all(paths, screenshot_root, limits):
         if isinstance(item, InputError):
             errors.append(item)
         else:
@@ -112,17 +116,19 @@ def insert_paths(
     progress: ProgressFn | None = None,
     listeners=(),
     screenshot_root: str | os.PathLike | None = None,
+    limits: ReadLimits = DEFAULT_LIMITS,
 ) -> InsertReport:
     """Insert every trajectory under `paths`. Invalid input refuses the whole run unless `skip_invalid`.
 
     Screenshots must lie inside the folder of the source that names them, or inside `screenshot_root` instead.
+    `limits` bound each source's decompressed bytes, per file and per line (trajectory/limits.py).
 
     A listener with a `deriver` attribute ((name, picklable function)) has that function run in the staging
     workers; its result reaches the listener as `staged.derived[name]`.
     """
     paths = list(paths)
     start = time.perf_counter()
-    total, errors, size = validate(paths, screenshot_root=screenshot_root)
+    total, errors, size = validate(paths, screenshot_root=screenshot_root, limits=limits)
     report = InsertReport(input_bytes=size, invalid=errors)
     if errors and not skip_invalid:
         report.seconds = time.perf_counter() - start
@@ -132,7 +138,9 @@ def insert_paths(
     with store.writer() as writer:
         writer.listeners.extend(listeners)
         valid = (
-            item for item in _read_all(paths, _screenshot_root(screenshot_root)) if not isinstance(item, InputError)
+            item
+            for item in _read_all(paths, _screenshot_root(screenshot_root), limits)
+            if not isinstance(item, InputError)
         )
         derivers = tuple(listener.deriver for listener in listeners if getattr(listener, "deriver", None))
         for staged in _staged(valid, writer, workers, derivers):

@@ -11,6 +11,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..ingest import insert_paths
 from ..pools import insert_listener
 from ..store import Store
+from ..trajectory.limits import ReadLimits, parse_size
+
+
+def _size(_ctx: click.Context, param: click.Parameter, value: str) -> int:
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param=param) from None
 
 
 @click.command()
@@ -28,6 +36,22 @@ from ..store import Store
     default=None,
     help="Screenshots must lie inside this folder instead of inside the folder of the file naming them.",
 )
+@click.option(
+    "--max-file-bytes",
+    "max_file",
+    default="4G",
+    show_default=True,
+    callback=_size,
+    help="Refuse a source file that holds more than this once decompressed (K, M, G: powers of 1024).",
+)
+@click.option(
+    "--max-line-bytes",
+    "max_line",
+    default="64M",
+    show_default=True,
+    callback=_size,
+    help="Refuse a JSONL line (one trajectory), or a whole .json document or step file, larger than this.",
+)
 @click.pass_context
 def insert(
     ctx: click.Context,
@@ -36,12 +60,15 @@ def insert(
     skip_invalid: bool,
     workers: int | None,
     screenshot_root: str | None,
+    max_file: int,
+    max_line: int,
 ) -> None:
     """Insert trajectory files or folders into the store.
 
     Formats are detected per file or folder: this project's JSONL(.gz), LongMemEval-V2 JSON/JSONL, BrowserGym /
     AgentLab result folders, browser-use history folders. Inserting the same trajectory again changes nothing.
     Screenshots must be images inside the folder of the file that names them (or inside --screenshot-root).
+    A source is read as it decompresses and refused once it passes --max-file-bytes or --max-line-bytes.
 
     Example:
 
@@ -71,6 +98,7 @@ def insert(
             screenshot_root=screenshot_root,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
             listeners=[insert_listener(store)],
+            limits=ReadLimits(file_bytes=max_file, line_bytes=max_line),
         )
     for error in report.invalid:
         click.echo(f"invalid: {error}", err=True)

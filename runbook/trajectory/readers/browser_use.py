@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
+from ..limits import DEFAULT_LIMITS, ReadLimits
 from ..model import State, Trajectory, check_id
 from ..screenshots import allowed_root, confine, locate
 from ..times import check_time_order
@@ -33,24 +34,27 @@ def detect(path: Path) -> bool:
     return path.is_dir() and (path / "history.json").is_file()
 
 
-def read(path: Path, *, screenshot_root: str | None = None) -> Iterator[Trajectory | InputError]:
+def read(
+    path: Path, *, screenshot_root: str | None = None, limits: ReadLimits = DEFAULT_LIMITS
+) -> Iterator[Trajectory | InputError]:
     """Yield the folder's one episode, or an InputError naming the history entry and field at fault.
 
-    Screenshots must lie in the folder, or in `screenshot_root` when given."""
+    Screenshots must lie in the folder, or in `screenshot_root` when given; history.json's size is bounded by
+    `limits`."""
     folder = Path(path).parent if Path(path).is_file() else Path(path)
     history_file = folder / "history.json"
     if not history_file.is_file():
         raise InputError("has no history.json (a browser-use history folder was expected)", path=str(folder))
     try:
-        yield _trajectory(folder, history_file, allowed_root(str(folder), screenshot_root))
+        yield _trajectory(folder, history_file, allowed_root(str(folder), screenshot_root), limits)
     except InputError as exc:
         yield exc
 
 
-def _trajectory(folder: Path, history_file: Path, shots_root: str) -> Trajectory:
+def _trajectory(folder: Path, history_file: Path, shots_root: str, limits: ReadLimits) -> Trajectory:
     tid = check_id(folder.name, note=" (the id is the folder name)", path=str(folder))
     where: dict[str, Any] = {"path": str(history_file), "trajectory_id": tid}
-    doc = load_json(history_file, tid)
+    doc = load_json(history_file, tid, limits)
     entries = doc.get("history") if isinstance(doc, dict) else None
     if not isinstance(entries, list) or not entries:
         raise InputError("is missing or empty", field="history", **where)

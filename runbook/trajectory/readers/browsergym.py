@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from ...errors import InputError
+from ..limits import DEFAULT_LIMITS, ReadLimits, check_file_size
 from ..model import State, Trajectory, check_id
 from ..screenshots import allowed_root, confine
 from ..times import check_time_order
@@ -55,14 +56,17 @@ def detect(path: Path) -> bool:
         return False
 
 
-def read(path: Path, *, screenshot_root: str | None = None) -> Iterator[Trajectory | InputError]:
+def read(
+    path: Path, *, screenshot_root: str | None = None, limits: ReadLimits = DEFAULT_LIMITS
+) -> Iterator[Trajectory | InputError]:
     """Yield the folder's one episode, or an InputError naming the step file and field at fault.
 
-    Screenshots must lie in the folder, or in `screenshot_root` when given."""
+    Screenshots must lie in the folder, or in `screenshot_root` when given; each step file's (decompressed) size
+    is bounded by `limits`."""
     folder = Path(path)
     numbered = _step_files(folder)
     try:
-        yield _trajectory(folder, numbered, allowed_root(str(folder), screenshot_root))
+        yield _trajectory(folder, numbered, allowed_root(str(folder), screenshot_root), limits)
     except FolderUnreadable:
         raise
     except InputError as exc:
@@ -91,7 +95,7 @@ def _step_files(folder: Path) -> dict[int, Path]:
     return numbered
 
 
-def _trajectory(folder: Path, numbered: dict[int, Path], shots_root: str) -> Trajectory:
+def _trajectory(folder: Path, numbered: dict[int, Path], shots_root: str, limits: ReadLimits) -> Trajectory:
     tid = check_id(folder.name, note=" (the id is the folder name)", path=str(folder))
     missing = next((n for n in range(len(numbered)) if n not in numbered), None)
     if missing is not None:
@@ -99,8 +103,8 @@ def _trajectory(folder: Path, numbered: dict[int, Path], shots_root: str) -> Tra
             f"step {missing} is missing: step files must be numbered 0, 1, 2, ...", path=str(folder), trajectory_id=tid
         )
     files = [numbered[n] for n in range(len(numbered))]
-    records = [_load_step(f, tid) for f in files]
-    summary = _load_summary(folder, tid)
+    records = [_load_step(f, tid, limits) for f in files]
+    summary = _load_summary(folder, tid, limits)
     states = []
     for n, (file, record) in enumerate(zip(files, records)):
         following = records[n + 1] if n + 1 < len(records) else None
@@ -253,27 +257,29 @@ def _is_ip(host: str) -> bool:
     return True
 
 
-def _load_step(file: Path, tid: str) -> dict:
+def _load_step(file: Path, tid: str, limits: ReadLimits) -> dict:
     if file.name.endswith(".pkl.gz"):
-        return fields_of(load_pickle(file))
-    record = load_json(file, tid)
+        return fields_of(load_pickle(file, limits))
+    record = load_json(file, tid, limits)
     if not isinstance(record, dict):
         raise InputError(f"must hold a JSON object, got {type(record).__name__}", path=str(file), trajectory_id=tid)
     return record
 
 
-def _load_summary(folder: Path, tid: str) -> dict:
+def _load_summary(folder: Path, tid: str, limits: ReadLimits) -> dict:
     file = folder / "summary_info.json"
     # AgentLab leaves an empty summary when an episode is still running or was killed
     if not file.is_file() or file.stat().st_size == 0:
         return {}
-    summary = load_json(file, tid)
+    summary = load_json(file, tid, limits)
     return summary if isinstance(summary, dict) else {}
 
 
-def load_json(file: Path, tid: str | None = None) -> Any:
-    """A JSON file's content; InputError naming the file when it cannot be read or parsed."""
+def load_json(file: Path, tid: str | None = None, limits: ReadLimits = DEFAULT_LIMITS) -> Any:
+    """A JSON file's content; InputError naming the file when it cannot be read or parsed, or is larger than one
+    record may be."""
     try:
+        check_file_size(file, limits)
         data = file.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read: {exc}", path=str(file), trajectory_id=tid) from exc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import orjson
 
 from ...errors import InputError
+from ..limits import DEFAULT_LIMITS, ReadLimits, bounded_lines, read_document
 from ..model import Trajectory, trajectory_from_dict
 from .content_form import from_content_form, is_content_form
 
@@ -44,60 +46,55 @@ def _convert(obj, *, path: Path, line: int | None, screenshot_root: str | None) 
         return exc
 
 
-def read(path: Path, *, screenshot_root: str | None = None) -> Iterator[Trajectory | InputError]:
+def read(
+    path: Path, *, screenshot_root: str | None = None, limits: ReadLimits = DEFAULT_LIMITS
+) -> Iterator[Trajectory | InputError]:
     """Stream trajectories: JSONL line by line; a .json file holds one trajectory or a list of them.
 
-    Screenshots must lie in the file's folder, or in `screenshot_root` when given."""
+    Screenshots must lie in the file's folder, or in `screenshot_root` when given. The decompressed bytes of the
+    file and of each line (a .json file's whole document) are bounded by `limits` (trajectory/limits.py)."""
     try:
         with _open_text(path) as fh:
-            head = fh.peek(1)[:1] if hasattr(fh, "peek") else b""
-            while head in (b" ", b"\n", b"\r", b"\t"):
-                fh.read(1)
-                head = fh.peek(1)[:1]
-            if not head:
+            lines = bounded_lines(fh, str(path), limits)
+            first = next(lines, None)
+            if first is None:
                 raise InputError("the file is empty", path=str(path))
-            if path.name.lower().endswith((".json", ".json.gz")) and head == b"[":
-                yield from _read_json_document(fh, path, screenshot_root)
+            if _is_document(path, first[1]):
+                yield from _read_json_document(path, screenshot_root, limits)
                 return
-            yield from _read_lines(fh, path, screenshot_root)
+            for lineno, raw in itertools.chain([first], lines):
+                try:
+                    obj = orjson.loads(raw)
+                except orjson.JSONDecodeError as exc:
+                    yield InputError(f"malformed JSON: {exc}", path=str(path), line=lineno)
+                    continue
+                yield _convert(obj, path=path, line=lineno, screenshot_root=screenshot_root)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise InputError(f"cannot read: {exc}", path=str(path)) from exc
 
 
-def _read_json_document(fh, path: Path, screenshot_root: str | None) -> Iterator[Trajectory | InputError]:
-    # A JSON array must be parsed whole; such files are single-run exports, so this is bounded in practice.
+def _is_document(path: Path, first_line: bytes) -> bool:
+    """A .json file that is one JSON document: a list of trajectories, or one object pretty-printed over many
+    lines (its first line alone is not JSON); otherwise it is read as JSONL."""
+    if not path.name.lower().endswith((".json", ".json.gz")):
+        return False
+    if first_line.lstrip()[:1] == b"[":
+        return True
     try:
-        doc = orjson.loads(fh.read())
+        orjson.loads(first_line)
+    except orjson.JSONDecodeError:
+        return True
+    return False
+
+
+def _read_json_document(
+    path: Path, screenshot_root: str | None, limits: ReadLimits
+) -> Iterator[Trajectory | InputError]:
+    with _open_text(path) as fh:
+        data = read_document(fh, str(path), limits)
+    try:
+        doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise InputError(f"malformed JSON: {exc}", path=str(path)) from exc
-    for obj in doc:
+    for obj in doc if isinstance(doc, list) else [doc]:
         yield _convert(obj, path=path, line=None, screenshot_root=screenshot_root)
-
-
-def _read_lines(fh, path: Path, screenshot_root: str | None) -> Iterator[Trajectory | InputError]:
-    buffered = None
-    n_records = 0
-    for lineno, raw in enumerate(fh, start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            if lineno == 1 and path.name.lower().endswith((".json", ".json.gz")):
-                # a pretty-printed single JSON object spans many lines: parse the file as one document
-                buffered = raw + fh.read()
-                break
-            yield InputError(f"malformed JSON: {exc}", path=str(path), line=lineno)
-            n_records += 1
-            continue
-        n_records += 1
-        yield _convert(obj, path=path, line=lineno, screenshot_root=screenshot_root)
-    if buffered is not None:
-        try:
-            obj = orjson.loads(buffered)
-        except orjson.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON: {exc}", path=str(path)) from exc
-        yield _convert(obj, path=path, line=None, screenshot_root=screenshot_root)
-        return
-    if n_records == 0:
-        raise InputError("the file is empty", path=str(path))

@@ -10,17 +10,21 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
+from ..limits import DEFAULT_LIMITS, Counted, ReadLimits
 
 
 class FolderUnreadable(InputError):
     """A step pickle that cannot be read or rebuilt: the whole folder is unreadable, so read() raises it."""
 
 
-def load_pickle(file: Path) -> Any:
+def load_pickle(file: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Any:
+    """The step pickle's content, its decompressed bytes bounded by `limits.file_bytes`."""
     try:
         with gzip.open(file, "rb") as fh, warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return _StepUnpickler(fh).load()
+            return _StepUnpickler(Counted(fh, str(file), limits)).load()
+    except InputError:
+        raise
     except (OSError, EOFError) as exc:
         raise FolderUnreadable(f"cannot read: {exc}", path=str(file)) from exc
     except Exception as exc:  # unpickling can fail in any way; all mean the same to the user
