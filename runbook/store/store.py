@@ -150,8 +150,13 @@ class Store:
     def _load_folder(self, folder: Path) -> Trajectory:
         obj = orjson.loads(self.layout.read_bytes(folder / TRAJECTORY_FILE))
         return trajectory_from_dict(
-            obj, path=str(folder / TRAJECTORY_FILE), base_dir=str(folder), check_screenshots=False, check_times=False
-        )  # checked when they were copied in (or stored before times were checked)
+            obj,
+            path=str(folder / TRAJECTORY_FILE),
+            base_dir=str(folder),
+            check_screenshots=False,
+            check_times=False,
+            lenient=True,
+        )  # checked when they were copied in (or stored before times were checked, or with fields kept verbatim)
 
     def state_path(self, trajectory_id: str, index: int) -> Path:
         return self.trajectory_dir(trajectory_id) / STATES_DIR / state_filename(index)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import unicodedata
@@ -156,7 +157,50 @@ def _index(value: Any, *, where: dict, name: str) -> int:
     raise InputError(f"must be an integer, got {value!r}"[:120], field=name, **where)
 
 
-_TOP_KNOWN = {"id", "domain", "site", "goal", "start_url", "outcome", "source", "states"}
+def _position(value: Any, pos: int, *, lenient: bool, where: dict, name: str) -> int:
+    """A state's index: its position, which `state_index` must repeat (LongMemEval-V2's harness takes the position
+    and ignores it: so does `lenient`)."""
+    if lenient:
+        if value != pos:
+            log.info(
+                "trajectory %s: %s is %r at position %d, read by position as LongMemEval-V2's harness does",
+                where.get("trajectory_id"),
+                name,
+                value,
+                pos,
+            )
+        return pos
+    idx = _index(value, where=where, name=name)
+    if idx != pos:
+        raise InputError(f"is {idx}, expected {pos} (states must be in order, 0-based)", field=name, **where)
+    return idx
+
+
+_TOP_KNOWN = {"id", "domain", "site", "goal", "start_url", "outcome", "source", "states", "trajectory_id"}
+KNOWN_EXTRA = {
+    "received_times": "runbook's servers: the states whose time is the server's receive time",
+    "metadata": "LongMemEval-V2: the content form's goal and environment, kept when a trajectory carries it",
+}
+"""Top-level fields beyond the schema that a format of its own writes: accepted and kept as they are."""
+STATE_KNOWN = (
+    "state_index",
+    "step",
+    "url",
+    "title",
+    "accessibility_tree",
+    "text",
+    "page_text",
+    "thought",
+    "thoughts",
+    "action",
+    "action_error",
+    "timestamp",
+    "screenshot",
+)
+"""A state's fields: runbook's, and LongMemEval-V2's other names (text, thoughts; step is its own numbering)."""
+MAX_NESTING = 64
+"""How deep a free-form value (source, metadata) may nest: deeper ones are refused, naming the field (at 255 levels
+the store's JSON writer gave up with a traceback, and a server answered 500)."""
 _CONTROL_CATEGORIES = {"Cc", "Cf", "Zl", "Zp"}
 """Control and format characters, line and paragraph separators: never part of a key typed on a command line."""
 
@@ -175,6 +219,36 @@ def check_id(trajectory_id: str, *, note: str = "", **where: Any) -> str:
     return trajectory_id
 
 
+def unknown_fields(given: Any, known: Any, *, field: str = "", where: dict[str, Any]) -> None:
+    """InputError naming the first field of `given` not in `known` (with the nearest known name): a misspelled
+    field ("gaol") would otherwise be dropped and the trajectory stored without it."""
+    unknown = sorted(k for k in given if k not in known)
+    if not unknown:
+        return
+    guess = difflib.get_close_matches(unknown[0], list(known), n=1)
+    hint = f" (did you mean {guess[0]!r}?)" if guess else ""
+    raise InputError(
+        f"is not a field runbook knows{hint}; the fields are {', '.join(sorted(known))}",
+        field=f"{field}{unknown[0]}",
+        **where,
+    )
+
+
+def check_nesting(value: Any, *, field: str, where: dict[str, Any]) -> None:
+    """InputError when `value` nests deeper than MAX_NESTING (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise InputError(
+                f"nests more than {MAX_NESTING} levels deep (objects and lists inside each other): flatten it",
+                field=field,
+                **where,
+            )
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+
+
 def trajectory_from_dict(
     obj: Any,
     *,
@@ -184,13 +258,17 @@ def trajectory_from_dict(
     screenshot_root: str | None = None,
     check_screenshots: bool = True,
     check_times: bool = True,
+    lenient: bool = False,
 ) -> Trajectory:
     """Validate one trajectory object of the project / LongMemEval-V2 `states` schema.
 
     `base_dir` (default: the working folder) resolves relative screenshot paths, and screenshots must lie inside
     it, or inside `screenshot_root` when given (see trajectory/screenshots.py); `check_screenshots=False` only
     joins the paths (for a store's own files); `check_times=False` keeps times as written (a store written before
-    times were checked). Raises InputError naming the file, line, trajectory and field.
+    times were checked). A field runbook does not know is an error unless `lenient`, which reads as
+    LongMemEval-V2's harness loader does (and as the store reads its own files): unknown top-level fields are kept,
+    unknown state fields ignored, and a state's position is its index whatever its `state_index` says. Raises
+    InputError naming the file, line, trajectory and field.
     """
     base_dir = base_dir or os.getcwd()
     where: dict[str, Any] = {"path": path, "line": line}
@@ -203,6 +281,11 @@ def trajectory_from_dict(
     assert text_id is not None  # tid is not None: checked above
     tid = check_id(text_id, **where)
     where["trajectory_id"] = tid
+    if not lenient:
+        unknown_fields(obj, _TOP_KNOWN | KNOWN_EXTRA.keys(), where=where)
+    for name in ("source", *KNOWN_EXTRA, *(k for k in obj if k not in _TOP_KNOWN)):
+        if name in obj:
+            check_nesting(obj[name], field=name, where=where)
     raw_states = obj.get("states")
     if raw_states is None:
         raise InputError("is missing", field="states", **where)
@@ -215,13 +298,10 @@ def trajectory_from_dict(
         fname = f"states[{pos}]"
         if not isinstance(raw, dict):
             raise InputError(f"must be an object, got {type(raw).__name__}", field=fname, **where)
+        if not lenient:
+            unknown_fields(raw, STATE_KNOWN, field=f"{fname}.", where=where)
         # `step` is the recorder's own numbering (LongMemEval-V2's may start at 1): only `state_index` is a position
-        idx_raw = raw.get("state_index", pos)
-        idx = _index(idx_raw, where=where, name=f"{fname}.state_index")
-        if idx != pos:
-            raise InputError(
-                f"is {idx}, expected {pos} (states must be in order, 0-based)", field=f"{fname}.state_index", **where
-            )
+        idx = _position(raw.get("state_index", pos), pos, lenient=lenient, where=where, name=f"{fname}.state_index")
         text = raw.get("accessibility_tree", raw.get("text", raw.get("page_text")))
         thought = raw.get("thought", raw.get("thoughts"))
         if isinstance(thought, list):
@@ -273,5 +353,5 @@ def trajectory_from_dict(
         start_url=_text(obj.get("start_url"), where=where, name="start_url") or (states[0].url if states else ""),
         outcome=_text(outcome, where=where, name="outcome"),
         source=source,
-        extra={k: v for k, v in obj.items() if k not in _TOP_KNOWN and k not in ("trajectory_id",)},
+        extra={k: v for k, v in obj.items() if k not in _TOP_KNOWN},
     )

@@ -102,3 +102,42 @@ def test_a_json_document_is_bounded_as_one_record(tmp_path):
         assert "doc.json: the JSON document has more than 10,000 bytes" in str(exc)
     else:
         raise AssertionError("the document past the bound was read")
+
+
+def test_a_value_nested_hundreds_deep_is_refused_naming_the_field(tmp_path):
+    source: dict = {}
+    inner = source
+    for _ in range(300):
+        inner["a"] = {}
+        inner = inner["a"]
+    path = tmp_path / "deep.jsonl"
+    path.write_text(json.dumps(dict(CLEAN, id="deep", source=source)) + "\n")
+    result = insert(tmp_path / "store", path)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "trajectory 'deep', field 'source': nests more than 64 levels deep" in result.output
+
+
+def test_misspelled_fields_are_refused_naming_the_field_and_the_likely_name(tmp_path):
+    top = {"id": "typo", "gaol": "g", "outcom": "success", "states": [{"url": "http://x/", "action": "click('1')"}]}
+    path = tmp_path / "typo.jsonl"
+    path.write_text(json.dumps(top) + "\n")
+    result = insert(tmp_path / "store", path)
+    assert result.exit_code == 1
+    assert "field 'gaol': is not a field runbook knows (did you mean 'goal'?)" in result.output
+    state = {"id": "typo2", "goal": "g", "states": [{"url": "http://x/", "acton": "click('1')"}]}
+    path.write_text(json.dumps(state) + "\n")
+    result = insert(tmp_path / "store", path)
+    assert result.exit_code == 1 and "field 'states[0].acton'" in result.output and "'action'" in result.output
+
+
+def test_the_formats_own_extra_fields_are_kept(tmp_path):
+    obj = dict(CLEAN, id="extras", metadata={"environment": "shop"}, received_times=[1])
+    obj["states"] = [dict(s, step=s["state_index"] + 1, thoughts=None, text=None) for s in CLEAN["states"]]
+    for state in obj["states"]:
+        del state["thought"], state["accessibility_tree"]
+        state["text"] = "RootWebArea 'Shop'"
+    path = tmp_path / "extras.jsonl"
+    path.write_text(json.dumps(obj) + "\n")
+    assert insert(tmp_path / "store", path).exit_code == 0
+    stored = json.loads((tmp_path / "store" / "trajectories" / "extras" / "trajectory.json").read_text())
+    assert stored["metadata"] == {"environment": "shop"} and stored["received_times"] == [1]

@@ -74,10 +74,12 @@ _VISUAL = re.compile(
 
 
 def trajectory_of(obj: dict, screenshot_root: str | None) -> Trajectory:
-    """A harness trajectory (the `states` form or the `content` + `metadata` form) as runbook's Trajectory."""
+    """A harness trajectory (the `states` form or the `content` + `metadata` form) as runbook's Trajectory, read as
+    the harness's own loader reads it: a state's position is its index, and fields runbook does not know are kept
+    or ignored rather than refused (the harness accepts them)."""
     if content_form.is_content_form(obj):
-        return content_form.from_content_form(obj, base_dir=screenshot_root)
-    return trajectory_from_dict(obj, base_dir=screenshot_root)
+        return content_form.from_content_form(obj, base_dir=screenshot_root, lenient=True)
+    return trajectory_from_dict(obj, base_dir=screenshot_root, lenient=True)
 
 
 def is_visual(question: str, image: str | None) -> bool:

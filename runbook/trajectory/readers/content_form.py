@@ -18,11 +18,13 @@ import os
 from typing import Any
 
 from ...errors import InputError
-from ..model import State, Trajectory, check_id
+from ..model import State, Trajectory, check_id, check_nesting, unknown_fields
 from ..screenshots import locate, names_no_screenshot
 from ..times import check_time_order, check_timestamp
 
-_TOP_KNOWN = {"id", "domain", "site", "goal", "start_url", "outcome", "source", "content", "metadata"}
+_TOP_KNOWN = {"id", "domain", "site", "goal", "start_url", "outcome", "source", "content", "metadata", "environment"}
+_ITEM_KNOWN = ("url", "title", "action", "thoughts", "thought", "step", "timestamp", "observation")
+_OBSERVATION_KNOWN = ("text", "screenshot")
 
 
 def is_content_form(obj: Any) -> bool:
@@ -37,22 +39,30 @@ def from_content_form(
     line: int | None = None,
     base_dir: str | None = None,
     screenshot_root: str | None = None,
+    lenient: bool = False,
 ) -> Trajectory:
     """Validate one content-form trajectory; raises InputError naming the file, trajectory and field.
 
-    Screenshots must lie in `base_dir` (default: the working folder), or in `screenshot_root` when given."""
+    Screenshots must lie in `base_dir` (default: the working folder), or in `screenshot_root` when given. A field
+    runbook does not know is an error unless `lenient` (as LongMemEval-V2's harness loader reads: kept or
+    ignored)."""
     where: dict[str, Any] = {"path": path, "line": line}
     tid = obj.get("id")
     if not isinstance(tid, str) or not tid.strip():
         raise InputError("is missing or not a non-empty string", field="id", **where)
     where["trajectory_id"] = check_id(tid, **where)
+    if not lenient:
+        unknown_fields(obj, _TOP_KNOWN, where=where)
+    for name in ("source", "metadata"):
+        if name in obj:
+            check_nesting(obj[name], field=name, where=where)
     content, metadata = obj.get("content"), obj.get("metadata")
     if not isinstance(content, list) or not content:
         raise InputError("must be a non-empty list of states", field="content", **where)
     if not isinstance(metadata, dict):
         raise InputError("must be an object (it carries the goal as original_goal)", field="metadata", **where)
     folders = (base_dir or os.getcwd(), screenshot_root)
-    states = [_state(item, pos, where=where, folders=folders) for pos, item in enumerate(content)]
+    states = [_state(item, pos, where=where, folders=folders, lenient=lenient) for pos, item in enumerate(content)]
     check_time_order([s.timestamp for s in states], field="content[{}].timestamp", where=where)
     return Trajectory(
         id=tid,
@@ -67,16 +77,20 @@ def from_content_form(
     )
 
 
-def _state(item: Any, pos: int, *, where: dict, folders: tuple[str, str | None]) -> State:
+def _state(item: Any, pos: int, *, where: dict, folders: tuple[str, str | None], lenient: bool) -> State:
     name = f"content[{pos}]"
     if not isinstance(item, dict):
         raise InputError(f"must be an object, got {type(item).__name__}", field=name, **where)
+    if not lenient:
+        unknown_fields(item, _ITEM_KNOWN, field=f"{name}.", where=where)
     url = item.get("url")
     if not isinstance(url, str) or not url.strip():
         raise InputError("is missing or empty", field=f"{name}.url", **where)
     observation = item.get("observation")
     if not isinstance(observation, dict):
         raise InputError("must be an object with text and screenshot", field=f"{name}.observation", **where)
+    if not lenient:
+        unknown_fields(observation, _OBSERVATION_KNOWN, field=f"{name}.observation.", where=where)
     text = observation.get("text")
     if not isinstance(text, str):
         raise InputError("must be a string", field=f"{name}.observation.text", **where)

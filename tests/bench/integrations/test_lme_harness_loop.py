@@ -5,6 +5,7 @@ and image items (issue #23, defects 1, 2, 3, 5 and 8)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,24 @@ def test_a_visual_question_shows_screenshots_right_after_their_text_and_they_sur
         owner = Path(items[first]["value"]).parent.name
         assert f"trajectory {owner}," in cited
         assert Path(items[first]["value"]).is_relative_to(data_root)
+
+
+def test_a_state_index_that_is_not_the_position_is_read_as_the_harness_reads_it(
+    tmp_path, data_root, trajectory_map, reader
+):
+    """Issue 34 item 10: the harness's loader takes a state's position and ignores its state_index; runbook
+    refused `"state_index": 1` on a first state, and the whole run ended in a RuntimeError with no results."""
+    for obj in trajectory_map.values():
+        for state in obj["states"]:
+            state["state_index"] += 1  # numbered from 1, as some recorders do
+    trajectory_map["t-old-price"]["states"][0]["unrecorded_field"] = "kept out, as the harness ignores it"
+    qs = questions()
+    rows = harness.run(
+        memory_config=config(data_root, tmp_path),
+        output_dir=tmp_path / "out",
+        **one_haystack(qs, trajectory_map, reader, max_tokens=8000),
+    )
+    assert [r["question_id"] for r in rows] == [q["id"] for q in qs]
+    assert "Are you sure you want to cancel this order?" in json.dumps(rows[0]["memory_context"])
+    cited = re.findall(r"t-cancel, state (\d+)", json.dumps(rows[0]["memory_context"]))
+    assert cited and all(int(n) < len(trajectory_map["t-cancel"]["states"]) for n in cited)  # by position
