@@ -15,7 +15,7 @@ from .grep import SORTS, RipgrepSearch  # noqa: F401  (rbk re-exports SORTS)
 from .layout import CATALOG_FILE, STATES_DIR, state_relpath, trajectory_relpath
 from .records import Hits, RbkError, Record, UnreadableState
 from .ripgrep import _python_regex
-from .statefile import parse_state
+from .statefile import header_time, parse_state
 from .values import _hit_value, _only_changes, _value_near
 
 
@@ -151,7 +151,7 @@ class StoreReader(RipgrepSearch):
             trajectory=rec.id,
             index=index,
             n_states=rec.n_states,
-            time=fields.get("time") or None,
+            time=header_time(fields),
             url=fields.get("url", ""),
             title=fields.get("title", ""),
             action=fields.get("action", ""),

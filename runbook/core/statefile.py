@@ -21,6 +21,8 @@ NEWLINE_MARK = " ⏎ "
 HEADER_FIELDS = ("trajectory", "state", "time", "url", "title", "action", "error", "thought", "screenshot")
 FIELDS = HEADER_FIELDS + ("text",)
 """What a search can be limited to: a header field, or the page text."""
+UNKNOWN_TIME = "unknown"
+"""A state's `time:` line when its source recorded no time (never blank: a reader can tell it was not recorded)."""
 LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 """Every character some reader of a state file ends a line at: ripgrep (\\n), Python's text files (\\r too) and
 str.splitlines (all of them)."""
@@ -32,6 +34,12 @@ def one_line(value: str | None) -> str:
     if not value:
         return ""
     return value.replace("\r\n", "\n").translate(_TO_MARK)
+
+
+def header_time(fields: dict[str, str]) -> str | None:
+    """A state file's time, or None when none was recorded (`time: unknown`, or blank in stores written before)."""
+    value = (fields.get("time") or "").strip()
+    return None if value in ("", UNKNOWN_TIME) else value
 
 
 def render_header(fields: dict[str, str | None]) -> str:

@@ -13,6 +13,7 @@ from ..context import EvidenceItem
 from ..core.blocks import Page
 from ..core.excerpt import Excerpter
 from ..core.question import QuestionAnalysis, analyze
+from ..core.statefile import header_time
 from ..errors import UnsafeStoreFile
 from ..store import Store
 from ..store.catalog import TrajectoryRow
@@ -91,7 +92,7 @@ class SpanExpander:
             state_index=indices[0],
             end_state_index=indices[-1] if len(indices) > 1 else None,
             url=(first or {}).get("url", ""),
-            timestamp=(first or {}).get("time") or None,
+            timestamp=header_time(first or {}),
             path=self.store.layout.relative(self.store.state_path(row.id, indices[0])),
             kind="span" if len(indices) > 1 else "state",
             label=label or outcome_label(row),

@@ -24,6 +24,7 @@ from typing import Any
 from ..budget import DEFAULT_BUDGET, parse_budget
 from ..context import Context
 from ..core.layout import state_relpath
+from ..core.statefile import header_time
 from ..errors import BudgetError, InputError, StoreChanging, StoreError
 from ..memory import DEFAULT_METHOD, IMAGE_METHODS, METHODS, get_memory
 from ..pools.build import insert_listener, insert_with_pools
@@ -246,7 +247,7 @@ class MemoryService(StreamedTrajectories):
             "trajectory_id": trajectory_id,
             "state_index": index,
             "url": header.get("url", ""),
-            "timestamp": header.get("time", ""),
+            "timestamp": header_time(header),
             **({"timestamp_source": TIME_SOURCE} if index in self._received(trajectory_id) else {}),
             "screenshot": self._screenshot(trajectory_id, index),
             "header": header,

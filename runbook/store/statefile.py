@@ -13,7 +13,7 @@ def render_state(trajectory: Trajectory, state: State, screenshot_rel: str | Non
     header = {
         "trajectory": trajectory.id,
         "state": f"{state.index} of {len(trajectory.states)}",
-        "time": state.timestamp,
+        "time": state.timestamp or _format.UNKNOWN_TIME,  # never a blank line: says none was recorded
         "url": state.url,
         "title": state.title,
         "action": state.action,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sqlite3
 
 from click.testing import CliRunner
 
@@ -141,3 +142,31 @@ def test_the_formats_own_extra_fields_are_kept(tmp_path):
     assert insert(tmp_path / "store", path).exit_code == 0
     stored = json.loads((tmp_path / "store" / "trajectories" / "extras" / "trajectory.json").read_text())
     assert stored["metadata"] == {"environment": "shop"} and stored["received_times"] == [1]
+
+
+def test_a_state_without_a_time_is_stored_as_unknown_never_blank(tmp_path):
+    obj = dict(CLEAN, id="untimed")
+    obj["states"] = [dict(s, timestamp=None) for s in CLEAN["states"]]
+    path = tmp_path / "untimed.jsonl"
+    path.write_text(json.dumps(obj) + "\n")
+    assert insert(tmp_path / "store", path).exit_code == 0
+    state_file = (tmp_path / "store" / "trajectories" / "untimed" / "states" / "0000.md").read_text()
+    assert "\ntime: unknown\n" in state_file and "\ntime: \n" not in state_file
+    with sqlite3.connect(tmp_path / "store" / "catalog.sqlite") as conn:
+        assert conn.execute("SELECT timestamp FROM states WHERE trajectory_id = 'untimed'").fetchall() == [(None,)] * 2
+    result = CliRunner().invoke(
+        main,
+        [
+            "--store",
+            str(tmp_path / "store"),
+            "query",
+            "What link is on page 1?",
+            "--method",
+            "r",
+            "--json",
+            "--budget",
+            "2k",
+        ],
+    )
+    items = json.loads(result.output)["items"]
+    assert items and all(item["timestamp"] is None for item in items if item["trajectory_id"] == "untimed")
