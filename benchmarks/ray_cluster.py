@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -36,6 +37,11 @@ def start(workers: int, cpus: int, sandbox_slots: int, temp_dir: str, *, head_sa
     """A head and `workers` worker nodes on loopback; returns the Cluster and its worker nodes."""
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # read when ray is imported: keep every node on loopback
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Ray's Cluster writes its address file (ray_current_cluster) into <its default temp root>/ray, not temp_dir,
+    # and does not make that folder: on a machine without /tmp/ray the head failed with FileNotFoundError. The
+    # root is RAY_TMPDIR when set: the cluster's own folder, so nothing lands in a /tmp/ray other runs share
+    os.environ["RAY_TMPDIR"] = temp_dir
+    os.makedirs(os.path.join(temp_dir, "ray"), exist_ok=True)
     from ray.cluster_utils import Cluster
 
     head = node_args(cpus, sandbox_slots if head_sandbox_slots is None else head_sandbox_slots)
@@ -62,6 +68,7 @@ def main() -> None:
         signal.signal(signum, lambda *_: stop.set())
     stop.wait()
     cluster.shutdown()
+    shutil.rmtree(temp_dir, ignore_errors=True)
     sys.exit(0)
 
 

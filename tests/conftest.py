@@ -11,7 +11,11 @@ import pytest
 from runbook.store import Store
 from runbook.trajectory import State, Trajectory
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHARED_ENV = "SHARED_DATA"
+"""Where the real data is when it is not at ../shared/data (the variable ../shared/tools read too)."""
+SHARED_DATA = Path(os.environ.get(SHARED_ENV) or Path(__file__).resolve().parents[1].parent / "shared" / "data")
+"""The WebArena and Infinity sets and the dev questions (see the README's "Tests that read the real data")."""
+SHARED_TOOLS = SHARED_DATA.parent / "tools"
 
 
 def make_trajectory(
@@ -68,10 +72,18 @@ def store(tmp_path) -> Store:
     return Store(tmp_path / "store", create=True)
 
 
-def require_shared() -> Path:
-    if not SHARED_DATA.exists():
-        pytest.skip("../shared/data is not beside the repository")
-    return SHARED_DATA
+def require_shared(what: Path = SHARED_DATA) -> Path:
+    """`what` (the shared data, or a part of it such as its tools) when it is there. Missing, the test fails in CI
+    (CI=true), so that CI never passes with the real-data tests skipped, and is skipped on a developer's clone."""
+    if not what.exists():
+        message = (
+            f"{what} is not there: the tests that read the real data need ../shared/data beside the repository "
+            f"or {SHARED_ENV}=/path/to/shared/data (the README's 'Tests that read the real data' says how to get it)"
+        )
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return what
 
 
 @pytest.fixture

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 
-import pytest
-
 from runbook.bench.evidence import context_text, diagnose, phrase_in, score_context
 from runbook.bench.questions import Haystack, Question, StateRef
 from runbook.context import Context, EvidenceItem
-from tests.conftest import SHARED_DATA
+from tests.conftest import SHARED_DATA, SHARED_TOOLS, require_shared
 
 HAYSTACK = Haystack(SHARED_DATA / "none.jsonl")
 
@@ -43,9 +41,7 @@ def test_phrases_and_evidence_found():
 def test_the_phrase_check_is_the_project_scorers():
     text = context_text(Context("q", 10, analysis="Latest price: $32.88 (was $24.00); sku WS05-XS-Black"))
     assert phrase_in(text, "$32.88") and phrase_in(text, "ws05 xs black") and not phrase_in(text, "2.88")
-    path = SHARED_DATA.parent / "tools" / "score_contexts.py"
-    if not path.exists():
-        pytest.skip("../shared/tools is not beside the repository")
+    path = require_shared(SHARED_TOOLS / "score_contexts.py")
     spec = importlib.util.spec_from_file_location("score_contexts", path)
     scorer = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(scorer)

@@ -4,6 +4,7 @@ nothing (Ray restarts its actor elsewhere and retries the questions it had not a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -26,10 +27,12 @@ def ray_cluster():
     """A head (1 CPU) and a worker node (1 CPU, the only sandbox slot), every port on 127.0.0.1; the nodes' worker
     processes import the runbook under test."""
     temp_dir = tempfile.mkdtemp(prefix="rbray-", dir="/tmp")
-    with pytest.MonkeyPatch.context() as env:
+    with pytest.MonkeyPatch.context() as env, contextlib.ExitStack() as cleanup:
+        cleanup.callback(shutil.rmtree, temp_dir, ignore_errors=True)  # also when the cluster does not start
         source_root = str(Path(runbook.__file__).resolve().parents[1])
         env.setenv("PYTHONPATH", os.pathsep.join(p for p in (source_root, os.environ.get("PYTHONPATH")) if p))
         env.setenv("RAY_USAGE_STATS_ENABLED", "0")
+        env.setenv("RAY_TMPDIR", temp_dir)  # what loopback.start sets, undone after the module
         env.syspath_prepend(str(BENCHMARKS))
         import ray_cluster as loopback
 
@@ -39,7 +42,6 @@ def ray_cluster():
             yield cluster
         finally:
             cluster.shutdown()
-            shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def records(folder: Path) -> list[dict]:

@@ -3,8 +3,6 @@
 import gzip
 import json
 
-import pytest
-
 from runbook.pools.diff import diff_pages
 from tests.conftest import require_shared
 
@@ -15,7 +13,7 @@ def _states(trajectory_id: str) -> list[dict]:
         for line in fh:
             if f'"id": "{trajectory_id}"' in line[:200]:
                 return json.loads(line)["states"]
-    pytest.skip(f"{trajectory_id} is not in the shared data")
+    raise AssertionError(f"{trajectory_id} is not in the shared data at {path}: not the data these tests expect")
 
 
 def test_cancel_confirmation_appears_and_buttons_disappear():

@@ -18,8 +18,7 @@ from PIL import Image
 from runbook.errors import InputError
 from runbook.trajectory.model import Trajectory
 from runbook.trajectory.readers import browser_use, browsergym, content_form, detect_reader, jsonl
-
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+from tests.conftest import require_shared
 
 # 1765867656.1043622 is 2025-12-16T06:47:36.104Z, as in the WebArena set's first state
 T0 = 1765867656.1043622
@@ -535,9 +534,9 @@ def _records(path: Path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="the shared data set is not beside the repository")
 def test_shared_data_round_trips_through_the_source_formats(tmp_path: Path):
-    for traj in _records(SHARED / "data" / "webarena" / "trajectories.jsonl.gz"):
+    data = require_shared()
+    for traj in _records(data / "webarena" / "trajectories.jsonl.gz"):
         folder = tmp_path / "wa" / traj["id"]
         _as_browsergym(traj, folder)
         got = _only(list(detect_reader(folder).read(folder)))
@@ -549,7 +548,7 @@ def test_shared_data_round_trips_through_the_source_formats(tmp_path: Path):
             traj["start_url"],
         ), traj["id"]
         assert _got(got) == _expected(traj), traj["id"]
-    for traj in _records(SHARED / "data" / "infinity" / "trajectories.jsonl.gz"):
+    for traj in _records(data / "infinity" / "trajectories.jsonl.gz"):
         folder = tmp_path / "inf" / traj["id"]
         _as_browser_use(traj, folder)
         got = _only(list(detect_reader(folder).read(folder)))
