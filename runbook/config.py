@@ -67,6 +67,12 @@ SETTINGS = [
         "for chat templates that drop tool messages, e.g. llama-cpp-python's chatml-function-calling)",
     ),
     Setting("transcripts", "RUNBOOK_TRANSCRIPTS", str, "folder for query transcripts"),
+    Setting(
+        "transcripts_keep",
+        "RUNBOOK_TRANSCRIPTS_KEEP",
+        int,
+        "transcripts kept in that folder: the oldest go when a query writes one more (0 writes none)",
+    ),
     Setting("reader_provider", "RUNBOOK_READER_PROVIDER", str, "reader for `runbook answer`: anthropic or openai"),
     Setting("reader_model", "RUNBOOK_READER_MODEL", str, "the reader's model name"),
     Setting("reader_base_url", "RUNBOOK_READER_BASE_URL", str, "an OpenAI-compatible URL for the reader only"),
@@ -113,6 +119,7 @@ DEFAULTS: dict[str, Any] = {
     "output_tokens": _LIMITS.output_tokens,
     "reply_tokens": DEFAULT_REPLY_TOKENS,
     "reader_domain": "generic",
+    "transcripts_keep": 500,  # about 40 KB each: some 20 MB
 }
 """The settings' defaults; the agent's limits take theirs from Limits, so each is written once."""
 

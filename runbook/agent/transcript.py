@@ -32,6 +32,10 @@ def transcripts_dir() -> Path:
     return cache / "runbook" / "transcripts"
 
 
+_TRANSCRIPT_NAME = re.compile(r"\d{8}T\d{12}Z-[a-z0-9-]*\.jsonl")
+"""What transcript_path names a transcript: only such files are pruned."""
+
+
 def transcript_path(question: str, folder: str | os.PathLike | None = None) -> Path:
     """`<folder>/<UTC timestamp>-<slug of the question>.jsonl`."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
@@ -39,22 +43,48 @@ def transcript_path(question: str, folder: str | os.PathLike | None = None) -> P
     return Path(folder or transcripts_dir()) / f"{stamp}-{slug}.jsonl"
 
 
-class TranscriptWriter:
-    """Appends records to one JSONL file; `t` on each record is seconds since the writer was made."""
+def prune(folder: str | os.PathLike, keep: int) -> int:
+    """Remove the oldest transcripts of `folder` (their names start with their UTC time) beyond the newest `keep`;
+    how many went. Only runbook's own file names are touched."""
+    base = Path(folder)
+    try:
+        names = sorted(n for n in os.listdir(base) if _TRANSCRIPT_NAME.fullmatch(n))
+    except FileNotFoundError:
+        return 0
+    gone = 0
+    for name in names[: max(0, len(names) - keep)]:
+        try:
+            (base / name).unlink()
+            gone += 1
+        except FileNotFoundError:
+            pass  # another query removed it first
+    return gone
 
-    def __init__(self, path: str | os.PathLike):
+
+class TranscriptWriter:
+    """Appends records to one JSONL file; `t` on each record is seconds since the writer was made. With `keep`,
+    the folder keeps at most that many transcripts, this one included (0: nothing is written)."""
+
+    def __init__(self, path: str | os.PathLike, *, keep: int | None = None):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.path, "a", encoding="utf-8")
+        self._fh = None
         self._t0 = time.monotonic()
+        if keep == 0:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if keep is not None:
+            prune(self.path.parent, keep - 1)
+        self._fh = open(self.path, "a", encoding="utf-8")
 
     def record(self, type_: str, **fields: Any) -> None:
+        if self._fh is None:
+            return
         entry = {"type": type_, "t": round(time.monotonic() - self._t0, 4), **fields}
         self._fh.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
         self._fh.flush()
 
     def close(self) -> None:
-        if not self._fh.closed:
+        if self._fh is not None and not self._fh.closed:
             self._fh.close()
 
     def __enter__(self) -> TranscriptWriter:

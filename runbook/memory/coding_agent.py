@@ -145,7 +145,8 @@ class CodingAgentMemory:
         model = getattr(policy, "model", None)
         path = transcript_path(question, self.settings.transcripts)
         self._row_cache = None  # the store may have grown since the last query
-        with TranscriptWriter(path) as transcript, ThreadPoolExecutor(max_workers=1) as pool:
+        keep = int(self.settings.transcripts_keep)
+        with TranscriptWriter(path, keep=keep) as transcript, ThreadPoolExecutor(max_workers=1) as pool:
             # recall runs while the sandbox starts; the sandbox starts on this thread, which its jail may outlive
             # only as long as the thread lives (bwrap's --die-with-parent)
             recalling = pool.submit(self.recall_and_shares, question, analysis, budget)
@@ -169,7 +170,9 @@ class CodingAgentMemory:
                 run = loop.run(system_prompt(), user, task)
             context = self.context_of(question, budget, run, recall, analysis)
             context.latency_s = time.perf_counter() - started
-            context.meta.update(policy=policy.name, model=model, sandbox=box.name, transcript=str(path))
+            context.meta.update(
+                policy=policy.name, model=model, sandbox=box.name, transcript=str(path) if keep else None
+            )
             transcript.record(
                 "result",
                 items=len(context.items),
