@@ -16,7 +16,9 @@ Run it from a checkout of the harness (its data prepared as its README says):
         --memory-context-max-tokens 8000
 
 That selects the domain's questions and their haystacks with the harness's own data functions, registers the
-`runbook` memory type, writes its memory config, and runs `evaluation/harness.py` with everything after `--`.
+`runbook` memory type, writes its memory config, loads the harness's reader processor once (the harness itself
+loads it only at its first prompt, after the whole insert: a missing one failed minutes in), and runs
+`evaluation/harness.py` with everything after `--`.
 `memory_params`: `method` (a name in runbook.memory.METHODS, default r), `budget` (default 8k: set it to the
 harness's --memory-context-max-tokens), `tokenizer` (the reader's tokenizer: a tokenizer.json, its folder, or a
 Hugging Face name in the local cache; the context is then counted as the harness counts it, chat template and
@@ -317,6 +319,11 @@ def _arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--harness-root", type=Path, default=Path.cwd(), help="the harness checkout (default: .)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions of the domain")
     parser.add_argument("--question-ids", nargs="*", default=None)
+    parser.add_argument(
+        "--no-processor-check",
+        action="store_true",
+        help="start without loading the reader's processor first (the harness loads it at its first prompt)",
+    )
     return parser.parse_args(ours), harness
 
 
@@ -360,9 +367,28 @@ def main(argv: list[str] | None = None) -> None:
         str(args.output_dir.resolve()),
         *harness_args,
     ]
-    from evaluation.harness import main as harness_main
+    import evaluation.harness as harness
 
-    harness_main()
+    if not args.no_processor_check:
+        check_reader_processor(harness)
+    harness.main()
+
+
+def check_reader_processor(harness) -> None:
+    """Load the reader's processor now, as the harness will at its first prompt: that is after it has inserted the
+    whole haystack, so a processor that cannot load (no hub access, no cached files) failed the run minutes in."""
+    load = getattr(harness, "get_memory_context_processor", None)  # the harness's own loader (be15ea6)
+    if load is None:
+        return
+    try:
+        load()
+    except Exception as exc:  # whatever transformers raises: all mean the processor is not there
+        raise SystemExit(
+            f"the harness's reader processor does not load ({type(exc).__name__}: {exc}); the harness loads it at "
+            "its first prompt, after inserting the whole haystack. Fill the Hugging Face cache with its files and "
+            "run with HF_HUB_OFFLINE=1 (README: 'Inside LongMemEval-V2's own harness'), or pass "
+            "--no-processor-check to start anyway"
+        ) from None
 
 
 if __name__ == "__main__":

@@ -115,7 +115,12 @@ STAND_IN_HARNESS = {
     "evaluation/harness.py": """
         import argparse, json, time
         from pathlib import Path
+        import os
         from memory_modules.memory import build_memory
+        def get_memory_context_processor():
+            if os.environ.get("STAND_IN_NO_PROCESSOR"):
+                raise OSError("We couldn't connect to 'https://huggingface.co' to load the files of Qwen/Qwen3.5-9B")
+            return object()
         def main():
             p = argparse.ArgumentParser()
             for name in ("--domain", "--questions-path", "--haystack-path", "--trajectories-path",
@@ -139,13 +144,16 @@ STAND_IN_HARNESS = {
 }
 
 
-def test_the_launcher_runs_runbook_inside_the_harness(lme_root, tmp_path):
+def stand_in_harness(tmp_path: Path) -> Path:
     harness = tmp_path / "LongMemEval-V2"
     for name, body in STAND_IN_HARNESS.items():
         (harness / name).parent.mkdir(parents=True, exist_ok=True)
         (harness / name).write_text(textwrap.dedent(body))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [
+    return harness
+
+
+def launcher(lme_root: Path, tmp_path: Path) -> list[str]:
+    return [
         sys.executable,
         "-m",
         "runbook.bench.integrations.lme_v2",
@@ -167,6 +175,12 @@ def test_the_launcher_runs_runbook_inside_the_harness(lme_root, tmp_path):
         "--memory-context-max-tokens",
         "8000",
     ]
+
+
+def test_the_launcher_runs_runbook_inside_the_harness(lme_root, tmp_path):
+    harness = stand_in_harness(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = launcher(lme_root, tmp_path)
     done = subprocess.run(command, cwd=harness, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     config = json.loads((tmp_path / "out" / "runtime_inputs" / "memory_config.json").read_text())
@@ -177,6 +191,26 @@ def test_the_launcher_runs_runbook_inside_the_harness(lme_root, tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "out" / "per_question.jsonl").read_text().splitlines()]
     assert [r["question_id"] for r in rows] == ["q-static", "q-dynamic"] and rows[0]["model"] == "Qwen/Qwen3.5-9B"
     assert "Are you sure" in json.dumps(rows[0]["memory_context"]) and "$32.88" in json.dumps(rows[1]["memory_context"])
+
+
+def test_a_reader_processor_that_does_not_load_stops_the_launcher_before_any_insert(lme_root, tmp_path):
+    """Issue 34 item 15: the harness loads its processor at its first prompt, after inserting the whole haystack,
+    so a missing one failed minutes into a run; the launcher loads it first and says what to do."""
+    harness = stand_in_harness(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "STAND_IN_NO_PROCESSOR": "1"}
+    done = subprocess.run(launcher(lme_root, tmp_path), cwd=harness, env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "the harness's reader processor does not load (OSError" in done.stderr and "HF_HUB_OFFLINE=1" in done.stderr
+    assert not (tmp_path / "out" / "per_question.jsonl").exists()
+    started = subprocess.run(
+        [*launcher(lme_root, tmp_path)[:-5], "--no-processor-check", *launcher(lme_root, tmp_path)[-5:]],
+        cwd=harness,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert started.returncode == 0, started.stderr
 
 
 @pytest.mark.parametrize("bad", [{"id": "x"}, {"id": "x", "states": []}])
