@@ -24,11 +24,12 @@ MIN_SHOWN_LATENCY = 1e-3
 """Latencies below a millisecond (the empty baseline's) are drawn at 1 ms: a log axis has no zero."""
 LABEL_OFFSETS = [
     (dx, dy)
-    for radius in (8, 18, 30, 44, 60)
+    for radius in (8, 18, 30, 44, 60, 80, 105, 135, 170)
     for dx, dy in ((1, 0.4), (1, -1.2), (-1, 0.4), (-1, -1.2), (0.3, 1.4), (0.3, -2.2), (-0.3, 1.4), (-0.3, -2.2))
     for dx, dy in [(dx * radius, dy * radius)]
 ]
-"""Where a label may go around its point (points), nearest first, tried until it covers nothing drawn."""
+"""Where a label may go around its point (points), nearest first, tried until it covers nothing drawn (and its
+leader line crosses no other label); when none is clear, the one that covers least."""
 MARKER_PAD = 5
 """Pixels around a marker that a label must keep clear of."""
 
@@ -219,25 +220,53 @@ def _place_labels(fig, ax, labelled: list[tuple[OperatingPoint, int, str, int]])
             (x0, y0), (x1, y1) = pixels.min(axis=0), pixels.max(axis=0)
             taken.append(Bbox.from_extents(x0 - MARKER_PAD, y0 - MARKER_PAD, x1 + MARKER_PAD, y1 + MARKER_PAD))
     inside = ax.get_window_extent(renderer)
+    labels: list = []
+    """The boxes of the labels placed so far: no leader line may cross one."""
+    leaders: list[tuple[tuple[float, float], tuple[float, float]]] = []
+    """The leader lines drawn so far (pixels, from point to label): no label may lie across one."""
     for point, n, colour, size in labelled:
         text = f"{point.name} (n={n})"
+        anchor = tuple(ax.transData.transform((point.latency, point.accuracy)))
         best = None
         for dx, dy in LABEL_OFFSETS:
             note = _annotate(ax, text, point, (dx, dy), colour, size)
             box = note.get_window_extent(renderer)
-            clear = not any(box.overlaps(other) for other in taken) and _within(box, inside)
-            if clear:
-                best = (note, box, dx, dy)
+            note.remove()
+            line = (anchor, _leader_end(box, dx, dy)) if abs(dx) > 20 or abs(dy) > 20 else None
+            crossed = any(_crosses(leader, box) for leader in leaders)
+            crossed |= line is not None and any(_crosses(line, other) for other in labels)
+            cost = sum(_overlap(box, other) for other in taken) + (0 if _within(box, inside) else 1e9) + 1e6 * crossed
+            if best is None or cost < best[0]:
+                best = (cost, box, dx, dy, line)
+            if cost == 0:
                 break
-            note.remove()
-        if best is None:  # every spot is taken: keep the nearest and accept the overlap rather than lose the label
-            note = _annotate(ax, text, point, LABEL_OFFSETS[0], colour, size)
-            best = (note, note.get_window_extent(renderer), *LABEL_OFFSETS[0])
-        note, box, dx, dy = best
-        if abs(dx) > 20 or abs(dy) > 20:
-            note.remove()
-            note = _annotate(ax, text, point, (dx, dy), colour, size, leader=True)
+        assert best is not None  # LABEL_OFFSETS is not empty
+        _cost, box, dx, dy, line = best
+        _annotate(ax, text, point, (dx, dy), colour, size, leader=line is not None)
         taken.append(box)
+        labels.append(box)
+        if line is not None:
+            leaders.append(line)
+
+
+def _overlap(box, other) -> float:
+    """The area two boxes share (pixels)."""
+    width = min(box.x1, other.x1) - max(box.x0, other.x0)
+    height = min(box.y1, other.y1) - max(box.y0, other.y0)
+    return width * height if width > 0 and height > 0 else 0.0
+
+
+def _leader_end(box, dx: float, dy: float) -> tuple[float, float]:
+    """Where a leader line meets its label (pixels): the corner the label is anchored at, facing its point (the
+    arrow's `relpos` in _annotate; matplotlib's default, the label's centre, ran the line across other labels)."""
+    return (box.x0 if dx >= 0 else box.x1, box.y0 if dy >= 0 else box.y1)
+
+
+def _crosses(line, box) -> bool:
+    """Whether a leader line (two pixel points) passes through `box` (checked at points along it, its ends
+    excluded: a line may touch the label it leads to)."""
+    (x0, y0), (x1, y1) = line
+    return any(box.contains(x0 + (x1 - x0) * t / 24, y0 + (y1 - y0) * t / 24) for t in range(1, 24))
 
 
 def _annotate(ax, text: str, point: OperatingPoint, offset: tuple[float, float], colour: str, size: int, leader=False):
@@ -252,7 +281,16 @@ def _annotate(ax, text: str, point: OperatingPoint, offset: tuple[float, float],
         ha="left" if dx >= 0 else "right",
         va="bottom" if dy >= 0 else "top",
         zorder=5,
-        arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.6, "shrinkA": 0, "shrinkB": 4} if leader else None,
+        arrowprops={
+            "arrowstyle": "-",
+            "color": "grey",
+            "lw": 0.6,
+            "shrinkA": 0,
+            "shrinkB": 4,
+            "relpos": (0 if dx >= 0 else 1, 0 if dy >= 0 else 1),  # from the corner facing the point: _leader_end
+        }
+        if leader
+        else None,
     )
 
 

@@ -94,6 +94,16 @@ class Report:
     score: str
     points: list[OperatingPoint] = field(default_factory=list)
     intervals: list[Interval] = field(default_factory=list)
+    left_out: list[RunSummary] = field(default_factory=list)
+    """Runs that have no such score (a reader's accuracy of runs without a reader): not tabled, drawn or counted."""
+
+    def left_out_line(self) -> str | None:
+        """One line saying which runs were left off and why, or None."""
+        if not self.left_out:
+            return None
+        why = MISSING_SCORE[self.score]
+        names = ", ".join(r.label for r in self.left_out)
+        return f"left off ({len(self.left_out)} of {len(self.left_out) + len(self.runs)} runs have no {why}): {names}"
 
     @property
     def score_name(self) -> str:
@@ -149,7 +159,17 @@ def _summary(folder: Path) -> RunSummary | None:
     return RunSummary(label, folder, metrics) if metrics.get("count") else None
 
 
+MISSING_SCORE = {
+    "accuracy": "reader accuracy: they were run without a reader (no [reader] in the config, or --no-reader)",
+    "phrases": "answer-phrase score: their metrics were written before it was",
+    "evidence": "evidence score: their metrics were written before it was",
+}
+"""Why a run has no value for a score."""
+
+
 def build_report(paths: list[str | Path], score: str = "auto") -> Report:
+    """The runs under `paths` scored by `score`; a run without that score is left out, never drawn as 0 (runs
+    without a reader were drawn at 0% with n=0 beside the published reader points, and a gain of +0.00 printed)."""
     runs = find_runs(paths)
     if not runs:
         raise ConfigError("the runs given hold no answered questions yet")
@@ -157,13 +177,19 @@ def build_report(paths: list[str | Path], score: str = "auto") -> Report:
         score = "accuracy" if all(r.value("accuracy") is not None for r in runs) else "phrases"
     if score not in SCORES:
         raise ConfigError(f"unknown score {score!r}: choose auto, {', '.join(SCORES)}")
+    scored = [r for r in runs if r.value(score) is not None]
+    if not scored:
+        raise ConfigError(
+            f"no run given has {MISSING_SCORE[score]}; choose another score (--score phrases or evidence)"
+        )
     points = [
         OperatingPoint(
             r.label, 100.0 * (r.value(score) or 0.0), max(r.metrics["memory_query"]["avg_seconds"] or 0.0, 1e-6)
         )
-        for r in runs
+        for r in scored
     ]
-    return Report(runs, score, points, [r.interval(score) for r in runs])
+    left_out = [r for r in runs if r.value(score) is None]
+    return Report(scored, score, points, [r.interval(score) for r in scored], left_out)
 
 
 def _pct(value: float | None) -> str:
@@ -287,6 +313,8 @@ def write_outputs(report: Report, out_dir: Path, *, chart: bool = True, tier: st
                 f"Reader-free: {SCORE_HELP[report.score]} LongMemEval-V2's published points are reader accuracy, "
                 "not comparable, so they are not drawn."
             )
+        if report.left_out:
+            note += f" {len(report.left_out)} runs without this score are left off."
         files["png"] = draw_chart(
             out_dir / "pareto.png",
             report.points,

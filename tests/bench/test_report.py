@@ -180,3 +180,83 @@ def test_a_run_still_going_is_read_from_its_records(runs):
     report = build_report([runs])
     point = next(p for p in report.points if p.name == "BM25 8k (running)")
     assert point.accuracy == 50.0 and point.latency == aggregate(records)["memory_query"]["avg_seconds"]
+
+
+def test_runs_without_the_score_asked_for_are_left_off_with_a_line_saying_why(tmp_path):
+    """Issue 34 item 16: `--score accuracy` over runs without a reader drew them at 0% with n=0 beside the
+    published reader points, and printed a gain of +0.00."""
+    from click.testing import CliRunner
+
+    from runbook.cli import main
+
+    write_run(tmp_path / "runs" / "r-reader", "R 3k", latency=0.1, phrases=0.6, accuracy=0.25, count=20)
+    write_run(tmp_path / "runs" / "bm25", "BM25 8k", latency=0.09, phrases=0.2)
+    write_run(tmp_path / "runs" / "none", "no memory 8k", latency=0.00001, phrases=0.0)
+    report = build_report([tmp_path / "runs"], score="accuracy")
+    assert [r.label for r in report.runs] == ["R 3k"] and [p.accuracy for p in report.points] == [25.0]
+    assert [r.label for r in report.left_out] == ["BM25 8k", "no memory 8k"]
+    result = CliRunner().invoke(
+        main, ["bench", "report", str(tmp_path / "runs"), "--score", "accuracy", "--out", str(tmp_path / "chart")]
+    )
+    assert result.exit_code == 0, result.output
+    assert "left off (2 of 3 runs have no reader accuracy: they were run without a reader" in result.output
+    assert "BM25 8k, no memory 8k" in result.output
+    table_rows = [line for line in result.output.splitlines() if line.startswith("│")]
+    assert len(table_rows) == 1 and "R 3k" in table_rows[0]
+    rows = list(csv.DictReader((tmp_path / "chart" / "pareto.csv").open()))
+    assert [r["label"] for r in rows if r["source"] == "run"] == ["R 3k"]
+    with pytest.raises(ConfigError, match="no run given has reader accuracy"):
+        build_report([tmp_path / "runs" / "bm25", tmp_path / "runs" / "none"], score="accuracy")
+
+
+def test_crowded_labels_overlap_nothing_and_no_leader_line_crosses_a_label(tmp_path, monkeypatch):
+    """Issue 34 item 16: 'no memory' was drawn over 'BM25' (two points at 1 ms), and a leader line ran from the
+    label's centre across its neighbour. Sixteen runs, fourteen of them in one cluster."""
+    import random
+
+    from matplotlib.text import Text
+    from matplotlib.transforms import Bbox
+
+    rng = random.Random(4)
+    for n in range(14):
+        name = f"method {n} {rng.choice(['3k', '8k'])}"
+        write_run(tmp_path / "runs" / f"d{n}", name, latency=0.1 * (1 + rng.random()), phrases=0.7 + 0.1 * rng.random())
+    write_run(tmp_path / "runs" / "none", "no memory 8k", latency=0.0000005, phrases=0.0)
+    write_run(tmp_path / "runs" / "bm25", "BM25 states 8k", latency=0.0009, phrases=0.02)
+    seen = {}
+    real_savefig = plt_figure().savefig
+
+    def keep(fig, path, *args, **kwargs):
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        ax = fig.axes[0]
+        # the text's own box (an annotation's get_window_extent covers its leader line too)
+        seen["labels"] = [Text.get_window_extent(t, renderer) for t in ax.texts]
+        seen["leaders"] = [t.arrow_patch.get_path().vertices for t in ax.texts if t.arrow_patch is not None]
+        markers = [line for line in ax.lines if line.get_marker() not in (None, "None", "") and len(line.get_xydata())]
+        seen["markers"] = [ax.transData.transform(xy) for line in markers for xy in line.get_xydata()]
+        return real_savefig(fig, path, *args, **kwargs)
+
+    monkeypatch.setattr(plt_figure(), "savefig", keep)
+    write_outputs(build_report([tmp_path / "runs"]), tmp_path / "chart")
+    labels = seen["labels"]
+    assert len(labels) == 16 and seen["leaders"]
+
+    def shared(a, b) -> float:
+        both = Bbox.intersection(a, b)
+        return 0.0 if both is None else both.width * both.height
+
+    for i, box in enumerate(labels):
+        assert not any(shared(box, other) > 1 for other in labels[i + 1 :]), "two labels overlap"
+        assert not any(box.contains(x, y) for x, y in seen["markers"]), "a label covers a point"
+    for path in seen["leaders"]:
+        (x0, y0), (x1, y1) = path[0], path[-1]
+        along = [(x0 + (x1 - x0) * t / 40, y0 + (y1 - y0) * t / 40) for t in range(4, 37)]
+        crossed = [box for box in labels if sum(box.contains(x, y) for x, y in along) > 2]
+        assert not crossed, "a leader line runs across a label"
+
+
+def plt_figure():
+    import matplotlib.pyplot as plt
+
+    return plt.Figure
