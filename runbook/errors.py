@@ -59,6 +59,10 @@ class StoreChanging(StoreError):
     """A trajectory kept being replaced while it was read: retry (a server answers 503)."""
 
 
+class DiskFull(StoreError):
+    """The file system holding the store has no room left for a write (the message says how much is free)."""
+
+
 class UnsafeStoreFile(StoreError):
     """A store file that is not read: a symbolic link (or a path through one), not a regular file, or outside."""
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .errors import InputError
 from .store import InsertOutcome, Store
+from .store.space import STORE_PER_INPUT_BYTE, input_json_bytes
 from .store.staging import StagedTrajectory, stage
 from .trajectory.limits import DEFAULT_LIMITS, ReadLimits
 from .trajectory.model import Trajectory
@@ -135,7 +136,9 @@ def insert_paths(
         return report
     workers = workers if workers is not None else min(2, os.cpu_count() or 1)
     done = 0
+    needed = input_json_bytes(paths) * STORE_PER_INPUT_BYTE
     with store.writer() as writer:
+        writer.space_needed = lambda: int(needed * (total - done) / max(total, 1))  # for a full disk's message
         writer.listeners.extend(listeners)
         valid = (
             item

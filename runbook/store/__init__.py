@@ -3,6 +3,7 @@
 from .catalog import TrajectoryRow
 from .layout import Layout
 from .staging import StagedTrajectory, stage
-from .store import InsertOutcome, Store, StoreWriter
+from .store import Store
+from .writer import InsertOutcome, StoreWriter
 
 __all__ = ["Store", "StoreWriter", "InsertOutcome", "TrajectoryRow", "Layout", "StagedTrajectory", "stage"]

@@ -13,7 +13,7 @@ import pytest
 
 from runbook.pools.build import PoolListener
 from runbook.serve import MemoryService
-from runbook.store.store import StoreWriter
+from runbook.store.writer import StoreWriter
 
 
 @pytest.fixture

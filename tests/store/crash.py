@@ -103,7 +103,7 @@ def run_in_child(operation: Callable[[], None], target: int | None) -> tuple[boo
 
 def report_commits() -> None:
     """In the child: report every commit the store writer finished (its id and fingerprint)."""
-    from runbook.store import store as store_module
+    from runbook.store import writer as store_module
 
     commit = store_module.StoreWriter.commit
 

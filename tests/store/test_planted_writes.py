@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
-from runbook.errors import UnsafeStoreFile
+from runbook.errors import DiskFull, UnsafeStoreFile
 from runbook.ingest import insert_paths
 from runbook.pools import insert_listener
 from runbook.pools.storage import read_manifest
@@ -126,7 +126,7 @@ class FailingListener:
 
 def test_a_failed_pool_build_leaves_the_catalog_as_it_was(filled, more):
     before = _state(filled)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(DiskFull, match="is full"):  # the OSError, said as what to do
         insert_paths(filled, [more], listeners=[insert_listener(filled), FailingListener("new-0")], workers=1)
     assert _state(filled) == before  # new-0 is neither in the catalog nor in the pools nor on disk
 
@@ -134,7 +134,7 @@ def test_a_failed_pool_build_leaves_the_catalog_as_it_was(filled, more):
 def test_a_failed_pool_build_on_replace_puts_the_old_version_back(filled, tmp_path):
     changed = write_jsonl(tmp_path / "changed.jsonl", [make_trajectory("t-1", 5, goal="Another goal")])
     before = _state(filled)
-    with pytest.raises(OSError):
+    with pytest.raises(DiskFull):
         insert_paths(
             filled, [changed], replace=True, listeners=[insert_listener(filled), FailingListener("t-1")], workers=1
         )

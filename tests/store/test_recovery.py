@@ -17,7 +17,7 @@ from runbook.pools import build, insert_listener, reindex
 from runbook.pools.search import Retriever
 from runbook.serve.service import MemoryService
 from runbook.store import Store
-from runbook.store import store as store_module
+from runbook.store import writer as store_module
 from runbook.store.recovery import find_leftovers
 from tests.conftest import make_trajectory, write_jsonl
 from tests.sandbox.test_programs import TOOLS
