@@ -150,6 +150,8 @@ def test_the_dev_questions_analyse_exactly_as_before():
     for path in sorted(require_shared().glob("questions_dev*.jsonl")):
         for line in path.read_text().splitlines():
             question = json.loads(line)
+            if question["id"] not in recorded:
+                continue  # a batch added to the shared data after the recording (questions_dev3_*)
             analysis = json.loads(json.dumps(asdict(analyze(question["question"]))))
             analysis.pop("question")
             assert analysis == recorded[question["id"]], question["id"]
