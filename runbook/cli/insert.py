@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..ingest import insert_paths
 from ..pools import insert_listener
 from ..store import Store
+from .options import WORKERS
 
 
 @click.command()
@@ -21,7 +22,7 @@ from ..store import Store
     is_flag=True,
     help="Insert the valid trajectories and report each invalid one (the exit code is still non-zero).",
 )
-@click.option("--workers", type=int, default=None, help="Processes that render and count tokens (default: 2).")
+@click.option("--workers", type=WORKERS, default=None, help="Processes that render and count tokens (default: 2).")
 @click.option(
     "--screenshot-root",
     type=click.Path(file_okay=False),
