@@ -19,6 +19,20 @@ BAD = [
     (["replay", "--lines", "-5"], "--lines"),
     (["sandbox", "exec", "--timeout", "3e6", "--", "true"], "--timeout"),
     (["sandbox", "exec", "--timeout", "nan", "--", "true"], "--timeout"),
+    (["serve", "http", "--port", "99999"], "--port"),
+    (["serve", "http", "--open-max-age", "nan"], "--open-max-age"),
+    (["serve", "http", "--open-max-age", "1e308"], "--open-max-age"),
+    (["serve", "http", "--open-max-age", "0"], "--open-max-age"),
+    (["serve", "http", "--max-sandboxes", "-1"], "--max-sandboxes"),
+    (["serve", "http", "--max-sandboxes", "0"], "--max-sandboxes"),
+    (["serve", "http", "--max-open", "0"], "--max-open"),
+    (["serve", "http", "--max-connections", "0"], "--max-connections"),
+    (["serve", "http", "--header-timeout", "inf"], "--header-timeout"),
+    (["serve", "http", "--body-timeout", "-1"], "--body-timeout"),
+    (["serve", "http", "--idle-timeout", "0"], "--idle-timeout"),
+    (["serve", "mcp", "--port", "0"], "--port"),
+    (["serve", "mcp", "--max-sessions", "0"], "--max-sessions"),
+    (["serve", "mcp", "--session-timeout", "nan"], "--session-timeout"),
 ]
 
 
