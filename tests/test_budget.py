@@ -125,3 +125,10 @@ def test_piecewise_counts_on_real_pages():
             for state in orjson.loads(line)["states"]:
                 text = state["accessibility_tree"] or ""
                 assert count_tokens(text) == len(encoding().encode_ordinary(text))
+
+
+def test_a_refused_budget_is_shown_short():
+    """A server echoed a 300-level nested object sent as the budget into its 400, whole."""
+    with pytest.raises(BudgetError) as refused:
+        parse_budget("x" * 10_000)
+    assert len(str(refused.value)) < 200
