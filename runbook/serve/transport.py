@@ -142,7 +142,8 @@ class SheddingH11Protocol(H11Protocol):
         self._deadline: asyncio.TimerHandle | None = None
         self._phase, self._since = "", time.monotonic()
         self._enter("headers", self.limits.header_timeout)
-        if len(self.connections) > self.limits.max_connections and not self._shed_one():
+        held = sum(1 for c in self.connections if not c.transport.is_closing())  # a closed one leaves next turn
+        if held > self.limits.max_connections and not self._shed_one():
             self._close_with(503, f"the server holds its limit of {self.limits.max_connections} connections: retry")
 
     def data_received(self, data: bytes) -> None:
@@ -201,7 +202,10 @@ class SheddingH11Protocol(H11Protocol):
         waiting = [
             c
             for c in self.connections
-            if isinstance(c, SheddingH11Protocol) and c is not self and c._phase in ("idle", "headers")
+            if isinstance(c, SheddingH11Protocol)
+            and c is not self
+            and c._phase in ("idle", "headers")
+            and not c.transport.is_closing()
         ]
         if not waiting:
             return False

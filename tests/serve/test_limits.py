@@ -36,6 +36,8 @@ def _answer(sock: socket.socket, timeout: float) -> bytes:
             out += chunk
     except TimeoutError:
         pass
+    except ConnectionResetError:  # closed by the server before this client's own bytes arrived
+        out += b"reset"
     return out
 
 
@@ -86,6 +88,23 @@ def test_past_its_connection_limit_a_server_sheds_the_slowest_client_for_a_new_o
                 hog.close()
     assert all(a.startswith(b"HTTP/1.1 503") and b"made room for another" in a for a in answers[:4]), answers
     assert answers[4:] == [b"", b"", b""]  # the newest slow clients are still waiting (until their header timeout)
+
+
+def test_a_burst_of_connections_is_held_to_the_limit(service):
+    """Connections that arrive together: each one past the limit sheds a different slow one (the first version
+    shed the same one again while it was closing, and held them all)."""
+    with Server(create_app(service), ServerLimits(max_connections=4, header_timeout=60)) as url:
+        port = int(url.rsplit(":", 1)[1])
+        burst = [socket.create_connection(("127.0.0.1", port)) for _ in range(16)]
+        try:
+            for hog in burst:
+                hog.sendall(b"GET /st")
+            answers = [_answer(hog, 1.0) for hog in burst]
+        finally:
+            for hog in burst:
+                hog.close()
+    held = [a for a in answers if not a]
+    assert len(held) <= 4 and all(a.startswith(b"HTTP/1.1 503") or a.endswith(b"reset") for a in answers if a)
 
 
 def test_a_store_holds_a_stated_number_of_open_trajectories(service):
