@@ -117,8 +117,8 @@ def parse_budget(value: str | int | float) -> int:
         raise BudgetError(f"budget must be positive, got {_shown(value)}")
     if tokens > MAX_BUDGET:
         raise BudgetError(
-            f"budget {_shown(value)} is over the maximum of {MAX_BUDGET:,} tokens (the largest context a reader takes): "
-            "ask for less"
+            f"budget {_shown(value)} is over the maximum of {MAX_BUDGET:,} tokens (the largest context a reader "
+            "takes): ask for less"
         )
     return tokens
 
