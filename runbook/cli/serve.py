@@ -131,7 +131,7 @@ def serve() -> None:
 
 @serve.command("http")
 @network_options
-@click.option("--port", default=8765, show_default=True, type=PORT)
+@click.option("--port", default=8765, show_default=True, type=PORT, help="Port to listen on.")
 @store_options
 @click.pass_context
 def http(ctx: click.Context, **options: Any) -> None:
@@ -172,7 +172,7 @@ def http(ctx: click.Context, **options: Any) -> None:
     help="stdio: the client starts runbook itself; http: streamable HTTP at http://HOST:PORT/mcp.",
 )
 @network_options
-@click.option("--port", default=8766, show_default=True, type=PORT)
+@click.option("--port", default=8766, show_default=True, type=PORT, help="Port to listen on with --transport http.")
 @click.option(
     "--max-sessions",
     default=100,

@@ -8,8 +8,9 @@ sends a byte every 8 s held its connection for ever (3,000 of them: +132 MB), an
 were. Here each request's headers must arrive within `header_timeout` seconds of its first byte (or of the
 connection), its body within `body_timeout` of its headers, or the client gets a 408 and the connection is closed;
 and a server holds at most `max_connections` connections: a new one beyond it takes the place of the longest idle
-or slowest one (a connection waiting between requests, or still sending its headers), or, when every connection
-is busy with a request, is answered 503 at once.
+or slowest one (a connection that has waited `SLOW_AFTER` seconds or more between requests, or for its headers),
+or, when there is none, is answered 503 at once. What it sheds and refuses is counted, and logged as one line every
+`TALLY_SECONDS` (a flood of connections would otherwise be a flood of log lines).
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """Each stops a server gracefully: Ctrl-C, `kill` (systemd, docker stop) and a closed terminal or a reload."""
 GRACE_SECONDS = 10
 """How long a stopping server lets requests in flight finish (a method C query may take longer: it is cut)."""
+SLOW_AFTER = 1.0
+"""Seconds a connection must have waited (for its headers, or for its next request) before it may be shed for a
+newcomer: under a flood of new connections, ones just accepted (normal clients among them) would shed each other."""
+TALLY_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,7 @@ def serve(app, sock: socket.socket, limits: ServerLimits) -> str | None:
     """Serve `app` on `sock` until a stop signal; the signal's name (None when the server stopped otherwise)."""
     server = GracefulServer(server_config(app, limits))
     server.run(sockets=[sock])
+    _tally.flush()
     return server.stopped_by
 
 
@@ -94,7 +100,7 @@ def server_config(app, limits: ServerLimits, **options) -> uvicorn.Config:
     """uvicorn's configuration with runbook's protocol and limits; logging is left to the caller's handlers."""
     return uvicorn.Config(
         app,
-        http=type("LimitedH11", (SheddingH11Protocol,), {"limits": limits}),
+        http=type("LimitedH11", (SheddingH11Protocol,), {"limits": limits, "registry": Connections()}),
         timeout_keep_alive=limits.idle_timeout,
         timeout_graceful_shutdown=GRACE_SECONDS,
         log_config=None,
@@ -132,18 +138,35 @@ class GracefulServer(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
+class Connections:
+    """One server's connections, counted as they open and close: how many it holds (a connection being closed no
+    longer counts), and the ones waiting (between requests, or for their headers) oldest first. O(1) per
+    connection: a flood of new connections must cost the server little more than their accept."""
+
+    def __init__(self) -> None:
+        self.held = 0
+        self.waiting: dict[SheddingH11Protocol, float] = {}  # insertion order is age order: oldest first
+
+    def oldest_waiting(self, at_least: float) -> SheddingH11Protocol | None:
+        for connection, since in self.waiting.items():
+            return connection if time.monotonic() - since >= at_least else None
+        return None
+
+
 class SheddingH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with a deadline on each request's headers and body, and a cap on connections."""
 
     limits = ServerLimits()
+    registry = Connections()
+    """Replaced per server by server_config: the connections of that one server."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._deadline: asyncio.TimerHandle | None = None
-        self._phase, self._since = "", time.monotonic()
+        self._phase, self._counted = "", True
+        self.registry.held += 1
         self._enter("headers", self.limits.header_timeout)
-        held = sum(1 for c in self.connections if not c.transport.is_closing())  # a closed one leaves next turn
-        if held > self.limits.max_connections and not self._shed_one():
+        if self.registry.held > self.limits.max_connections and not self._shed_one():
             self._close_with(503, f"the server holds its limit of {self.limits.max_connections} connections: retry")
 
     def data_received(self, data: bytes) -> None:
@@ -155,16 +178,15 @@ class SheddingH11Protocol(H11Protocol):
         self._track()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._cancel()
+        self._release()
         super().connection_lost(exc)
 
     def _track(self) -> None:
         """The phase the request on this connection is in, and its deadline."""
         if self.transport.is_closing():
+            self._release()
             return
         state = self.conn.their_state
-        if state is h11.IDLE and self.cycle is not None and not self.cycle.response_complete:
-            return  # the response is still being written
         if state is h11.IDLE:
             waiting = self.conn.trailing_data[0] or self._phase == "headers"
             if waiting:  # part of the next request has arrived: its headers are on the clock
@@ -180,7 +202,10 @@ class SheddingH11Protocol(H11Protocol):
 
     def _enter(self, phase: str, timeout: float | None) -> None:
         self._cancel()
-        self._phase, self._since = phase, time.monotonic()
+        self._phase = phase
+        self.registry.waiting.pop(self, None)
+        if phase in ("idle", "headers"):
+            self.registry.waiting[self] = time.monotonic()
         if timeout is not None:
             self._deadline = self.loop.call_later(timeout, self._expired)
 
@@ -190,6 +215,14 @@ class SheddingH11Protocol(H11Protocol):
             deadline.cancel()
             self._deadline = None
 
+    def _release(self) -> None:
+        """This connection no longer counts toward the limit (it is closing, or closed)."""
+        self._cancel()
+        if getattr(self, "_counted", False):
+            self._counted = False
+            self.registry.held -= 1
+            self.registry.waiting.pop(self, None)
+
     def _expired(self) -> None:
         self._deadline = None
         if self._phase == "headers":
@@ -198,19 +231,14 @@ class SheddingH11Protocol(H11Protocol):
             self._close_with(408, f"the request's body did not arrive within {self.limits.body_timeout:g} s")
 
     def _shed_one(self) -> bool:
-        """Close the connection that has waited longest between requests or over its headers; False if none."""
-        waiting = [
-            c
-            for c in self.connections
-            if isinstance(c, SheddingH11Protocol)
-            and c is not self
-            and c._phase in ("idle", "headers")
-            and not c.transport.is_closing()
-        ]
-        if not waiting:
+        """Close the connection that has waited longest between requests or over its headers (at least SLOW_AFTER
+        seconds); False if there is none."""
+        oldest = self.registry.oldest_waiting(SLOW_AFTER)
+        if oldest is None or oldest is self:
             return False
-        oldest = min(waiting, key=lambda c: c._since)
         if oldest._phase == "idle":
+            _tally.note("idle connections closed at the connection limit")
+            oldest._release()
             oldest.transport.close()
         else:
             oldest._close_with(503, "the server is at its connection limit: this slow request made room for another")
@@ -218,7 +246,7 @@ class SheddingH11Protocol(H11Protocol):
 
     def _close_with(self, status: int, message: str) -> None:
         """Answer `status` (unless a response has begun) and close: the client gets a reason, not a reset."""
-        self._cancel()
+        self._release()
         started = self.cycle is not None and self.cycle.response_started
         if not started and not self.transport.is_closing():
             body = json.dumps({"error": message}).encode()
@@ -228,5 +256,27 @@ class SheddingH11Protocol(H11Protocol):
                 % (status, reason, len(body))
                 + body
             )
-        access_log.info('%s "- -" %d %.0f ms %s', self.client[0] if self.client else "-", status, 0, message)
+        _tally.note(f"{status}: {message.split(':')[0]}")
         self.transport.close()
+
+
+class _Tally:
+    """Connections shed, refused or timed out, by why: logged as one line every TALLY_SECONDS."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.since = time.monotonic()
+
+    def note(self, why: str) -> None:
+        self.counts[why] = self.counts.get(why, 0) + 1
+        if time.monotonic() - self.since >= TALLY_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.counts:
+            shown = "; ".join(f"{n} {why}" for why, n in sorted(self.counts.items()))
+            access_log.info("connections in the last %.0f s: %s", time.monotonic() - self.since, shown)
+        self.counts, self.since = {}, time.monotonic()
+
+
+_tally = _Tally()
