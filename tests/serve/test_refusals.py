@@ -104,11 +104,11 @@ def test_a_screenshot_refusal_names_no_temporary_folder(service):
 
 
 def test_a_trajectory_discarded_for_age_is_logged(tmp_path, clean_env, caplog):
-    service = MemoryService(tmp_path / "store", create=True, open_max_age_s=0.3)
+    service = MemoryService(tmp_path / "store", create=True, open_max_age_s=2.0)
     try:
         service.open_trajectory("abandoned")
         service.append_state("abandoned", {"url": "http://shop/a"})
-        threading.Event().wait(0.6)
+        threading.Event().wait(2.5)
         with caplog.at_level(logging.WARNING, logger="runbook"):
             with pytest.raises(Exception, match="discarded"):
                 service.append_state("abandoned", {"url": "http://shop/b"})  # a late step: 410
@@ -170,6 +170,8 @@ def test_invalid_mcp_arguments_are_refused_in_runbooks_words_and_logged(tmp_path
                 reply = await session.call_tool("query", {"question": "Where?", "budget": 2.5})
                 assert reply.isError and "field 'budget'" in reply.content[0].text
                 assert "pydantic" not in reply.content[0].text and "budget.int" not in reply.content[0].text
+                reply = await session.call_tool("query", {"question": "Where?", "budget": "999999999999999999999k"})
+                assert reply.isError and "maximum of 1,000,000 tokens" in reply.content[0].text
                 reply = await session.call_tool("insert", {"trajectory": {"id": "x", "states": [{"url": 5}]}})
                 assert reply.isError and "field 'trajectory.states[0].url'" in reply.content[0].text
                 resources = {r.name for r in (await session.list_resources()).resources}
