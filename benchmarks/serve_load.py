@@ -27,6 +27,7 @@ import math
 import os
 import random
 import shlex
+import shutil
 import signal
 import socket
 import statistics
@@ -90,6 +91,8 @@ def main(argv: list[str]) -> None:
         applied.report()
     print(f"server RSS: start {rss.first:.0f} MB, peak {rss.peak:.0f} MB, end {rss.last:.0f} MB")
     report_store(store_root, args, leaked)
+    print(f"the server's log: {server.log.name}")
+    shutil.rmtree(store_root.parent, ignore_errors=True)  # the store this run built
 
 
 def build_store(source: str) -> tuple[Path, list[str]]:
