@@ -19,17 +19,24 @@ from .trajectory import State, Trajectory
 __version__ = "0.1.0"
 
 
-def open(store, method: str = "r", **options):  # noqa: A001 (runbook.open, as in tarfile.open)
-    """A memory over `store` (a folder, created if missing) for in-process agents:
+def open(store, method: str | None = None, *, create: bool = False, **options):  # noqa: A001 (as tarfile.open)
+    """A memory over the store folder `store` for in-process agents, with the CLI's and the servers' defaults
+    (method auto, budget 8k); a missing store is a StoreError unless `create=True` starts an empty one:
 
-    memory = runbook.open(".runbook")                  # method R; method="c" or "auto" for the others
+    memory = runbook.open(".runbook")                  # method auto; method="r" or "c" for one of them
     memory.insert(trajectory)                          # a runbook.Trajectory
-    context = memory.query("Where is the Bestsellers report?", budget=4000)
+    context = memory.query("Where is the Bestsellers report?")          # budget="4k" or 4000 for another budget
     context.items[0].trajectory_id, context.to_markdown()
     """
-    from .memory import get_memory
+    from .memory import DEFAULT_METHOD, get_memory
 
-    return get_memory(method, Store(store, create=True), **options)
+    try:
+        opened = Store(store, create=create)
+    except StoreError as exc:
+        if create:
+            raise
+        raise StoreError(f"{exc}; or runbook.open({str(store)!r}, create=True) starts an empty store") from exc
+    return get_memory(method or DEFAULT_METHOD, opened, **options)
 
 
 __all__ = [

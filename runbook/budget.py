@@ -20,7 +20,11 @@ IMAGE_TOKENS = 800
 """Stated cost of one image in a context: about what a 1024x576 screenshot costs a vision model (w*h/750)."""
 
 DEFAULT_BUDGET = "8k"
-"""The token budget a query gets when none is given, in the CLI and both servers alike."""
+"""The token budget a query gets when none is given, in the library, the CLI and both servers alike."""
+
+MAX_BUDGET = 1_000_000
+"""The largest budget a query takes: the largest context window a reader has (1M tokens), about 4 MB of text.
+Without a ceiling, `"budget": "999999999999999999999k"` with method full returned the whole store (17.9 MB)."""
 
 ELISION = "\n[… {n} tokens elided …]"
 
@@ -95,20 +99,34 @@ def count_tokens_batch(texts: Sequence[str]) -> list[int]:
 _BUDGET_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
 
 
-def parse_budget(value: str | int) -> int:
-    """'8k' -> 8000, '1.5k' -> 1500, '32K' -> 32000, '8000' -> 8000, '1m' -> 1000000."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value <= 0:
-            raise BudgetError(f"budget must be positive, got {value}")
-        return value
-    match = _BUDGET_RE.match(str(value))
-    if not match:
-        raise BudgetError(f"cannot parse budget {value!r}: use a token count such as 8000, 8k, 1.5k or 32K")
-    number, unit = float(match.group(1)), match.group(2).lower()
-    tokens = int(round(number * {"": 1, "k": 1000, "m": 1_000_000}[unit]))
+def parse_budget(value: str | int | float) -> int:
+    """'8k' -> 8000, '1.5k' -> 1500, '32K' -> 32000, '8000' -> 8000, '1m' -> 1000000; at most MAX_BUDGET."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e12:
+        value = int(value)  # 8000.0, as some JSON writers send 8000
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise BudgetError(f"budget must be a whole number of tokens (8000) or text such as '8k', got {_shown(value)}")
+    if isinstance(value, int):
+        tokens = value
+    else:
+        match = _BUDGET_RE.match(value)
+        if not match:
+            raise BudgetError(f"cannot parse budget {_shown(value)}: use a token count such as 8000, 8k, 1.5k or 32K")
+        number, unit = float(match.group(1)), match.group(2).lower()
+        tokens = int(round(number * {"": 1, "k": 1000, "m": 1_000_000}[unit])) if number < 1e12 else MAX_BUDGET + 1
     if tokens <= 0:
-        raise BudgetError(f"budget must be positive, got {value!r}")
+        raise BudgetError(f"budget must be positive, got {_shown(value)}")
+    if tokens > MAX_BUDGET:
+        raise BudgetError(
+            f"budget {_shown(value)} is over the maximum of {MAX_BUDGET:,} tokens (the largest context a reader "
+            "takes): ask for less"
+        )
     return tokens
+
+
+def _shown(value: object) -> str:
+    """A budget as an error shows it: at most 40 characters of it (a request may send anything)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
 
 
 def truncate_to_tokens(text: str, limit: int) -> tuple[str, int]:

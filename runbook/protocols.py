@@ -25,8 +25,9 @@ class Memory(Protocol):
     def insert(self, trajectory: Trajectory) -> str:
         """Insert one trajectory; returns the outcome status ('inserted', 'unchanged', ...)."""
 
-    def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
-        """Gather evidence for `question` and return it packed into `budget` tokens."""
+    def query(self, question: str, *, budget: int | str = "8k", image: str | None = None) -> Context:
+        """Gather evidence for `question` and return it packed into `budget` tokens (8000, '8k'; at most
+        budget.MAX_BUDGET; the default is budget.DEFAULT_BUDGET)."""
 
 
 class Policy(Protocol):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 
 from .errors import QueryError
 from .images import NotAnImage, verify_image
@@ -33,10 +34,19 @@ def check_query(question: str, image: str | os.PathLike | None = None) -> tuple[
     if os.path.isdir(path):
         raise QueryError(f"image {path} is a folder: give the path of one image file (PNG, JPEG, ...)")
     try:
-        with open(path, "rb") as fh:
-            verify_image(fh)
-    except NotAnImage as exc:
-        raise QueryError(f"image {path} {exc}: give a PNG, JPEG or other image file") from exc
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opened to wait for a writer hung the query
     except OSError as exc:
         raise QueryError(f"image {path} cannot be read ({exc.strerror}): check the path and its permissions") from exc
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise QueryError(f"image {path} is not a regular file (a FIFO, socket or device): give an image file")
+        os.set_blocking(fd, True)
+        try:
+            verify_image(fh)
+        except NotAnImage as exc:
+            raise QueryError(f"image {path} {exc}: give a PNG, JPEG or other image file") from exc
+        except OSError as exc:
+            raise QueryError(
+                f"image {path} cannot be read ({exc.strerror}): check the path and its permissions"
+            ) from exc
     return question, path

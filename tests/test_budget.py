@@ -27,6 +27,20 @@ def test_bad_budget_is_a_clear_error(bad):
         parse_budget(bad)
 
 
+@pytest.mark.parametrize("too_much", ["999999999999999999999k", "9" * 400, 10**30, "1000001", "2m"])
+def test_a_budget_over_the_ceiling_is_a_clear_error(too_much):
+    """Item 5 of issue 33: '999999999999999999999k' with method full returned the whole store (17.9 MB)."""
+    with pytest.raises(BudgetError, match="over the maximum of 1,000,000 tokens"):
+        parse_budget(too_much)
+
+
+def test_a_budget_is_a_whole_number_of_tokens():
+    assert parse_budget(8000.0) == 8000 and parse_budget("1m") == 1_000_000
+    for bad in (2.5, True, None, float("nan"), float("inf")):
+        with pytest.raises(BudgetError, match="whole number of tokens"):
+            parse_budget(bad)
+
+
 def test_counts_are_real_cl100k_counts():
     # known cl100k_base counts: "hello world" is 2 tokens, "tiktoken is great!" is 6
     assert count_tokens("hello world") == 2
@@ -111,3 +125,10 @@ def test_piecewise_counts_on_real_pages():
             for state in orjson.loads(line)["states"]:
                 text = state["accessibility_tree"] or ""
                 assert count_tokens(text) == len(encoding().encode_ordinary(text))
+
+
+def test_a_refused_budget_is_shown_short():
+    """A server echoed a 300-level nested object sent as the budget into its 400, whole."""
+    with pytest.raises(BudgetError) as refused:
+        parse_budget("x" * 10_000)
+    assert len(str(refused.value)) < 200

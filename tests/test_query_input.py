@@ -55,3 +55,37 @@ def test_a_question_over_the_cap_is_refused_saying_the_cap():
 def test_a_question_without_words_or_with_a_nul_is_refused(question):
     with pytest.raises(QueryError, match="NUL|no letter or digit"):
         check_query(question)
+
+
+def test_an_image_that_is_a_fifo_is_refused_at_once(tmp_path, clean_env):
+    """Item 6 of issue 33: `runbook query --image FIFO` waited for a writer for ever (insert and HTTP refuse it)."""
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    from runbook.store import Store
+
+    Store(tmp_path / "store", create=True)
+    os.mkfifo(tmp_path / "shot.png")
+    run = subprocess.run(
+        [sys.executable, "-m", "runbook.cli", "--store", str(tmp_path / "store"), "query", "Which page is this?"]
+        + ["--method", "c", "--sandbox", "local", "--image", str(tmp_path / "shot.png")],
+        capture_output=True,
+        text=True,
+        timeout=60,  # it used to hang here
+    )
+    assert run.returncode == 1 and "is not a regular file (a FIFO" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr
+    refused: list[Exception] = []
+    checking = threading.Thread(target=lambda: _refusal(refused, tmp_path / "shot.png"), daemon=True)
+    checking.start()
+    checking.join(10)
+    assert refused and isinstance(refused[0], QueryError) and "not a regular file" in str(refused[0])
+
+
+def _refusal(out: list, image) -> None:
+    try:
+        check_query("Which page is this?", image)
+    except Exception as exc:  # noqa: BLE001 - the test looks at what it was
+        out.append(exc)

@@ -33,11 +33,11 @@ COMMANDS = [
 
 
 class RunbookGroup(click.Group):
-    """Turns a RunbookError into one clear line on stderr and exit code 1 instead of a traceback, and SIGTERM into
-    what Ctrl-C does."""
+    """Turns a RunbookError into one clear line on stderr and exit code 1 instead of a traceback, and SIGTERM and
+    SIGHUP into what Ctrl-C does."""
 
     def invoke(self, ctx):
-        with sigterm_as_interrupt():
+        with stop_signals_as_interrupt():
             try:
                 return super().invoke(ctx)
             except RunbookError as exc:
@@ -45,24 +45,39 @@ class RunbookGroup(click.Group):
                 sys.exit(1)
 
 
+class Interrupted(KeyboardInterrupt):
+    """A stop signal turned into what Ctrl-C raises; `signal` is its name ('SIGTERM')."""
+
+    def __init__(self, signal_name: str):
+        super().__init__(signal_name)
+        self.signal = signal_name
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
 @contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (what `kill`, systemd and `docker stop` send) ends a command as Ctrl-C does: a KeyboardInterrupt
-    unwinds it, so its `finally` blocks and exit hooks stop its sandboxes and remove its temporary folders. Left at
-    its default, SIGTERM killed `serve http` and `serve mcp` on the spot, leaving the warm container and the
-    `runbook-serve-*` folder behind (uvicorn re-raises the signal it caught once it has shut down)."""
+def stop_signals_as_interrupt() -> Iterator[None]:
+    """SIGTERM (what `kill`, systemd and `docker stop` send) and SIGHUP (a closed terminal) end a command as Ctrl-C
+    does: a KeyboardInterrupt unwinds it, so its `finally` blocks and exit hooks stop its sandboxes and remove its
+    temporary folders. Left at their defaults, both killed `serve http` on the spot, leaving the warm container and
+    the `runbook-serve-*` folder behind. A signal the command was started to ignore (`nohup`) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield  # signal handlers belong to the main thread (a command invoked from another thread keeps its own)
         return
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    for sig, handler in previous.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(sig, _interrupt)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
+    raise Interrupted(signal.Signals(signum).name)
 
 
 @click.group(cls=RunbookGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -6,7 +6,6 @@ import json
 
 import click
 
-from ..budget import parse_budget
 from ..config import load_settings
 from ..memory import get_memory
 from ..models.reader import Reader
@@ -36,7 +35,7 @@ def answer(ctx, question, budget, method, policy, model, sandbox, image, as_json
     question, image = check_query(question, image)  # a bad question is reported before a missing reader
     reader = Reader.from_settings(load_settings())  # before the query: no reader, no point gathering evidence
     context = get_memory(method, Store(ctx.obj["store_path"]), **memory_options(policy, model, sandbox)).query(
-        question, budget=parse_budget(budget), image=image
+        question, budget=budget, image=image
     )
     result = reader.answer(context, image=image)
     if as_json:

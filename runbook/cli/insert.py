@@ -12,6 +12,7 @@ from ..ingest import insert_paths
 from ..pools import insert_listener
 from ..store import Store
 from ..trajectory.limits import ReadLimits, parse_size
+from .options import WORKERS
 
 
 def _size(_ctx: click.Context, param: click.Parameter, value: str) -> int:
@@ -29,7 +30,7 @@ def _size(_ctx: click.Context, param: click.Parameter, value: str) -> int:
     is_flag=True,
     help="Insert the valid trajectories and report each invalid one (the exit code is still non-zero).",
 )
-@click.option("--workers", type=int, default=None, help="Processes that render and count tokens (default: 2).")
+@click.option("--workers", type=WORKERS, default=None, help="Processes that render and count tokens (default: 2).")
 @click.option(
     "--screenshot-root",
     type=click.Path(file_okay=False),

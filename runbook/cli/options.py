@@ -1,11 +1,44 @@
-"""Options shared by the commands that gather evidence (`query`, `answer`), defined once."""
+"""Options shared by several commands, defined once: the evidence options of `query` and `answer`, and the types
+that check every number an option takes when the command line is parsed (a usage error, never a traceback)."""
 
 from __future__ import annotations
 
+import math
+
 import click
 
-from ..budget import DEFAULT_BUDGET
+from ..budget import DEFAULT_BUDGET, parse_budget
+from ..errors import BudgetError
 from ..memory import DEFAULT_METHOD, METHODS
+
+MAX_WORKERS = 64
+"""Processes an insert or a reindex may start: past the cores a machine has, more only cost memory."""
+
+
+class Finite(click.FloatRange):
+    """A number within a range; nan and infinity are refused (FloatRange lets nan through: no comparison holds)."""
+
+    def convert(self, value, param, ctx):
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+class Budget(click.ParamType):
+    """A token budget (8000, 8k, 1.5k, 32K), parsed with the command line: at most budget.MAX_BUDGET."""
+
+    name = "budget"
+
+    def convert(self, value, param, ctx):
+        try:
+            return parse_budget(value)
+        except BudgetError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+WORKERS = click.IntRange(1, MAX_WORKERS)
+PORT = click.IntRange(1, 65535)
 
 
 def evidence_options(command):
@@ -13,9 +46,10 @@ def evidence_options(command):
     decorators = [
         click.option(
             "--budget",
+            type=Budget(),
             default=DEFAULT_BUDGET,
             show_default=True,
-            help="Token budget of the context: 8000, 8k, 1.5k, 32K.",
+            help="Token budget of the context: 8000, 8k, 1.5k, 32K (at most 1m).",
         ),
         click.option(
             "--method",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from ..budget import parse_budget
 from ..memory import get_memory
 from ..store import Store
 from .options import evidence_options, memory_options
@@ -28,7 +27,7 @@ def query(ctx, question, budget, method, policy, model, sandbox, image, as_json,
     import json
 
     memory = get_memory(method, Store(ctx.obj["store_path"]), **memory_options(policy, model, sandbox))
-    context = memory.query(question, budget=parse_budget(budget), image=image)
+    context = memory.query(question, budget=budget, image=image)
     if as_json:
         click.echo(context.to_json_text())
     elif as_lme:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import click
 
 from ..store import Store
+from .options import WORKERS
 
 
 @click.command()
-@click.option("--workers", type=int, default=None, help="Processes that build the pool documents (default: 2).")
+@click.option("--workers", type=WORKERS, default=None, help="Processes that build the pool documents (default: 2).")
 @click.pass_context
 def reindex(ctx: click.Context, workers: int | None) -> None:
     """Rebuild method R's pools (state slices, events, notes) from the stored trajectories.

@@ -12,7 +12,9 @@ from ..agent.transcript import ReplayOptions, latest_transcript, read_transcript
 @click.command()
 @click.argument("transcript", required=False)
 @click.option("--full", is_flag=True, help="Print every tool output whole (default: the first 20 lines).")
-@click.option("--lines", type=int, default=20, show_default=True, help="Lines of each tool output to print.")
+@click.option(
+    "--lines", type=click.IntRange(0), default=20, show_default=True, help="Lines of each tool output to print."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the raw JSONL records.")
 def replay(transcript, full, lines, as_json):
     """Show what the agent did in one query: each call, its output, timings, tokens, and why it stopped.

@@ -9,6 +9,8 @@ import sys
 import click
 
 from ..sandbox import NAMES, get_sandbox
+from ..sandbox.base import MAX_CALL_TIMEOUT
+from .options import Finite
 
 SANDBOX_OPTION = click.option(
     "--sandbox",
@@ -104,7 +106,13 @@ def check(ctx: click.Context, name: str, as_json: bool, strict: bool) -> None:
 
 @sandbox.command(name="exec", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @SANDBOX_OPTION
-@click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds before the command is killed.")
+@click.option(
+    "--timeout",
+    type=Finite(0, MAX_CALL_TIMEOUT, min_open=True),
+    default=30.0,
+    show_default=True,
+    help=f"Seconds before the command is killed (at most {MAX_CALL_TIMEOUT:g}: a day).",
+)
 @click.option("--stdin", "read_stdin", is_flag=True, help="Pass this command's stdin to the sandboxed command.")
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_context

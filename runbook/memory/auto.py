@@ -18,6 +18,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
+from ..budget import DEFAULT_BUDGET, parse_budget
 from ..context import Context
 from ..core.question import QuestionAnalysis, analyze
 from ..query_input import check_query
@@ -101,8 +102,9 @@ class AutoMemory:
         """Stop C's spare sandbox, if it keeps one warm."""
         self.c.close()
 
-    def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
+    def query(self, question: str, *, budget: int | str = DEFAULT_BUDGET, image: str | None = None) -> Context:
         started = time.perf_counter()
+        budget = parse_budget(budget)
         question, image = check_query(question, image)
         analysis = analyze(question)  # once: R, the weakness check and C all read it
         context = self.r.query(question, budget=budget, image=image, analysis=analysis)

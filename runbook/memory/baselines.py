@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import time
 
-from ..budget import truncate_to_tokens
+from ..budget import DEFAULT_BUDGET, parse_budget, truncate_to_tokens
 from ..context import Context, EvidenceItem, pack
 from ..core.hits import Hit
 from ..core.layout import state_relpath
@@ -30,8 +30,9 @@ class NoMemory:
         with self.store.writer() as writer:
             return writer.insert(trajectory).status
 
-    def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
+    def query(self, question: str, *, budget: int | str = DEFAULT_BUDGET, image: str | None = None) -> Context:
         start = time.perf_counter()
+        budget = parse_budget(budget)
         context = pack(question, budget, [], method=self.name, store_root=str(self.store.root))
         context.latency_s = time.perf_counter() - start
         return context
@@ -52,8 +53,9 @@ class FullTrajectoriesMemory:
         with self.store.writer() as writer:
             return writer.insert(trajectory).status
 
-    def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
+    def query(self, question: str, *, budget: int | str = DEFAULT_BUDGET, image: str | None = None) -> Context:
         start = time.perf_counter()
+        budget = parse_budget(budget)
         newest_first = sorted(self.store.rows(), key=lambda row: row.seq, reverse=True)
         # a generator: packing stops at the first trajectory that does not fit, so the rest are never read
         items = (self._item(row) for row in newest_first)
@@ -114,10 +116,11 @@ class BM25StateMemory:
 
         return insert_with_pools(self.store, trajectory)
 
-    def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
+    def query(self, question: str, *, budget: int | str = DEFAULT_BUDGET, image: str | None = None) -> Context:
         from ..core.text import tokenize
 
         start = time.perf_counter()
+        budget = parse_budget(budget)
         question, image = check_query(question, image)
         snapshot, index = self._load()
         query = {t: 1.0 for t in tokenize(question)}  # plain: every word of the question, no analysis

@@ -28,7 +28,7 @@ from ..agent.specs import MAX_SPAN_STATES, TOOL_SPECS
 from ..agent.tools import ToolBox, ToolError
 from ..agent.transcript import TranscriptWriter, transcript_path
 from ..agent.types import Span, Task
-from ..budget import count_tokens
+from ..budget import DEFAULT_BUDGET, count_tokens, parse_budget
 from ..config import Limits, Settings, load_settings
 from ..context import Context, EvidenceItem, pack
 from ..core.hits import Hit
@@ -134,11 +134,17 @@ class CodingAgentMemory:
         return get_policy(name, self.settings, model=model)
 
     def query(
-        self, question: str, *, budget: int, image: str | None = None, analysis: QuestionAnalysis | None = None
+        self,
+        question: str,
+        *,
+        budget: int | str = DEFAULT_BUDGET,
+        image: str | None = None,
+        analysis: QuestionAnalysis | None = None,
     ) -> Context:
         """Recall, then run the agent on `question` in a fresh sandbox, and pack what it found into `budget`.
         `analysis`: the question's, when the caller has analysed it already (it is analysed once per query)."""
         started = time.perf_counter()
+        budget = parse_budget(budget)
         question, image = check_query(question, image)
         analysis = analysis or analyze(question)
         policy = self.make_policy()

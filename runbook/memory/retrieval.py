@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from ..budget import DEFAULT_BUDGET, parse_budget
 from ..context import Context, pack
 from ..core.question import QuestionAnalysis
 from ..query_input import check_query
@@ -33,10 +34,16 @@ class RetrievalMemory:
         return insert_with_pools(self.store, trajectory)
 
     def query(
-        self, question: str, *, budget: int, image: str | None = None, analysis: QuestionAnalysis | None = None
+        self,
+        question: str,
+        *,
+        budget: int | str = DEFAULT_BUDGET,
+        image: str | None = None,
+        analysis: QuestionAnalysis | None = None,
     ) -> Context:
         """R's evidence for `question`; `analysis`: the question's, when the caller has analysed it already."""
         start = time.perf_counter()
+        budget = parse_budget(budget)
         question, image = check_query(question, image)
         result = self.retriever.search_counted(question, budget, analysis)
         context = pack(

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from ..errors import SandboxError
 
+MAX_CALL_TIMEOUT = 86_400.0
+"""Seconds one call may be given (a day); past ~24.8 days the timeout overflowed poll()'s milliseconds."""
 STORE_MOUNT = "/store"
 """Where the store appears inside docker and bwrap sandboxes; tools read it from env RUNBOOK_STORE_DIR."""
 SCRATCH_MOUNT = "/scratch"
@@ -150,8 +152,10 @@ class SandboxBase:
     def exec(self, cmd: list[str] | str, *, timeout: float, stdin: str | None = None) -> ExecResult:
         if not self._started:
             raise SandboxError(f"the {self.name} sandbox is not started; use it as a context manager or call start()")
-        if not (math.isfinite(timeout) and timeout > 0):  # nan and inf would reach int() as a traceback
-            raise SandboxError(f"timeout must be a positive number of seconds, got {timeout}")
+        if not (math.isfinite(timeout) and 0 < timeout <= MAX_CALL_TIMEOUT):  # nan, inf or 3e6 were tracebacks
+            raise SandboxError(
+                f"timeout must be a positive number of seconds (at most {MAX_CALL_TIMEOUT:g}), got {timeout}"
+            )
         argv = as_argv(cmd)
         check_stdin(stdin)
         with self._calls:

@@ -1,19 +1,21 @@
 """A Python client for `runbook serve http`, for agents that run in their own process (standard library only).
 
     from runbook.serve.client import Client
-    memory = Client("http://127.0.0.1:8765")                      # api_key="..." when the server has one
+    memory = Client("http://127.0.0.1:8765")                      # the key: api_key="..." or env RUNBOOK_API_KEY
     context = memory.query("Where is the Bestsellers report?", budget="4k")
     memory.open_trajectory("run-7", goal="Show the bestsellers of 2023", site="shop")
     memory.append_state("run-7", {"url": obs["url"], "axtree_txt": obs["axtree_txt"], "action": action})
     memory.close_trajectory("run-7", outcome="success (reward 1.0)")
 
 A step may be in runbook's field names, an AgentLab step record or a browser-use history entry (see
-runbook/trajectory/steps.py). A refused request raises RequestRefused with the server's status, error and field.
+runbook/trajectory/steps.py). A refused request raises RequestRefused with the server's status, error and field
+(a trajectory whose id holds another one is a 409).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -31,10 +33,12 @@ class RequestRefused(RunbookError):
 
 
 class Client:
-    """The HTTP API's calls as methods; each returns the server's JSON reply."""
+    """The HTTP API's calls as methods; each returns the server's JSON reply. The API key is `api_key`, else the
+    environment's RUNBOOK_API_KEY (the variable `runbook serve` reads its key from)."""
 
     def __init__(self, base_url: str = "http://127.0.0.1:8765", *, api_key: str | None = None, timeout: float = 120):
-        self.base_url, self.api_key, self.timeout = base_url.rstrip("/"), api_key, timeout
+        self.base_url, self.timeout = base_url.rstrip("/"), timeout
+        self.api_key = api_key if api_key is not None else os.environ.get("RUNBOOK_API_KEY") or None
 
     def query(self, question: str, *, budget: int | str | None = None, method: str | None = None) -> dict:
         """Evidence for `question` (the server's defaults for what is not given)."""

@@ -13,14 +13,12 @@
     GET  /stats                          the store's figures
 
 Bad input gets a 4xx `{"error", "field"}` naming the field; nothing is written. With an API key every request
-but the docs must carry `Authorization: Bearer KEY` (or `X-API-Key: KEY`).
+but the docs must carry `Authorization: Bearer KEY` (or `X-API-Key: KEY`); a request whose Host or Origin is not
+this server's is refused (serve/guard.py).
 """
 
 from __future__ import annotations
 
-import hmac
-import logging
-import time
 from typing import Annotated, Any
 
 from fastapi import Body, FastAPI, Request
@@ -31,16 +29,10 @@ from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
-from ..errors import (
-    BudgetError,
-    ConflictError,
-    InputError,
-    QueryError,
-    RunbookError,
-    StoreChanging,
-    UnsafeStoreFile,
-)
+from ..errors import BudgetError, ConflictError, InputError, QueryError, RunbookError, StoreChanging, UnsafeStoreFile
 from .body_limit import BodyLimit
+from .errors import invalid_input
+from .guard import AccessLog, Admission, Guard
 from .images import image_file
 from .models import (
     CloseRequest,
@@ -59,7 +51,6 @@ MAX_BODY_BYTES = 20 * 1024 * 1024
 """A request body larger than this is refused before it is read whole (413)."""
 PUBLIC = ("/openapi.json", "/docs", "/redoc", "/static-offline-docs/", "/docs/oauth2-redirect")
 """Paths served without the API key: the schema and its documentation."""
-access_log = logging.getLogger("runbook.access")
 
 
 STATUS = [
@@ -74,22 +65,64 @@ STATUS = [
     (BudgetError, 400),
 ]
 
+ERRORS: dict[int, tuple[str, str, str | None]] = {
+    400: ("Bad input: the error names the field; nothing was written", "field 'budget': must be positive", "budget"),
+    401: (
+        "A valid API key is required (the reply carries WWW-Authenticate: Bearer)",
+        "a valid API key is required (Authorization: Bearer KEY or X-API-Key: KEY)",
+        "Authorization",
+    ),
+    403: (
+        "A store file is a link, a FIFO or outside the store, or the request's Origin is another site: refused",
+        "store file trajectories/run-1/states/0001.md is a symbolic link: not read",
+        None,
+    ),
+    404: ("No such trajectory, open trajectory or state", "no trajectory 'run-7' in the store", None),
+    409: (
+        "Another trajectory is stored under this id",
+        "trajectory 'run-7' is already stored with different content: ... send this one under a new id",
+        "id",
+    ),
+    410: (
+        "The open trajectory went without a step past the age limit and was discarded",
+        "open trajectory 'run-7' had no step since 2025-12-18T22:17:41Z (more than 24 h) and was discarded: ...",
+        None,
+    ),
+    413: ("The body is over the size limit", "the body is over 20,971,520 bytes", None),
+    421: (
+        "The request's Host is not a name of this server (DNS rebinding)",
+        "Host 'evil.example:8765' is not a name of this server (127.0.0.1:8765, localhost:8765): ...",
+        "Host",
+    ),
+    503: (
+        "The writer or every sandbox stayed busy, the open trajectories are at their limit, or the trajectory kept "
+        "being replaced while read: retry later",
+        "every sandbox stayed busy for 60 s: retry later, or use method 'r', which needs none",
+        None,
+    ),
+}
+"""Per status: what it means, and an example of its body (error, field)."""
+
 
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
-    meaning = {
-        400: "Bad input: the error names the field; nothing was written",
-        401: "A valid API key is required",
-        403: "A store file is a link, a FIFO or outside the store: refused, not read",
-        404: "No such trajectory, open trajectory or state",
-        409: "Another trajectory is stored under this id",
-        410: "The open trajectory went without a step past the age limit and was discarded",
-        413: "The body is over the size limit",
-        503: "The writer or every sandbox stayed busy, or the trajectory kept being replaced while read: retry later",
-    }
-    return {code: {"model": ErrorBody, "description": meaning[code]} for code in codes}
+    """The documented error responses of a route, each with its own example."""
+    out: dict[int | str, dict[str, Any]] = {}
+    for code in (*codes, 421):
+        meaning, error, field = ERRORS[code]
+        example = {"error": error, **({"field": field} if field else {})}
+        out[code] = {"model": ErrorBody, "description": meaning, "content": {"application/json": {"example": example}}}
+    return out
 
 
-def create_app(service: MemoryService, *, api_key: str | None = None, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
+def create_app(
+    service: MemoryService,
+    *,
+    api_key: str | None = None,
+    admission: Admission | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> FastAPI:
+    """The API over `service`. `admission`: the Host, Origin and API key it accepts (default: a loopback server's
+    names on any port, and `api_key`)."""
     app = FastAPIOffline(
         title="runbook",
         description=(
@@ -98,49 +131,19 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
         ),
         version=__version__,
     )
+    _query_routes(app, service)
+    _write_routes(app, service)
+    _read_routes(app, service)
+    _error_handlers(app)
+    app.openapi = lambda: _schema(app)  # type: ignore[method-assign]
+    admission = admission or Admission.loopback(api_key=api_key, public=PUBLIC)
+    app.add_middleware(Guard, admission=admission)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)  # counts the body as it arrives
+    app.add_middleware(AccessLog)  # outermost: every request, refused or not
+    return app
 
-    @app.middleware("http")
-    async def guard(request: Request, call_next):
-        start = time.perf_counter()
-        response = await _guarded(request, call_next)
-        access_log.info(
-            '%s "%s %s" %d %.0f ms',
-            request.client.host if request.client else "-",
-            request.method,
-            request.url.path,
-            response.status_code,
-            (time.perf_counter() - start) * 1000,
-        )
-        return response
 
-    async def _guarded(request: Request, call_next):
-        if api_key is not None and not request.url.path.startswith(PUBLIC):
-            given = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ")
-            if not hmac.compare_digest(given.encode(), api_key.encode()):
-                return _error(401, "a valid API key is required (Authorization: Bearer KEY or X-API-Key: KEY)")
-        return await call_next(request)
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid(_request: Request, exc: RequestValidationError):
-        first = exc.errors()[0] if exc.errors() else {}
-        if first.get("type") == "json_invalid":
-            return _error(
-                400, f"malformed JSON: {first.get('ctx', {}).get('error', first.get('msg', ''))}", field="body"
-            )
-        where = _field(first.get("loc", ()))
-        if first.get("type") == "missing" and where == "body":
-            return _error(400, "the body is missing: send a JSON object", field="body")
-        if first.get("type") == "extra_forbidden":
-            return _error(400, f"unknown field {where!r}: see /docs for the fields this takes", field=where)
-        if first.get("type") in ("model_attributes_type", "dict_type") and where == "body":
-            return _error(400, "must be a JSON object", field="body")
-        return _error(400, f"field {where!r}: {first.get('msg', 'invalid')}", field=where)
-
-    @app.exception_handler(RunbookError)
-    async def refused(_request: Request, exc: RunbookError):
-        status = next((code for kind, code in STATUS if isinstance(exc, kind)), 500)
-        return _error(status, str(exc), field=getattr(exc, "field", None))
-
+def _query_routes(app: FastAPI, service: MemoryService) -> None:
     @app.post(
         "/query",
         response_model=QueryResult,
@@ -151,6 +154,8 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
         with image_file(body.image_base64) as image:
             return service.query(body.question, budget=body.budget, method=body.method, image=image)
 
+
+def _write_routes(app: FastAPI, service: MemoryService) -> None:
     @app.post(
         "/trajectories",
         status_code=201,
@@ -185,12 +190,14 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
         "/trajectories/{trajectory_id}/close",
         response_model_exclude_none=True,
         response_model=InsertResult,
-        responses=_errors(400, 401, 404, 410, 413, 503),
+        responses=_errors(400, 401, 404, 409, 410, 413, 503),
         summary="Insert an open trajectory: queries see it from now on",
     )
     def close(trajectory_id: str, body: CloseRequest | None = None) -> dict:
         return service.close_trajectory(trajectory_id, outcome=body.outcome if body else None)
 
+
+def _read_routes(app: FastAPI, service: MemoryService) -> None:
     @app.get(
         "/trajectories/{trajectory_id}", responses=_errors(401, 403, 404, 503), summary="A trajectory's row and states"
     )
@@ -219,13 +226,21 @@ def create_app(service: MemoryService, *, api_key: str | None = None, max_body_b
     def stats() -> dict:
         return service.stats()
 
+
+def _error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_request: Request, exc: RequestValidationError):
+        error = invalid_input(exc.errors(), skip=("body", "path", "query"))
+        return _error(400, str(error), field=error.field)
+
+    @app.exception_handler(RunbookError)
+    async def refused(_request: Request, exc: RunbookError):
+        status = next((code for kind, code in STATUS if isinstance(exc, kind)), 500)
+        return _error(status, str(exc), field=getattr(exc, "field", None))
+
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException):
         return _error(exc.status_code, str(exc.detail))
-
-    app.openapi = lambda: _schema(app)  # type: ignore[method-assign]
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)  # outermost: counts the body as it arrives
-    return app
 
 
 def _schema(app: FastAPI) -> dict[str, Any]:
@@ -239,19 +254,6 @@ def _schema(app: FastAPI) -> dict[str, Any]:
             schema.get("components", {}).get("schemas", {}).pop(name, None)
         app.openapi_schema = schema
     return app.openapi_schema
-
-
-def _field(loc: Any) -> str:
-    """'states[0].url' from pydantic's ('body', 'states', 0, 'url'); a step's shape tag is left out."""
-    out = ""
-    for part in loc:
-        if part in ("body", "runbook", "agentlab", "browser_use") and not out:
-            continue
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "body"
 
 
 def _check_addressable(trajectory_id: str) -> None:

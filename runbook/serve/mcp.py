@@ -3,35 +3,50 @@
 Tools: `query` (the context as text the agent reads, its structure as structured content, and screenshots as image
 content when asked), `insert` (a whole trajectory), `open_trajectory`, `append_state`, `close_trajectory`
 (streaming insert, journaled in the store: it goes on across server restarts), `stats`, `show` (a trajectory, or one
-of its states, with its screenshot when asked). Resources: `runbook://stats`, `runbook://trajectories` and the
-templates `runbook://trajectories/{trajectory_id}`, `.../states/{index}`, `.../states/{index}/screenshot`.
-Every result carries provenance (trajectory, state, url, time, file); a refused call is a tool error naming the field.
+of its states, with its screenshot when asked). Resources: `stats`, `trajectories` and the templates `trajectory`,
+`state` and `screenshot` (runbook://stats, runbook://trajectories, runbook://trajectories/{id}[/states/{i}[/...]]).
+Every result carries provenance (trajectory, state, url, time, file); a refused call is a tool error naming the field,
+and every call, refused or not, is a line of the access log. Over streamable HTTP, `http_app` puts the same guard as
+the HTTP API's (Host, Origin, API key: serve/guard.py) in front of the SDK's app.
 """
 
 from __future__ import annotations
 
 import base64
-import functools
 import inspect
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 import anyio
 from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from .. import __version__
 from ..budget import DEFAULT_BUDGET
+from .errors import invalid_input
+from .guard import AccessLog, Admission, Guard
 from .images import image_file
 from .models import BUDGET_HELP, DEFAULT, METHOD_HELP, Budget, Method, QueryResult, Step, TrajectoryRequest, Visibility
 from .service import MemoryService
 
 TRAJECTORY_LIST_LIMIT = 200
 """Newest trajectories listed by the runbook://trajectories resource."""
+MAX_SESSIONS = 100
+"""MCP sessions a streamable HTTP server holds at once; one more is answered 503."""
+SESSION_TIMEOUT = 1800.0
+"""Seconds an MCP session may go without a request before the server ends it."""
+INSTRUCTIONS = (
+    "A long-term memory of past web-agent trajectories. Call `query` with what you need to know about the web "
+    "environment (where a report lives, which filter must be set first, what a value is now) before acting; every "
+    "item cites the trajectory, state, url and time it comes from. Stream your own steps in with open_trajectory / "
+    "append_state / close_trajectory so later runs can learn from them."
+)
 
 TrajectoryId = Annotated[str, Field(description="The trajectory's id")]
 call_log = logging.getLogger("runbook.access")
@@ -54,42 +69,69 @@ def quiet_disconnects() -> None:
         logging.getLogger(name).addFilter(_DropDisconnects())
 
 
-def create_mcp(service: MemoryService, *, host: str = "127.0.0.1", port: int = 8766) -> FastMCP:
-    server = FastMCP(
+class RunbookMCP(FastMCP):
+    """FastMCP whose tool calls are logged one line each, and whose invalid arguments are refused in runbook's
+    words ("field 'budget': ...") instead of pydantic's text and link, before the tool runs."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Sequence[ContentBlock] | dict[str, Any]:
+        start, outcome = time.perf_counter(), "ok"
+        try:
+            return await super().call_tool(name, arguments)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                refused = f"Error executing tool {name}: invalid arguments: {invalid_input(cause.errors())}"
+                outcome = f"refused: {refused.split(': ', 1)[1]}"
+                raise ToolError(refused) from None
+            outcome = f"refused: {cause or exc}"
+            raise
+        finally:
+            call_log.info("tool %s %.0f ms %s", name, (time.perf_counter() - start) * 1000, outcome[:200])
+
+
+def create_mcp(
+    service: MemoryService,
+    *,
+    max_sessions: int = MAX_SESSIONS,
+    session_timeout: float = SESSION_TIMEOUT,
+) -> RunbookMCP:
+    """The MCP server over `service`: run it over stdio with `.run("stdio")`, or serve `http_app(server, ...)`."""
+    server = RunbookMCP(
         "runbook",
-        instructions=(
-            "A long-term memory of past web-agent trajectories. Call `query` with what you need to know about the web "
-            "environment (where a report lives, which filter must be set first, what a value is now) before acting; "
-            "every item cites the trajectory, state, url and time it comes from. Stream your own steps in with "
-            "open_trajectory / append_state / close_trajectory so later runs can learn from them."
-        ),
-        host=host,
-        port=port,
+        instructions=INSTRUCTIONS,
         log_level="WARNING",
+        max_sessions=max_sessions,
+        session_idle_timeout=session_timeout,
+        # Host and Origin are checked by runbook's guard (http_app), with the server's own names and options
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     server._mcp_server.version = __version__  # FastMCP would report the SDK's version as the server's
+    _query_tools(server, service)
+    _stream_tools(server, service)
+    _read_tools(server, service)
+    _resources(server, service)
+    return server
 
-    def tool(**options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """server.tool with the docstring, dedented, as the description."""
 
-        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-            @functools.wraps(fn)
-            def logged(*args: Any, **kwargs: Any) -> Any:
-                start = time.perf_counter()
-                outcome = "ok"
-                try:
-                    return fn(*args, **kwargs)
-                except Exception as exc:
-                    outcome = f"refused: {exc}"[:200]
-                    raise
-                finally:
-                    call_log.info("tool %s %.0f ms %s", fn.__name__, (time.perf_counter() - start) * 1000, outcome)
+def http_app(server: RunbookMCP, admission: Admission):
+    """The streamable HTTP app (at /mcp) behind runbook's guard, refused requests in the access log."""
+    app = server.streamable_http_app()
+    app.add_middleware(Guard, admission=admission)
+    app.add_middleware(AccessLog, refusals_only=True)
+    return app
 
-            return server.tool(description=inspect.cleandoc(fn.__doc__ or ""), **options)(logged)
 
-        return register
+def _tool(server: FastMCP) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """server.tool with the function's docstring, dedented, as the description."""
 
-    @tool()
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        return server.tool(description=inspect.cleandoc(fn.__doc__ or ""))(fn)
+
+    return register
+
+
+def _query_tools(server: FastMCP, service: MemoryService) -> None:
+    @_tool(server)
     def query(
         question: Annotated[str, Field(description="What you want to know about the web environment")],
         budget: Annotated[Budget, Field(description=BUDGET_HELP)] = DEFAULT_BUDGET,
@@ -120,7 +162,9 @@ def create_mcp(service: MemoryService, *, host: str = "127.0.0.1", port: int = 8
             content.append(_image(service, item["trajectory_id"], index))
         return CallToolResult(content=content, structuredContent=structured)
 
-    @tool()
+
+def _stream_tools(server: FastMCP, service: MemoryService) -> None:
+    @_tool(server)
     def insert(
         trajectory: Annotated[
             TrajectoryRequest, Field(description="The whole trajectory, in runbook's JSONL schema, states in order")
@@ -130,14 +174,14 @@ def create_mcp(service: MemoryService, *, host: str = "127.0.0.1", port: int = 8
         "action", "action_error", "thought", "timestamp"}, ...]}. States without a timestamp get the receive time."""
         return service.insert(trajectory.model_dump(exclude={"stream", "visible"}, exclude_unset=True))
 
-    @tool()
+    @_tool(server)
     def open_trajectory(
         trajectory_id: Annotated[str, Field(description="A new id for your run")],
         goal: Annotated[str, Field(description="The task you were given")] = "",
         site: Annotated[str, Field(description="The web environment, e.g. shopping_admin")] = "",
         start_url: Annotated[str, Field(description="Where the run starts")] = "",
         visible: Annotated[
-            Visibility, Field(description="close: queries see it once closed; step: after every step")
+            Visibility, Field(description="close: queries see it once closed; step: soon after every step")
         ] = "close",
     ) -> dict[str, Any]:
         """Start a trajectory you will stream step by step with append_state, then close_trajectory.
@@ -147,7 +191,7 @@ def create_mcp(service: MemoryService, *, host: str = "127.0.0.1", port: int = 8
             trajectory_id, visible=visible, goal=goal or None, site=site or None, start_url=start_url or None
         )
 
-    @tool()
+    @_tool(server)
     def append_state(
         trajectory_id: TrajectoryId,
         state: Annotated[
@@ -162,7 +206,7 @@ def create_mcp(service: MemoryService, *, host: str = "127.0.0.1", port: int = 8
         """Append the next step of an open trajectory. Without a timestamp it gets the server's receive time."""
         return service.append_state(trajectory_id, state.model_dump(exclude_none=True))
 
-    @tool()
+    @_tool(server)
     def close_trajectory(
         trajectory_id: TrajectoryId,
         outcome: Annotated[str, Field(description="How the run ended, e.g. 'success (reward 1.0)'")] = "",
@@ -170,12 +214,14 @@ def create_mcp(service: MemoryService, *, host: str = "127.0.0.1", port: int = 8
         """Insert an open trajectory as one atomic insert; queries see it from now on."""
         return service.close_trajectory(trajectory_id, outcome=outcome or None)
 
-    @tool()
+
+def _read_tools(server: FastMCP, service: MemoryService) -> None:
+    @_tool(server)
     def stats() -> dict[str, Any]:
         """What the store holds: trajectories, states, tokens, per site and outcome, and the open trajectories."""
         return service.stats()
 
-    @tool()
+    @_tool(server)
     def show(
         trajectory_id: TrajectoryId,
         state_index: Annotated[int | None, Field(description="A state's index: its page text and header")] = None,
@@ -191,37 +237,42 @@ def create_mcp(service: MemoryService, *, host: str = "127.0.0.1", port: int = 8
             content.append(_image(service, trajectory_id, state_index))
         return CallToolResult(content=content, structuredContent=state)
 
-    @server.resource("runbook://stats", mime_type="application/json", description="The store's figures")
-    def stats_resource() -> str:
+
+def _resources(server: FastMCP, service: MemoryService) -> None:
+    @server.resource("runbook://stats", name="stats", mime_type="application/json", description="The store's figures")
+    def stats_json() -> str:
         return json.dumps(service.stats())
 
     @server.resource(
         "runbook://trajectories",
+        name="trajectories",
         mime_type="application/json",
         description=f"The newest {TRAJECTORY_LIST_LIMIT} stored trajectories: id, site, goal, outcome, states",
     )
-    def trajectories_resource() -> str:
+    def trajectories_json() -> str:
         rows = service.store.rows()[-TRAJECTORY_LIST_LIMIT:][::-1]
         return json.dumps(
             [{"id": r.id, "site": r.site, "goal": r.goal, "outcome": r.outcome, "n_states": r.n_states} for r in rows]
         )
 
-    @server.resource("runbook://trajectories/{trajectory_id}", mime_type="application/json")
-    def trajectory_resource(trajectory_id: str) -> str:
+    @server.resource("runbook://trajectories/{trajectory_id}", name="trajectory", mime_type="application/json")
+    def trajectory_json(trajectory_id: str) -> str:
         """A stored trajectory: its row and states."""
         return json.dumps(service.trajectory(trajectory_id))
 
-    @server.resource("runbook://trajectories/{trajectory_id}/states/{index}", mime_type="application/json")
-    def state_resource(trajectory_id: str, index: str) -> str:
+    @server.resource(
+        "runbook://trajectories/{trajectory_id}/states/{index}", name="state", mime_type="application/json"
+    )
+    def state_json(trajectory_id: str, index: str) -> str:
         """One stored state with its page text and provenance."""
         return json.dumps(service.state(trajectory_id, int(index)))
 
-    @server.resource("runbook://trajectories/{trajectory_id}/states/{index}/screenshot", mime_type="image/png")
-    def screenshot_resource(trajectory_id: str, index: str) -> bytes:
+    @server.resource(
+        "runbook://trajectories/{trajectory_id}/states/{index}/screenshot", name="screenshot", mime_type="image/png"
+    )
+    def screenshot_bytes(trajectory_id: str, index: str) -> bytes:
         """A stored state's screenshot."""
         return service.screenshot(trajectory_id, int(index))[0]
-
-    return server
 
 
 def _json_text(value: Any) -> TextContent:

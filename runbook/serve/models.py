@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, cast
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, StrictInt, StrictStr, Tag
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, PlainValidator, Tag
+from pydantic_core import PydanticCustomError
 
-from ..budget import DEFAULT_BUDGET
+from ..budget import DEFAULT_BUDGET, MAX_BUDGET, parse_budget
+from ..errors import BudgetError
 from ..memory import DEFAULT_METHOD
 
 MethodName = Literal["auto", "c", "r", "bm25", "full", "none"]
@@ -23,9 +25,22 @@ METHOD_HELP = (
     "r: knowledge pools, fast, no sandbox; c: the coding agent in a sandbox; baselines: bm25, full, none. "
     "Case does not matter ('R' is r)."
 )
-Budget = StrictInt | StrictStr
-"""A budget as a whole number or text, strictly: lax validation read JSON's true as a budget of 1 token."""
-BUDGET_HELP = "Tokens of context, as a number (8000) or text ('8k', '1.5k'); the context never exceeds it."
+
+
+def _budget_tokens(value: Any) -> int:
+    try:
+        return parse_budget(value)
+    except BudgetError as exc:
+        raise PydanticCustomError("budget", "{reason}", {"reason": str(exc)}) from exc
+
+
+Budget = Annotated[int | str, PlainValidator(_budget_tokens, json_schema_input_type=int | str)]
+"""A budget as a whole number or text, parsed to tokens with the request (JSON's true is no budget of 1 token, and
+2.5 is refused as a budget, not as a field 'budget.int')."""
+BUDGET_HELP = (
+    f"Tokens of context, as a number (8000) or text ('8k', '1.5k'), at most {MAX_BUDGET:,}; the context never "
+    "exceeds it."
+)
 QUESTION_EXAMPLE = "What must be set before the Bestsellers report shows any data?"
 
 
@@ -120,7 +135,9 @@ class StepFields(BaseModel):
         description="When the page was seen: ISO-8601 (or unix seconds); without one, the server's receive time",
     )
     screenshot: str | None = Field(None, description="A screenshot's path inside the server's --screenshot-root")
-    state_index: int | None = Field(None, description="Must be the next index when given")
+    state_index: int | None = Field(
+        None, description="Must be the next index when given (a step sent twice is refused)"
+    )
     text: str | None = Field(None, description="= accessibility_tree")
     page_text: str | None = Field(None, description="= accessibility_tree")
     axtree_txt: str | None = Field(None, description="= accessibility_tree (BrowserGym's observation key)")
@@ -234,7 +251,7 @@ class InsertResult(BaseModel):
     """A trajectory written to the store."""
 
     trajectory_id: str
-    status: str = Field(description="inserted, replaced or unchanged")
+    status: str = Field(description="inserted, replaced or unchanged (another trajectory under the id: a 409)")
     states: int = 0
     timestamps_received: list[int] | None = Field(
         None, description="The states sent without a time, which got the server's receive time"
@@ -259,4 +276,6 @@ class StepResult(BaseModel):
     state_index: int
     timestamp: str | None
     timestamp_source: str | None = Field(None, description="Set when the time is the server's receive time")
-    status: str = Field(description="open, or inserted/replaced with visible='step'")
+    status: str = Field(
+        description="open (with visible='step', queries see the step once its background re-insert commits)"
+    )

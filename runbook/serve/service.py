@@ -16,30 +16,37 @@ time: another waits up to `write_timeout` seconds, then gets a BusyError. Method
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ..budget import DEFAULT_BUDGET, parse_budget
 from ..context import Context
 from ..core.layout import state_relpath
 from ..core.statefile import header_time
-from ..errors import BudgetError, InputError, StoreChanging, StoreError
+from ..errors import BudgetError, ConfigError, ConflictError, InputError, StoreChanging, StoreError
 from ..memory import DEFAULT_METHOD, IMAGE_METHODS, METHODS, get_memory
-from ..pools.build import insert_listener, insert_with_pools
+from ..pools.build import insert_listener
 from ..store import Store
 from ..store.journal import DEFAULT_MAX_AGE_S, Journal
 from ..trajectory.model import Trajectory, trajectory_from_dict
 from ..trajectory.times import now_iso
 from .errors import BusyError, Gone, NotFound
 from .provenance import RECEIVED, TIME_SOURCE, received_times, state_notes
+from .step_inserts import StepInserts
 from .streams import StreamedTrajectories
+
+log = logging.getLogger(__name__)
 
 __all__ = ["BusyError", "Gone", "MemoryService", "NotFound", "budget_tokens"]
 
 SANDBOX_METHODS = frozenset({"c", "auto"})
 """Methods that may start a sandbox per query."""
+DEFAULT_MAX_OPEN = 100
+"""Open (streamed) trajectories a store's servers hold at once: 2,000 took 165 MB and made /stats take 1 s."""
 
 
 class MemoryService(StreamedTrajectories):
@@ -55,8 +62,11 @@ class MemoryService(StreamedTrajectories):
         sandbox_wait: float = 60.0,
         write_timeout: float = 30.0,
         open_max_age_s: float = DEFAULT_MAX_AGE_S,
+        max_open: int = DEFAULT_MAX_OPEN,
         memory_options: dict[str, Any] | None = None,
     ):
+        if max_sandboxes < 1 or max_open < 1 or not open_max_age_s > 0:
+            raise ConfigError("max_sandboxes and max_open must be at least 1, and open_max_age_s positive")
         self.store = Store(store_path, create=create)
         # without a screenshot root a posted screenshot path resolves inside an empty folder: refused, never read
         self._no_shots: tempfile.TemporaryDirectory[str] | None = None
@@ -71,8 +81,11 @@ class MemoryService(StreamedTrajectories):
         self._memories_lock = threading.Lock()
         self._sandboxes = threading.BoundedSemaphore(max_sandboxes)
         self._writer = threading.Lock()
+        self.max_open = max_open
         self.journal = Journal(self.store.layout, max_age_s=open_max_age_s)
         self.journal.sweep()
+        self.step_inserts = StepInserts(self._reinsert)
+        self._catch_up()
 
     # -- queries -----------------------------------------------------------------------------------------------
     def query(self, question: str, *, budget: int | str | None = None, method: str | None = None, image=None) -> dict:
@@ -161,29 +174,62 @@ class MemoryService(StreamedTrajectories):
                 stamped.append(state)
             obj = {**obj, "states": stamped, **({RECEIVED: received} if received else {})}
         trajectory = self._validate(obj)
+        try:
+            status = self._write(trajectory, replace=False)
+        except ConflictError as exc:
+            if received:
+                raise _conflict(
+                    f"{exc} (its states {received} were sent without a time and got this post's receive time: send "
+                    "the times to make a post that is sent again unchanged)"
+                ) from None
+            raise
         return {
             "trajectory_id": trajectory.id,
-            "status": self._write(trajectory, replace=False),
+            "status": status,
             "states": len(trajectory.states),
             **({"timestamps_received": received} if received else {}),
         }
 
     def _validate(self, obj: Any) -> Trajectory:
+        if self._no_shots is not None:
+            _refuse_screenshots(obj)
         return trajectory_from_dict(
             obj, path="<request>", base_dir=self.screenshot_root, screenshot_root=self.screenshot_root
         )
 
-    def _write(self, trajectory: Trajectory, *, replace: bool) -> str:
-        if not self._writer.acquire(timeout=self.write_timeout):
+    def _write(
+        self, trajectory: Trajectory | Callable[[], Trajectory | None], *, replace: bool, wait: bool = False
+    ) -> str:
+        """Insert `trajectory` (or what the callable returns, asked under the store's write lock; nothing when it
+        returns None) with its pools. ConflictError when its id holds another trajectory and not `replace`.
+        Waits up to `write_timeout` for the writer (BusyError), or as long as it takes with `wait`."""
+        if not self._writer.acquire(timeout=-1 if wait else self.write_timeout):
             raise BusyError(f"another insert held the store for {self.write_timeout:.0f} s: retry later")
         try:
-            if replace:
-                with self.store.writer() as writer:
-                    writer.listeners.append(insert_listener(self.store))
-                    return writer.insert(trajectory, replace=True).status
-            return insert_with_pools(self.store, trajectory)
+            with self.store.writer() as writer:
+                chosen = trajectory() if callable(trajectory) else trajectory
+                if chosen is None:
+                    return "unchanged"
+                writer.listeners.append(insert_listener(self.store))
+                outcome = writer.insert(chosen, replace=replace)
         finally:
             self._writer.release()
+        if outcome.status == "refused":
+            raise _conflict(
+                f"trajectory {chosen.id!r} is already stored with different content: a server never overwrites a "
+                "stored trajectory, so send this one under a new id (`runbook insert --replace` overwrites it)"
+            )
+        return outcome.status
+
+    def _catch_up(self) -> None:
+        """Re-insert the open visible='step' trajectories whose stored version lags their journal (a server that
+        stopped before its background re-insert ran)."""
+        with self.journal.locked():
+            runs = [run for run in self.journal.runs() if run.visible == "step" and run.steps]
+        for run in runs:
+            row = self.store.row(run.id)
+            if row is None or row.n_states != len(run.steps):
+                self.step_inserts.request(run.id)
 
     # -- reads -------------------------------------------------------------------------------------------------
     def stats(self) -> dict:
@@ -272,13 +318,40 @@ class MemoryService(StreamedTrajectories):
         row = self.store.row(trajectory_id)
         return received_times(self.store, trajectory_id, row.fingerprint) if row is not None else frozenset()
 
+    def settle(self, timeout: float | None = None) -> bool:
+        """Wait until the background re-inserts of visible='step' trajectories asked for so far are written."""
+        return self.step_inserts.settle(timeout)
+
     def close(self) -> None:
-        """Stop what the memories keep running (C's warm sandbox)."""
+        """Write what the background re-inserts still have to, and stop what the memories keep running (C's warm
+        sandbox)."""
+        if not self.settle(self.write_timeout):
+            log.warning("stopped before every visible='step' trajectory was re-inserted: their steps stay journaled")
         for memory in self._memories.values():
             if hasattr(memory, "close"):
                 memory.close()
         if self._no_shots is not None:
             self._no_shots.cleanup()
+
+
+def _conflict(message: str) -> ConflictError:
+    """A ConflictError naming the field at fault (the id), as the servers report it (409)."""
+    conflict = ConflictError(message)
+    conflict.field = "id"  # type: ignore[attr-defined]
+    return conflict
+
+
+def _refuse_screenshots(obj: Any) -> None:
+    """Without --screenshot-root a server takes no screenshot: say so, instead of naming a folder of its own."""
+    states = obj.get("states") if isinstance(obj, dict) else None
+    for pos, state in enumerate(states if isinstance(states, list) else []):
+        if isinstance(state, dict) and state.get("screenshot"):
+            raise InputError(
+                "this server takes no screenshots: it was started without --screenshot-root DIR (screenshot paths "
+                "must lie inside that folder); send the step without it, or restart the server with that option",
+                field=f"states[{pos}].screenshot",
+                trajectory_id=obj.get("id") if isinstance(obj.get("id"), str) else None,
+            )
 
 
 def budget_tokens(value: int | str) -> int:

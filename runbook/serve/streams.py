@@ -7,6 +7,7 @@ the journal.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import InputError
@@ -16,8 +17,9 @@ from ..store.staging import fingerprint
 from ..trajectory.model import Trajectory
 from ..trajectory.steps import read_step
 from ..trajectory.times import now_iso
-from .errors import Gone, NotFound
+from .errors import BusyError, Gone, NotFound
 from .provenance import RECEIVED, TIME_SOURCE, step_error
+from .step_inserts import StepInserts
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +32,15 @@ class StreamedTrajectories:
     store: Store
     journal: Journal
 
+    max_open: int
+    step_inserts: StepInserts
+
     def _validate(self, obj: Any) -> Trajectory:
         raise NotImplementedError
 
-    def _write(self, trajectory: Trajectory, *, replace: bool) -> str:
+    def _write(
+        self, trajectory: Trajectory | Callable[[], Trajectory | None], *, replace: bool, wait: bool = False
+    ) -> str:
         raise NotImplementedError
 
     def open_trajectory(self, trajectory_id: str, *, visible: str = "close", **fields: Any) -> dict:
@@ -51,17 +58,30 @@ class StreamedTrajectories:
                 raise InputError(
                     "is already stored: a streamed trajectory needs a new id", field="id", trajectory_id=trajectory_id
                 )
+            self._check_room()
             run = self.journal.create(trajectory_id, fields, visible=visible)
         return {"trajectory_id": trajectory_id, "states": 0, "open": True, "visible": visible, "opened": run.opened}
 
+    def _check_room(self) -> None:
+        """BusyError when `max_open` trajectories are open (expired ones are discarded first)."""
+        if self.journal.count() >= self.max_open:
+            self.journal.sweep()
+            if self.journal.count() >= self.max_open:
+                raise BusyError(
+                    f"{self.max_open} trajectories are open, the server's limit (--max-open): close one first, or "
+                    f"wait until one goes {self.journal.age_text()} without a step and is discarded"
+                )
+
     def append_state(self, trajectory_id: str, state: Any) -> dict:
         """Add the next step (in runbook's, BrowserGym's, AgentLab's or browser-use's shape); it is validated with
-        the steps before it, journaled, and only then acknowledged. Nothing is kept when it is refused."""
+        the steps before it, journaled, and only then acknowledged. Nothing is kept when it is refused. With
+        visible='step', the trajectory is re-inserted in the background (StepInserts)."""
         step = read_step(state)
         fields = dict(step.fields)
-        fields.pop("state_index", None)
+        given_index = fields.pop("state_index", None)
         with self.journal.locked():
             run = self._run(trajectory_id, steps=True)
+            _check_index(given_index, len(run.steps), trajectory_id)
             received = not fields.get("timestamp")
             if received:
                 fields["timestamp"] = now_iso()
@@ -76,17 +96,33 @@ class StreamedTrajectories:
                 raise step_error(exc, len(steps) - 1, received=received, trajectory_id=trajectory_id) from exc
             amend = {"action_error": steps[-2]["action_error"]} if step.previous_error and len(steps) > 1 else None
             self.journal.append(run, steps[-1], received=received, amend_previous=amend)
-            status = self._write(self._trajectory(run), replace=True) if run.visible == "step" else "open"
+        if run.visible == "step":
+            self.step_inserts.request(trajectory_id)
         out = {
             "trajectory_id": trajectory_id,
             "states": len(run.steps),
             "state_index": len(run.steps) - 1,
             "timestamp": trajectory.states[-1].timestamp,
-            "status": status,
+            "status": "open",
         }
         if received:
             out["timestamp_source"] = TIME_SOURCE
         return out
+
+    def _reinsert(self, trajectory_id: str) -> None:
+        """Write an open visible='step' trajectory's journaled steps to the store (StepInserts calls it). The
+        journal is read under the store's write lock, so this writes the newest steps, and never after a close
+        (which marks the trajectory closing, then takes the same lock) has written the whole trajectory."""
+
+        def newest() -> Trajectory | None:
+            with self.journal.locked():
+                try:
+                    run = self.journal.get(trajectory_id)
+                except NotOpen:
+                    return None
+                return self._trajectory(run) if run.steps and not run.closing and run.visible == "step" else None
+
+        self._write(newest, replace=True, wait=True)
 
     def close_trajectory(self, trajectory_id: str, *, outcome: str | None = None) -> dict:
         """Insert the streamed trajectory as one atomic insert: from now on queries see it. Atomic as a client sees
@@ -162,3 +198,17 @@ class StreamedTrajectories:
             return self._run(trajectory_id)
         except NotFound:
             return None
+
+
+def _check_index(given: Any, expected: int, trajectory_id: str) -> None:
+    """A step's `state_index`, when it has one, must be the next index: a step sent twice, or one skipped, is
+    refused rather than stored in another place (steps posted as 0, 5, 1, 0 were stored as 0-3)."""
+    if given is None:
+        return
+    if isinstance(given, bool) or not isinstance(given, int) or given != expected:
+        raise InputError(
+            f"is {given!r}, expected {expected}: a step's state_index must be the next index (the trajectory has "
+            f"{expected} step{'s' if expected != 1 else ''}); leave it out to append the step as the next one",
+            field="state_index",
+            trajectory_id=trajectory_id,
+        )

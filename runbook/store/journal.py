@@ -112,12 +112,22 @@ class Journal:
             if run is None:
                 raise NotOpen(f"no open trajectory {trajectory_id!r}")
             if self._expired(run):
-                self._remove(trajectory_id)
+                self._discard(run)
                 raise Expired(
                     f"open trajectory {trajectory_id!r} had no step since {run.touched} (more than "
-                    f"{self._age_text()}) and was discarded: open it again and resend its steps"
+                    f"{self.age_text()}) and was discarded: open it again and resend its steps"
                 )
             return run
+
+    def runs(self) -> list[OpenRun]:
+        """The open trajectories that have not expired, with their steps."""
+        with self.locked():
+            return self._all()
+
+    def count(self) -> int:
+        """Open trajectories, expired ones included (without reading them)."""
+        with self.locked():
+            return sum(1 for entry in os.listdir(self.root) if not entry.startswith(".")) if self.root.is_dir() else 0
 
     def exists(self, trajectory_id: str) -> bool:
         with self.locked():
@@ -186,13 +196,7 @@ class Journal:
         with self.locked():
             for run in self._all(include_expired=True):
                 if self._expired(run):
-                    log.warning(
-                        "discarded open trajectory %r: no step since %s (age limit %s)",
-                        run.id,
-                        run.touched,
-                        self._age_text(),
-                    )
-                    self._remove(run.id)
+                    self._discard(run)
                     gone.append(run.id)
         return gone
 
@@ -272,9 +276,16 @@ class Journal:
         touched = parse_time(run.touched)
         return touched is not None and datetime.now(UTC) - touched > self.max_age
 
-    def _age_text(self) -> str:
+    def age_text(self) -> str:
         hours = self.max_age.total_seconds() / 3600
         return f"{hours:g} h" if hours >= 1 else f"{self.max_age.total_seconds():g} s"
+
+    def _discard(self, run: OpenRun) -> None:
+        """Remove an expired trajectory, with the warning the README promises (found by a sweep or by a step)."""
+        log.warning(
+            "discarded open trajectory %r: no step since %s (age limit %s)", run.id, run.touched, self.age_text()
+        )
+        self._remove(run.id)
 
     def _remove(self, trajectory_id: str) -> None:
         folder = self._folder(trajectory_id)

@@ -12,6 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from runbook.cli.sandbox import sandbox
+from runbook.errors import SandboxError
+from runbook.sandbox import get_sandbox
 
 
 def cli(store) -> click.Group:
@@ -129,13 +131,20 @@ def test_check_exits_1_when_a_claimed_limit_does_not_hold(tiny_store, monkeypatc
     assert strict.exit_code == 1 and "NOT ENFORCED here: network" in strict.output
 
 
-@pytest.mark.parametrize("timeout", ["nan", "inf", "-1", "0"])
+@pytest.mark.parametrize("timeout", ["nan", "inf", "-1", "0", "3e6"])
 def test_exec_refuses_a_timeout_that_is_not_a_positive_number_without_a_traceback(tiny_store, timeout):
+    """Item 5 of issue 33: `--timeout 3e6` ended in an OverflowError traceback; now every bad timeout is a usage
+    error when the command line is parsed."""
     from runbook.cli import main
 
     result = CliRunner().invoke(
         main, ["--store", str(tiny_store), "sandbox", "exec", "--sandbox", "local", "--timeout", timeout, "--", "true"]
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 2, result.output
     assert isinstance(result.exception, SystemExit), result.exception  # a clear line, not an uncaught error
-    assert f"error: timeout must be a positive number of seconds, got {float(timeout)}" in result.output
+    assert "Invalid value for '--timeout'" in result.output and "Traceback" not in result.output
+
+
+def test_the_library_refuses_a_timeout_past_the_ceiling(tiny_store):
+    with get_sandbox("local", tiny_store) as box, pytest.raises(SandboxError, match="at most 86400"):
+        box.exec("true", timeout=3e6)

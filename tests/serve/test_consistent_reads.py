@@ -27,14 +27,14 @@ def _step(i: int) -> dict:
     return {"url": f"http://shop/p/{i}", "accessibility_tree": f"RootWebArea 'Order {300 + i}'"}
 
 
-def _paused_commit(monkeypatch):
+def _paused_commit(monkeypatch, thread: str = "writer"):
     """Pause a writer's commit after its folder is renamed in and its pools are written, before its rows commit."""
     reached, resume = threading.Event(), threading.Event()
     listener_call = PoolListener.__call__
 
     def pausing(self, store, staged, status):
         listener_call(self, store, staged, status)
-        if threading.current_thread().name == "writer":
+        if threading.current_thread().name == thread:
             reached.set()
             resume.wait(60)
 
@@ -55,13 +55,16 @@ def _writer_paused_at_commit(monkeypatch, work, *args) -> tuple[threading.Thread
 def test_a_get_during_a_replace_reads_one_version(service, monkeypatch):
     service.open_trajectory("live-1", visible="step", goal="Cancel order 305")
     service.append_state("live-1", _step(0))
-    writer, resume = _writer_paused_at_commit(monkeypatch, service.append_state, "live-1", _step(1))
+    assert service.settle(60)
+    reached, resume = _paused_commit(monkeypatch, thread="runbook-step-inserts")  # the re-insert after a step
+    service.append_state("live-1", _step(1))
+    assert reached.wait(60)
     seen: dict = {}
     reader = threading.Thread(target=lambda: seen.update(service.trajectory("live-1")))
     reader.start()
     reader.join(0.5)  # it waits for the commit, or reads the version before it: never half of each
     resume.set()
-    writer.join(60)
+    assert service.settle(60)
     reader.join(60)
     assert seen["n_states"] == len(seen["states"]) == [s["state_index"] for s in seen["states"]][-1] + 1
     state = service.state("live-1", 1)

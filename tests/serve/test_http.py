@@ -13,12 +13,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from click.testing import CliRunner
 
 from runbook.cli import main
 from runbook.memory import METHODS
 from runbook.serve import MemoryService, create_app
+from runbook.serve.transport import GracefulServer, ServerLimits, server_config
 from runbook.store import Store
 from tests.conftest import make_trajectory
 
@@ -34,11 +34,12 @@ def free_port() -> int:
 
 
 class Server:
-    """uvicorn serving the app in a thread, stopped at the end of the test."""
+    """uvicorn serving the app in a thread as `runbook serve` runs it (its protocol and limits), stopped at the end
+    of the test."""
 
-    def __init__(self, app):
+    def __init__(self, app, limits: ServerLimits | None = None):
         self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="error"))
+        self.server = GracefulServer(server_config(app, limits or ServerLimits(), host="127.0.0.1", port=self.port))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> str:
@@ -224,7 +225,7 @@ def test_concurrent_readers_see_whole_trajectories_while_one_writer_streams(serv
 def test_in_process_agents_use_the_library(tmp_path, clean_env):
     import runbook
 
-    memory = runbook.open(tmp_path / "lib-store")
+    memory = runbook.open(tmp_path / "lib-store", create=True, method="r")
     memory.insert(make_trajectory("lib-1", 3, texts=["'Dashboard'", "'Catalog'", PRICE_PAGE]))
     context = memory.query("What price does the admin list for Quest Lumaflex Band?", budget=2000)
     assert any(item.trajectory_id == "lib-1" and "$24.00" in item.text for item in context.items)

@@ -61,3 +61,15 @@ def test_a_trajectory_being_closed_reads_as_open_or_stored_never_missing(service
     monkeypatch.setattr(service.journal, "get", closing_after(service.journal.get))
     seen = service.trajectory("s-1")
     assert seen["id"] == "s-1" and seen["n_states"] == 1 and not armed
+
+
+@pytest.mark.parametrize(
+    "options", [{"max_sandboxes": 0}, {"max_sandboxes": -1}, {"max_open": 0}, {"open_max_age_s": 0.0}]
+)
+def test_limits_that_would_stall_or_crash_the_service_are_refused(tmp_path, clean_env, options):
+    """Item 5 of issue 33: max_sandboxes -1 was a ValueError traceback, 0 made every C query wait 60 s for a 503,
+    and an open-trajectory age of 0 dropped every stream."""
+    from runbook.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="at least 1"):
+        MemoryService(tmp_path / "store", create=True, **options)

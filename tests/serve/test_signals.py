@@ -1,5 +1,7 @@
-"""SIGTERM ends `runbook serve http` and `runbook serve mcp` as Ctrl-C does: the warm docker sandbox is removed and
-the server's `runbook-serve-*` folder with it (SIGTERM used to kill both servers on the spot, leaving them)."""
+"""SIGTERM and SIGHUP end `runbook serve http` and `runbook serve mcp` as Ctrl-C does: the warm docker sandbox is
+removed and the server's `runbook-serve-*` folder with it (SIGTERM used to kill both servers on the spot, leaving
+them; SIGHUP still did to `serve http`, item 11 of issue 33), with a line saying so and exit code 0 (it printed
+click's `Aborted!`). A port in use is an error before any start-up line (item 9 of issue 34)."""
 
 from __future__ import annotations
 
@@ -47,10 +49,11 @@ def _start(tmp_path: Path, store: Path, *command: str, stdin=None) -> tuple[subp
     return proc, tmpdir
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    proc.send_signal(signal.SIGTERM)
+def _stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> str:
+    """Send `sig`, wait for the server to end; its stderr."""
+    proc.send_signal(sig)
     try:
-        proc.wait(timeout=60)
+        return proc.communicate(timeout=60)[1].decode()
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -70,7 +73,8 @@ def _containers_of(pid: int) -> list:
 
 
 @pytest.mark.docker
-def test_sigterm_on_serve_http_removes_the_warm_container_and_the_temporary_folder(tmp_path, served_store):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_stop_signal_on_serve_http_removes_the_warm_container_and_the_temporary_folder(tmp_path, served_store, sig):
     port = free_port()
     proc, tmpdir = _start(tmp_path, served_store, "http", "--port", str(port))
     try:
@@ -92,7 +96,8 @@ def test_sigterm_on_serve_http_removes_the_warm_container_and_the_temporary_fold
         assert [p.name for p in tmpdir.iterdir() if p.name.startswith("runbook-serve-")]
         assert _containers_of(proc.pid), "method C keeps its next docker sandbox started"
     finally:
-        _stop(proc)
+        log = _stop(proc, sig)
+    assert proc.returncode == 0 and f"runbook serve stopped ({sig.name})" in log and "Aborted!" not in log, log
     deadline = time.monotonic() + 30  # a used container is removed in the background: allow it a moment
     while _containers_of(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -110,5 +115,23 @@ def test_sigterm_on_serve_mcp_removes_the_temporary_folder(tmp_path, served_stor
             time.sleep(0.1)
         time.sleep(1.0)  # let it reach its stdio loop
     finally:
-        _stop(proc)
+        log = _stop(proc)
+    assert list(tmpdir.iterdir()) == []
+    assert proc.returncode == 0 and "runbook serve stopped (SIGTERM)" in log and "Aborted!" not in log, log
+
+
+@pytest.mark.parametrize("kind", ["http", "mcp"])
+def test_a_port_in_use_is_an_error_before_any_start_up_line(tmp_path, served_store, kind):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        args = [kind, *(["--transport", "http"] if kind == "mcp" else []), "--port", str(port)]
+        proc, tmpdir = _start(tmp_path, served_store, *args)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert f"error: cannot serve on 127.0.0.1:{port}: Address already in use" in err.decode()
+    assert "runbook serve" not in err.decode() and "Traceback" not in err.decode()
     assert list(tmpdir.iterdir()) == []
