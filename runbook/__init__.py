@@ -15,8 +15,7 @@ from .errors import (
 )
 from .store import Store
 from .trajectory import State, Trajectory
-
-__version__ = "0.1.0"
+from .version import __version__
 
 
 def open(store, method: str = "r", **options):  # noqa: A001 (runbook.open, as in tarfile.open)

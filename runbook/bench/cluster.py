@@ -22,19 +22,17 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import ConfigError, RunbookError
 from ..store import Store
 from .answering import answer_question, make_memory, new_query_lock, uses_sandbox
 from .config import BenchConfig, RunPoint
 from .grading import build_grader
+from .progress import Progress
 from .questions import Haystack, Question
 from .run_folder import RunFolder
 from .stores import HaystackStore, given_store, prepare_store
-
-if TYPE_CHECKING:
-    from .runner import Progress
 
 INSTALL_HINT = "pip install 'runbook[ray]'"
 SANDBOX_RESOURCE = "sandbox"

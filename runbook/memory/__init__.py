@@ -13,9 +13,11 @@ to the budget) and `none` (an empty context).
 from __future__ import annotations
 
 import importlib
+from typing import Protocol, runtime_checkable
 
+from ..context import Context
 from ..errors import ConfigError
-from ..protocols import Memory
+from ..trajectory.model import Trajectory
 
 METHODS = {
     "c": "runbook.memory.coding_agent:CodingAgentMemory",
@@ -25,6 +27,21 @@ METHODS = {
     "full": "runbook.memory.baselines:FullTrajectoriesMemory",
     "none": "runbook.memory.baselines:NoMemory",
 }
+
+
+@runtime_checkable
+class Memory(Protocol):
+    """A long-term memory over one store.
+
+    `concurrent_queries` (optional, default False): True when queries may run at once (bench --jobs)."""
+
+    name: str
+
+    def insert(self, trajectory: Trajectory) -> str:
+        """Insert one trajectory; returns the outcome status ('inserted', 'unchanged', ...)."""
+
+    def query(self, question: str, *, budget: int, image: str | None = None) -> Context:
+        """Gather evidence for `question` and return it packed into `budget` tokens."""
 
 
 DEFAULT_METHOD = "auto"

@@ -27,7 +27,7 @@ from ..agent.prompts import system_prompt, user_prompt
 from ..agent.specs import MAX_SPAN_STATES, TOOL_SPECS
 from ..agent.tools import ToolBox, ToolError
 from ..agent.transcript import TranscriptWriter, transcript_path
-from ..agent.types import Span, Task
+from ..agent.types import Policy, Span, Task
 from ..budget import count_tokens
 from ..config import Limits, Settings, load_settings
 from ..context import Context, EvidenceItem, pack
@@ -35,7 +35,6 @@ from ..core.hits import Hit
 from ..core.question import QuestionAnalysis, analyze
 from ..models.messages import Message
 from ..policies import get_policy
-from ..protocols import Policy
 from ..query_input import check_query
 from ..store import Store
 from ..store.catalog import TrajectoryRow

@@ -13,8 +13,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ..agent.types import Policy
 from ..errors import ConfigError
-from ..protocols import Policy
 
 POLICIES = {
     "offline": "runbook.policies.offline:OfflinePlanner",

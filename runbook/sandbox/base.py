@@ -7,6 +7,7 @@ import shlex
 import threading
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from ..errors import SandboxError
 
@@ -72,6 +73,25 @@ class ExecResult:
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """Runs one query's tool calls in isolation: start once, exec many times, stop at the end."""
+
+    name: str
+    store_path: Path
+    limits: SandboxLimits
+
+    def start(self) -> Sandbox: ...
+
+    def exec(self, cmd: list[str] | str, *, timeout: float, stdin: str | None = None) -> ExecResult: ...
+
+    def stop(self) -> None: ...
+
+    def __enter__(self) -> Sandbox: ...
+
+    def __exit__(self, *exc: object) -> None: ...
 
 
 def as_argv(cmd: list[str] | str) -> list[str]:

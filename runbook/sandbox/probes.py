@@ -16,8 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
-from ..protocols import Sandbox
-from .base import ExecResult
+from .base import ExecResult, Sandbox
 
 ENFORCED, NOT_ENFORCED, FAILED = "enforced", "NOT ENFORCED", "FAILED"
 

@@ -30,7 +30,6 @@ from fastapi.responses import JSONResponse, Response
 from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .. import __version__
 from ..errors import (
     BudgetError,
     ConflictError,
@@ -40,6 +39,7 @@ from ..errors import (
     StoreChanging,
     UnsafeStoreFile,
 )
+from ..version import __version__
 from .body_limit import BodyLimit
 from .images import image_file
 from .models import (

@@ -24,8 +24,8 @@ from mcp.server.fastmcp import FastMCP
 from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
 from pydantic import Field
 
-from .. import __version__
 from ..budget import DEFAULT_BUDGET
+from ..version import __version__
 from .images import image_file
 from .models import BUDGET_HELP, DEFAULT, METHOD_HELP, Budget, Method, QueryResult, Step, TrajectoryRequest, Visibility
 from .service import MemoryService
