@@ -14,12 +14,9 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
+from .errors import NotRegularFile
+
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-
-
-class NotRegularFile(OSError):
-    """A store file that is a symbolic link, a FIFO, a socket, a device or a folder: not read. An OSError, so the
-    readers that leave out a state they cannot read leave this one out too."""
 
 
 def check_regular(path: str | os.PathLike) -> None:

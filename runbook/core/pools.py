@@ -24,6 +24,7 @@ from typing import Any, BinaryIO, cast
 import numpy as np
 
 from .blocks import Page, read_page_record
+from .errors import PoolError
 from .files import open_regular
 
 _loads: Callable[[bytes], Any]
@@ -42,10 +43,6 @@ POOL_FIELDS = {"slices": ("page", "context"), "events": ("event",), "notes": ("n
 POSTING = np.dtype([("doc", "<u4"), ("term", "<u4"), ("tf", "<u2")])
 PAGES = "slices/pages.jsonl"
 PAGES_INDEX = "slices/pages.idx"
-
-
-class PoolError(Exception):
-    """The pools cannot be read as they are; the message says what to run."""
 
 
 def empty_manifest() -> dict:

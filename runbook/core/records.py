@@ -1,15 +1,11 @@
 """What the store readers return: records whose keys are also attributes, lists of hits that know how many
-matched in all, and the one error a reader raises."""
+matched in all, and the error a reader raises (defined with the core's other errors in errors.py)."""
 
 from __future__ import annotations
 
+from .errors import RbkError, UnreadableState
 
-class RbkError(Exception):
-    """A request the store cannot answer; the message says what to change."""
-
-
-class UnreadableState(RbkError):
-    """A state whose file is not a regular file (a FIFO, a link, ...): not read, as the host does not read it."""
+__all__ = ["Hits", "RbkError", "Record", "UnreadableState"]
 
 
 class Record(dict):

@@ -1,17 +1,8 @@
-"""The servers' own errors (each answered with its HTTP status in serve/http.py)."""
+"""The servers' own errors, each answered with its HTTP status in serve/http.py (defined in runbook/errors.py, with
+the rest of the tree)."""
 
 from __future__ import annotations
 
-from ..errors import RunbookError
+from ..errors import BusyError, Gone, NotFound
 
-
-class BusyError(RunbookError):
-    """The store's writer, or every sandbox, stayed busy for longer than the caller agreed to wait."""
-
-
-class NotFound(RunbookError):
-    """No such trajectory, open trajectory or state."""
-
-
-class Gone(NotFound):
-    """An open trajectory that was discarded after the age limit."""
+__all__ = ["BusyError", "Gone", "NotFound"]

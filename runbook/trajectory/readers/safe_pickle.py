@@ -9,11 +9,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ...errors import InputError
-
-
-class FolderUnreadable(InputError):
-    """A step pickle that cannot be read or rebuilt: the whole folder is unreadable, so read() raises it."""
+from ...errors import FolderUnreadable
 
 
 def load_pickle(file: Path) -> Any:
