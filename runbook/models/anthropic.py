@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..config import DEFAULT_REPLY_TOKENS
+from ..config import DEFAULT_REPLY_TOKENS, Settings
 from ..errors import ConfigError
 from .client import ModelClient, WaitPolicy, image_base64
 from .messages import Message, ToolCall, ToolSpec
@@ -51,7 +51,7 @@ class AnthropicModel(ModelClient):
         self.client = client or anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
 
     @classmethod
-    def from_settings(cls, settings, *, model: str | None = None, **options: Any) -> AnthropicModel:
+    def from_settings(cls, settings: Settings, *, model: str | None = None, **options: Any) -> AnthropicModel:
         return cls(
             model or settings.model,
             api_key=settings.anthropic_api_key,

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import tenacity
 
+from ..config import Settings
 from ..errors import ConfigError
 
 T = TypeVar("T")
@@ -81,12 +82,12 @@ class ModelClient:
         """time.monotonic() by which the query must end; the agent loop sets it before each turn."""
 
     @classmethod
-    def options_from(cls, settings, options: dict[str, Any]) -> dict[str, Any]:
+    def options_from(cls, settings: Settings, options: dict[str, Any]) -> dict[str, Any]:
         """`options` completed from the settings named in SETTING_OPTIONS (explicit options win)."""
         taken = {
-            option: settings.get(name)
+            option: getattr(settings, name)
             for option, name in cls.SETTING_OPTIONS.items()
-            if option not in options and settings.get(name) is not None
+            if option not in options and getattr(settings, name) is not None
         }
         return {**taken, **options}
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..config import DEFAULT_REPLY_TOKENS
+from ..config import DEFAULT_REPLY_TOKENS, Settings
 from ..errors import ConfigError
 from .client import ModelClient, WaitPolicy, call_with_retries, image_base64
 from .messages import Message, ToolCall, ToolSpec
@@ -83,7 +83,7 @@ class OpenAIModel(ModelClient):
         return models[0].id
 
     @classmethod
-    def from_settings(cls, settings, *, model: str | None = None, **options: Any) -> OpenAIModel:
+    def from_settings(cls, settings: Settings, *, model: str | None = None, **options: Any) -> OpenAIModel:
         return cls(
             model or settings.model,
             api_key=settings.openai_api_key,

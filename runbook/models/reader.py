@@ -12,6 +12,7 @@ import html
 from dataclasses import dataclass
 from typing import Any
 
+from ..config import Settings
 from ..context import Context
 from ..errors import ConfigError
 from ..reader_tokens import ReaderCounter
@@ -82,7 +83,7 @@ class Reader:
         """How the harness counts the items it cuts: the reader's tokenizer when given, else cl100k."""
 
     @classmethod
-    def from_settings(cls, settings) -> Reader:
+    def from_settings(cls, settings: Settings) -> Reader:
         """The configured reader; ConfigError with set-up instructions when there is none."""
         from ..config import config_path
 
@@ -92,7 +93,7 @@ class Reader:
         client = chat_model(
             provider, model, settings, base_url=settings.reader_base_url if provider == "openai" else None
         )
-        return cls(client, domain=settings.get("reader_domain", "generic"))
+        return cls(client, domain=settings.reader_domain)
 
     def answer(
         self,
@@ -129,7 +130,7 @@ class Reader:
 def chat_model(
     provider: str,
     model: str | None,
-    settings,
+    settings: Settings,
     *,
     base_url: str | None = None,
     max_output_tokens: int | None = None,

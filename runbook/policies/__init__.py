@@ -14,6 +14,7 @@ import importlib
 from typing import Any
 
 from ..agent.types import Policy
+from ..config import Settings
 from ..errors import ConfigError
 
 POLICIES = {
@@ -24,8 +25,8 @@ POLICIES = {
 }
 
 
-def get_policy(name: str, settings: Any = None, *, model: str | None = None, **options: Any) -> Policy:
-    """The policy called `name`, configured from `settings` (runbook.config.Settings) and `options`."""
+def get_policy(name: str, settings: Settings | None = None, *, model: str | None = None, **options: Any) -> Policy:
+    """The policy called `name`, configured from `settings` and `options`."""
     if name not in POLICIES:
         raise ConfigError(f"unknown policy {name!r}: choose one of {', '.join(POLICIES)}")
     module, _, attr = POLICIES[name].partition(":")
