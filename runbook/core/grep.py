@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+from typing import Any
 
 from .files import check_regular, open_regular
-from .filters import field_list
+from .filters import LineFilter, field_list
 from .layout import STATE_GLOB, SUMMARIES_DIR, TRAJECTORIES_DIR
 from .records import RbkError, Record
 from .ripgrep import _anchored, _field_of, _parse_rg_json, _pattern_body, ripgrep_binary
@@ -96,31 +97,29 @@ class RipgrepSearch:
             items.sort(key=lambda it: -it[5])
         return [it[:6] for it in items]
 
+    def _matching_states(self, pattern: str, match: LineFilter, sort: str = "time") -> list:
+        """[(path, dir, index, time, url, matching lines)] of the states with a line `match` counts, `sort` order."""
+        paths = self._scope_paths(match.trajectory, match.site, match.outcome)
+        counts = self._state_counts(pattern, match.ignore_case, match.fixed, match.word, match.field, paths)
+        return self._ordered(counts, sort, match.since, match.until)
+
     def search(
         self,
         pattern: str,
         *,
-        ignore_case=False,
-        fixed=False,
-        word=False,
-        field=None,
-        trajectory=None,
-        site=None,
-        outcome=None,
-        since=None,
-        until=None,
-        per_state=None,
-        limit=200,
-        sort="time",
-        before=0,
-        after=0,
+        per_state: int | None = None,
+        limit: int | None = 200,
+        sort: str = "time",
+        before: int = 0,
+        after: int = 0,
+        **filters: Any,
     ) -> Record:
-        """The engine behind grep/search: {hits, total_lines, total_states, total_trajectories, truncated}."""
+        """The engine behind grep/search: {hits, total_lines, total_states, total_trajectories, truncated};
+        `filters` are LineFilter's (ignore_case, fixed, word, field, trajectory, site, outcome, since, until)."""
         if sort not in SORTS:
             raise RbkError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
-        paths = self._scope_paths(trajectory, site, outcome)
-        counts = self._state_counts(pattern, ignore_case, fixed, word, field, paths)
-        ordered = self._ordered(counts, sort, since, until)
+        match = LineFilter(**filters)
+        ordered = self._matching_states(pattern, match, sort)
         chosen, budget = [], limit
         for item in ordered:
             if budget is not None and budget <= 0:
@@ -130,7 +129,7 @@ class RipgrepSearch:
                 take = min(take, budget)
                 budget -= take
             chosen.append((item, take))
-        hits = self._read_hits(pattern, ignore_case, fixed, word, field, chosen, before, after)
+        hits = self._read_hits(pattern, match, chosen, before, after)
         total = sum(it[5] for it in ordered)
         return Record(
             hits=hits,
@@ -141,15 +140,15 @@ class RipgrepSearch:
             truncated=len(hits) < total,
         )
 
-    def _read_hits(self, pattern, ignore_case, fixed, word, field, chosen, before, after) -> list:
+    def _read_hits(self, pattern: str, match: LineFilter, chosen: list, before: int, after: int) -> list:
         if not chosen:
             return []
-        fields = field_list(field)
-        body = _pattern_body(pattern, fixed, word)
+        fields = field_list(match.field)
+        body = _pattern_body(pattern, match.fixed, match.word)
         regex = body if "text" in fields else _anchored(body, fields)
         slack = 0 if "text" not in fields or len(fields) == len(FIELDS) else len(HEADER_FIELDS)
         most = max(take for _, take in chosen) + slack
-        args = ["--json", "-m", str(most), "-e", regex] + (["-i"] if ignore_case else [])
+        args = ["--json", "-m", str(most), "-e", regex] + (["-i"] if match.ignore_case else [])
         if before:
             args += ["-B", str(before)]
         if after:

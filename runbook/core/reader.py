@@ -7,10 +7,11 @@ import fnmatch
 import os
 import re
 import sys
+from typing import Any
 
 from .catalog import connect_readonly
 from .files import NotRegularFile, open_regular
-from .filters import as_set, outcome_matches
+from .filters import LineFilter, as_set, outcome_matches
 from .grep import SORTS, RipgrepSearch  # noqa: F401  (rbk re-exports SORTS)
 from .layout import CATALOG_FILE, STATES_DIR, state_relpath, trajectory_relpath
 from .records import Hits, RbkError, Record, UnreadableState
@@ -245,27 +246,11 @@ class StoreReader(RipgrepSearch):
             h.pop("spans", None)
         return Hits(found.hits, found.total_lines, found.total_states, found.truncated)
 
-    def count(
-        self,
-        pattern: str,
-        *,
-        by: str = "state",
-        ignore_case=False,
-        fixed=False,
-        word=False,
-        field=None,
-        trajectory=None,
-        site=None,
-        outcome=None,
-        since=None,
-        until=None,
-    ) -> dict:
-        """Matching lines per state {(trajectory, state): n} (by="trajectory": {trajectory: n}), oldest first."""
-        counts = self._state_counts(
-            pattern, ignore_case, fixed, word, field, self._scope_paths(trajectory, site, outcome)
-        )
+    def count(self, pattern: str, *, by: str = "state", **filters: Any) -> dict:
+        """Matching lines per state {(trajectory, state): n} (by="trajectory": {trajectory: n}), oldest first;
+        `filters` as grep's (ignore_case, fixed, word, field, trajectory, site, outcome, since, until)."""
         out: dict = {}
-        for _path, dirname, index, _time, _url, n in self._ordered(counts, "time", since, until):
+        for _path, dirname, index, _time, _url, n in self._matching_states(pattern, LineFilter(**filters)):
             tid = self._by_dir[dirname].id if dirname in self._by_dir else dirname
             key = tid if by == "trajectory" else (tid, index)
             out[key] = out.get(key, 0) + n

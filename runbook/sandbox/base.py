@@ -94,6 +94,17 @@ class Sandbox(Protocol):
     def __exit__(self, *exc: object) -> None: ...
 
 
+def wrapper_claims(limits: SandboxLimits) -> dict[str, tuple[bool, str]]:
+    """The limits runbook's wrapper inside the sandbox (inside.py) keeps wherever it runs as the sandbox's init,
+    docker and bwrap alike, in the form `enforcement()` returns them."""
+    return {
+        "timeout": (True, "the wrapper kills the call at its timeout"),
+        "output": (True, f"{limits.output_bytes:,} bytes per call, cut inside"),
+        "trailer": (True, "a per-call nonce the command cannot read (the wrapper is non-dumpable)"),
+        "scratch": (True, f"tmpfs /scratch and /tmp, {limits.scratch_mb} MB each, kept for the query"),
+    }
+
+
 def as_argv(cmd: list[str] | str) -> list[str]:
     """A list runs as is; a string runs through bash so pipes and globs work like in a terminal."""
     if isinstance(cmd, str):
