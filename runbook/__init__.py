@@ -3,6 +3,11 @@
 Insert trajectories into a plain-file store; query it for cited evidence cut to a token budget.
 """
 
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     BudgetError,
     ConfigError,
@@ -17,8 +22,11 @@ from .store import Store
 from .trajectory import State, Trajectory
 from .version import __version__
 
+if TYPE_CHECKING:
+    from .memory import Memory
 
-def open(store, method: str = "r", **options):  # noqa: A001 (runbook.open, as in tarfile.open)
+
+def open(store: str | os.PathLike, method: str = "r", **options: Any) -> Memory:  # noqa: A001 (as tarfile.open)
     """A memory over `store` (a folder, created if missing) for in-process agents:
 
     memory = runbook.open(".runbook")                  # method R; method="c" or "auto" for the others

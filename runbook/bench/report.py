@@ -11,6 +11,7 @@ never set against a reader's.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,7 +117,7 @@ class Report:
         return {p.name for p in frontier(self.points)}
 
 
-def find_runs(paths: list[str | Path]) -> list[RunSummary]:
+def find_runs(paths: Sequence[str | Path]) -> list[RunSummary]:
     """Runs named directly, or found (sorted) under the folders given. A run still going (no
     aggregated_metrics.json yet) is aggregated from the records it has, and its label says so."""
     runs = []
@@ -149,7 +150,7 @@ def _summary(folder: Path) -> RunSummary | None:
     return RunSummary(label, folder, metrics) if metrics.get("count") else None
 
 
-def build_report(paths: list[str | Path], score: str = "auto") -> Report:
+def build_report(paths: Sequence[str | Path], score: str = "auto") -> Report:
     runs = find_runs(paths)
     if not runs:
         raise ConfigError("the runs given hold no answered questions yet")

@@ -4,6 +4,7 @@ states that show the line that answers a question corroborate each other (rbcore
 from __future__ import annotations
 
 import zipfile
+from pathlib import Path
 
 import numpy as np
 
@@ -81,7 +82,7 @@ def load_line_counts(snapshot: PoolSnapshot, *, write: bool = True) -> LineCount
     return LineCounts(hashes, counts, site_states, by_hash, by_hash_docs)
 
 
-def _read_counts(snapshot: PoolSnapshot, path) -> LineCounts | None:
+def _read_counts(snapshot: PoolSnapshot, path: Path) -> LineCounts | None:
     """The cached counts at `path` when they are of this stamp."""
     try:
         with snapshot.open(path) as fh, np.load(fh) as data:

@@ -12,7 +12,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from .errors import NotRegularFile
 
@@ -27,7 +27,7 @@ def check_regular(path: str | os.PathLike) -> None:
         raise NotRegularFile(errno.EINVAL, f"{_kind(mode)}, not a regular file", os.fspath(path))
 
 
-def open_regular(path: str | os.PathLike, mode: str = "r", **text_options) -> IO:
+def open_regular(path: str | os.PathLike, mode: str = "r", **text_options: Any) -> IO:
     """`path` opened for reading ('r' text, with `text_options` such as encoding; 'rb' bytes); NotRegularFile when it
     is not a regular file or is a symbolic link."""
     try:
@@ -61,7 +61,7 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "a special file")
 
 
-def save_atomic(path: Path, **arrays) -> None:
+def save_atomic(path: Path, **arrays: Any) -> None:
     """`np.savez` into a temporary file of its own, renamed over `path`; best effort (nothing on an OSError).
     A name of its own: two threads of one server once shared `<name>.tmp<pid>`, and one renamed the other's
     half-written file into place (EOFError for every reader after it)."""

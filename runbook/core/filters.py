@@ -10,7 +10,7 @@ from .records import RbkError, Record
 from .statefile import FIELDS
 
 
-def as_set(value) -> set:
+def as_set(value: Any) -> set:
     if value is None:
         return set()
     if isinstance(value, str):
@@ -18,7 +18,7 @@ def as_set(value) -> set:
     return set(value)
 
 
-def outcome_matches(row: Record, outcome) -> bool:
+def outcome_matches(row: Record, outcome: Any) -> bool:
     if not outcome:
         return True
     want = str(outcome).lower()
@@ -29,7 +29,7 @@ def outcome_matches(row: Record, outcome) -> bool:
     return want in (row.outcome or "").lower()
 
 
-def field_list(field) -> tuple:
+def field_list(field: Any) -> tuple:
     if field is None:
         return FIELDS
     chosen = [field] if isinstance(field, str) else list(field)

@@ -27,7 +27,7 @@ class RipgrepSearch:
         """(dir, index) -> (time, url) for every state."""
         raise NotImplementedError
 
-    def _scope_paths(self, trajectory=None, site=None, outcome=None) -> list | None:
+    def _scope_paths(self, trajectory: Any = None, site: Any = None, outcome: Any = None) -> list | None:
         """State folders to search (store-relative), or None for all."""
         raise NotImplementedError
 
@@ -46,12 +46,12 @@ class RipgrepSearch:
     def _run_rg(self, args: list, paths: list | None, glob: str | None = STATE_GLOB) -> str:
         return self._finish_rg(self._start_rg(args, paths, glob))
 
-    def _start_count(self, regex: str, ignore_case: bool, paths: list | None):
+    def _start_count(self, regex: str, ignore_case: bool, paths: list | None) -> subprocess.Popen | None:
         if paths == []:
             return None
         return self._start_rg(["--count", "--null", "-e", regex] + (["-i"] if ignore_case else []), paths)
 
-    def _finish_count(self, proc) -> dict:
+    def _finish_count(self, proc: subprocess.Popen | None) -> dict:
         counts = {}
         if proc is not None:
             for line in self._finish_rg(proc).splitlines():
@@ -60,7 +60,9 @@ class RipgrepSearch:
                     counts[path] = int(n)
         return counts
 
-    def _state_counts(self, pattern, ignore_case, fixed, word, field, paths) -> dict:
+    def _state_counts(
+        self, pattern: str, ignore_case: bool, fixed: bool, word: bool, field: Any, paths: list | None
+    ) -> dict:
         """Store-relative state path -> matching lines, restricted to the fields asked for."""
         fields = field_list(field)
         body = _pattern_body(pattern, fixed, word)
@@ -76,7 +78,7 @@ class RipgrepSearch:
         header = self._finish_count(self._start_count(_anchored(body, others), ignore_case, files))
         return {p: n - header.get(p, 0) for p, n in counts.items() if n - header.get(p, 0) > 0}
 
-    def _ordered(self, counts: dict, sort: str, since, until) -> list:
+    def _ordered(self, counts: dict, sort: str, since: str | None, until: str | None) -> list:
         """[(path, dir, index, time, url, n)] in the order asked for, within [since, until]."""
         meta = self._meta()
         items = []
@@ -163,7 +165,19 @@ class RipgrepSearch:
                 hits.append(hit)
         return hits
 
-    def _hits_of_file(self, path, dirname, index, time, url, lines, fields, take, before, after) -> list:
+    def _hits_of_file(
+        self,
+        path: str,
+        dirname: str,
+        index: int,
+        time: str,
+        url: str,
+        lines: dict,
+        fields: tuple,
+        take: int,
+        before: int,
+        after: int,
+    ) -> list:
         rec = self._by_dir.get(dirname)
         n_header = self._header_lines(path)
         out = []
@@ -196,7 +210,9 @@ class RipgrepSearch:
                 break
         return out
 
-    def search_summaries(self, pattern: str, *, ignore_case=False, fixed=False, word=False, limit=50) -> Record:
+    def search_summaries(
+        self, pattern: str, *, ignore_case: bool = False, fixed: bool = False, word: bool = False, limit: int = 50
+    ) -> Record:
         """Matching lines of summaries/ (the trajectory table and action sequences): {hits, total_lines, truncated}."""
         folder = os.path.join(self.root, SUMMARIES_DIR)
         files = sorted(f"{SUMMARIES_DIR}/{n}" for n in os.listdir(folder)) if os.path.isdir(folder) else []
@@ -264,13 +280,13 @@ def _summary_owners(path: str) -> list:
     return owners
 
 
-def _owner_at(owners: list, line_number: int):
+def _owner_at(owners: list, line_number: int) -> str | None:
     import bisect
 
     at = bisect.bisect_right(owners, (line_number, "\uffff")) - 1
     return owners[at][1] if at >= 0 else None
 
 
-def _tsv_id(line: str):
+def _tsv_id(line: str) -> str | None:
     cells = line.split("\t")
     return cells[1] if len(cells) > 2 and cells[0].isdigit() else None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
@@ -107,7 +107,7 @@ class Docs:
             doc = self._parsed[n] = _loads(self._raw[int(self._starts[n]) : int(self._ends[n])])
         return doc
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[dict]:
         return (self[n] for n in range(len(self)))
 
 

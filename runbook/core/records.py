@@ -3,6 +3,9 @@ matched in all, and the error a reader raises (defined with the core's other err
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from .errors import RbkError, UnreadableState
 
 __all__ = ["Hits", "RbkError", "Record", "UnreadableState"]
@@ -13,7 +16,7 @@ class Record(dict):
 
     __slots__ = ()
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         try:
             return self[name]
         except KeyError:
@@ -33,7 +36,7 @@ class Record(dict):
 class Hits(list):
     """A list of hits that also says how many lines matched in all (`total`) and whether some were left out."""
 
-    def __init__(self, items=(), total: int = 0, states: int = 0, truncated: bool = False):
+    def __init__(self, items: Iterable = (), total: int = 0, states: int = 0, truncated: bool = False):
         super().__init__(items)
         self.total = total
         self.states = states

@@ -25,9 +25,10 @@ import json
 import re
 import subprocess
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .catalog import load_catalog
+from .catalog import Catalog, load_catalog
 from .images import nearest_screenshots
 from .layout import STATE_GLOB, TRAJECTORIES_DIR, trajectory_relpath
 from .patterns import label, pattern_regex, python_regex
@@ -35,6 +36,8 @@ from .reader import default_store_dir
 from .ripgrep import ripgrep_binary
 from .scoring import (
     FILLERS,
+    Scores,
+    StateKey,
     anchor_patterns,
     complements,
     newest_strong,
@@ -48,7 +51,9 @@ from .scoring import (
 
 
 # -- the ripgrep pass ------------------------------------------------------------------------------------------
-def run_rg(root, regexes, dirs=None):
+def run_rg(
+    root: str, regexes: list[str], dirs: Iterable[str] | None = None
+) -> defaultdict[tuple[str, int], Counter[str]]:
     """{(dir, index): Counter(matched text, lower-cased)} for every state file matching any regex, tried in order:
     at one position the first pattern that matches wins, so longer phrases must come first. `dirs`: only these
     trajectories' folders (None: all)."""
@@ -82,7 +87,7 @@ def run_rg(root, regexes, dirs=None):
     return found
 
 
-def assign(found, compiled):
+def assign(found: dict[StateKey, Counter[str]], compiled: list[re.Pattern]) -> dict[StateKey, Counter[int]]:
     """{(dir, index): Counter(pattern index: tf)}: each matched text credited to every pattern found in it (a
     phrase's words count too)."""
     owners_of: dict[str, list[int]] = {}
@@ -101,7 +106,7 @@ def assign(found, compiled):
 
 
 # -- scoring ---------------------------------------------------------------------------------------------------
-def in_scope(rows, sites):
+def in_scope(rows: dict[str, dict], sites: Iterable[str] | None) -> set[str] | None:
     """The trajectory folders of `sites` (None when no scope is asked for, or it names no stored site)."""
     if not sites:
         return None
@@ -164,13 +169,15 @@ class ScanParams:
 class Printer:
     """JSON lines up to a character budget, so the output the planner reads is never cut mid-line."""
 
-    def __init__(self, max_chars):
+    lines: list[str]
+
+    def __init__(self, max_chars: int) -> None:
         self.max_chars, self.used, self.lines = max_chars, 0, []
         self.matched: dict = {}
         """(folder, state index) -> Counter(pattern index: matches) of every state the scan matched (not printed:
         what the plan program's findings read beyond the printed best)."""
 
-    def add(self, rec):
+    def add(self, rec: dict) -> bool:
         line = json.dumps(rec, ensure_ascii=False)
         if self.used + len(line) + 1 > self.max_chars:
             return False
@@ -178,16 +185,16 @@ class Printer:
         self.used += len(line) + 1
         return True
 
-    def flush(self):
+    def flush(self) -> None:
         print("\n".join(self.lines))
 
 
-def scan(params):
+def scan(params: dict) -> None:
     """Rank every state for the question's patterns and print the best, as JSON lines."""
     scan_output(ScanParams.from_dict(params)).flush()
 
 
-def scan_output(params: ScanParams, catalog=None):
+def scan_output(params: ScanParams, catalog: Catalog | None = None) -> Printer:
     """The Printer holding scan's lines; `catalog`: load_catalog's result when the caller has it already."""
     root = default_store_dir()
     items = params.patterns
@@ -210,7 +217,7 @@ def scan_output(params: ScanParams, catalog=None):
         unseen = [k for k in range(len(items)) if not df[k]]
         elsewhere = run_rg(root, [regexes[k] for k in unseen], set(rows) - scope) if unseen else {}
         outside = {k for k in unseen if any(compiled[k].search(text) for found in elsewhere.values() for text in found)}
-    per_trajectory = defaultdict(set)
+    per_trajectory: defaultdict[str, set[int]] = defaultdict(set)
     for (d, _), tf in tfs.items():
         per_trajectory[d].update(tf)
     tdf = Counter(k for ks in per_trajectory.values() for k in ks)
@@ -284,7 +291,9 @@ def scan_output(params: ScanParams, catalog=None):
     return out
 
 
-def state_record(key, score, meta, rows, items, full):
+def state_record(
+    key: StateKey, score: tuple, meta: dict[StateKey, tuple], rows: dict[str, dict], items: list[dict], full: bool
+) -> dict:
     """One state, compact (the planner reads about 2,000 tokens): the first few also say what matched and where."""
     s, cov, matched, page_cov = score
     m, r = meta[key], rows[key[0]]
@@ -303,7 +312,15 @@ def state_record(key, score, meta, rows, items, full):
     return rec
 
 
-def run_records(ranked, scores, rows, meta, compiled, items, limit):
+def run_records(
+    ranked: list[StateKey],
+    scores: Scores,
+    rows: dict[str, dict],
+    meta: dict[StateKey, tuple],
+    compiled: list[re.Pattern],
+    items: list[dict],
+    limit: int,
+) -> list[dict]:
     """The best runs two ways: by their three best states, and by how well their goal matches the question.
 
     Goal terms are weighed by rarity among goals; `head` counts how many of the goal's first two words (its action

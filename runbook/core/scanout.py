@@ -115,7 +115,7 @@ def json_lines(output: str) -> list[dict[str, Any]]:
     return out
 
 
-def _fields(cls, rec: dict[str, Any]) -> dict[str, Any]:
+def _fields(cls: Any, rec: dict[str, Any]) -> dict[str, Any]:
     names = cls.__dataclass_fields__
     return {k: v for k, v in rec.items() if k in names}
 

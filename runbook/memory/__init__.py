@@ -13,11 +13,15 @@ to the budget) and `none` (an empty context).
 from __future__ import annotations
 
 import importlib
-from typing import Protocol, runtime_checkable
+import os
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..context import Context
 from ..errors import ConfigError
 from ..trajectory.model import Trajectory
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 METHODS = {
     "c": "runbook.memory.coding_agent:CodingAgentMemory",
@@ -61,6 +65,6 @@ def memory_class(method: str) -> type:
     return getattr(importlib.import_module(module), attr)
 
 
-def get_memory(method: str, store, **options) -> Memory:
+def get_memory(method: str, store: Store | str | os.PathLike, **options: Any) -> Memory:
     """The Memory implementation named `method` over `store`."""
     return memory_class(method)(store, **options)

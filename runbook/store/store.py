@@ -98,7 +98,7 @@ class Store:
         with self._read() as conn:
             return conn.execute("SELECT count(*) FROM trajectories").fetchone()[0]
 
-    def _read(self):
+    def _read(self) -> _Closing:
         return _Closing(self.connect())
 
     def trajectory_dir(self, trajectory_id: str) -> Path:
@@ -210,7 +210,7 @@ class _Closing:
     def __enter__(self) -> sqlite3.Connection:
         return self.conn
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.conn.close()
 
 
@@ -245,7 +245,7 @@ class StoreWriter:
     def __enter__(self) -> StoreWriter:
         return self
 
-    def __exit__(self, exc_type, *_) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
         self.close(render=exc_type is None or self.changed)
 
     @property

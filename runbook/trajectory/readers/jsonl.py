@@ -28,7 +28,7 @@ def _open_text(path: Path) -> gzip.GzipFile | io.BufferedReader:
     return open(path, "rb")
 
 
-def _convert(obj, *, path: Path, line: int | None, screenshot_root: str | None) -> Trajectory | InputError:
+def _convert(obj: Any, *, path: Path, line: int | None, screenshot_root: str | None) -> Trajectory | InputError:
     options: dict[str, Any] = {
         "path": str(path),
         "line": line,
@@ -64,7 +64,9 @@ def read(path: Path, *, screenshot_root: str | None = None) -> Iterator[Trajecto
         raise InputError(f"cannot read: {exc}", path=str(path)) from exc
 
 
-def _read_json_document(fh, path: Path, screenshot_root: str | None) -> Iterator[Trajectory | InputError]:
+def _read_json_document(
+    fh: gzip.GzipFile | io.BufferedReader, path: Path, screenshot_root: str | None
+) -> Iterator[Trajectory | InputError]:
     # A JSON array must be parsed whole; such files are single-run exports, so this is bounded in practice.
     try:
         doc = orjson.loads(fh.read())
@@ -74,7 +76,9 @@ def _read_json_document(fh, path: Path, screenshot_root: str | None) -> Iterator
         yield _convert(obj, path=path, line=None, screenshot_root=screenshot_root)
 
 
-def _read_lines(fh, path: Path, screenshot_root: str | None) -> Iterator[Trajectory | InputError]:
+def _read_lines(
+    fh: gzip.GzipFile | io.BufferedReader, path: Path, screenshot_root: str | None
+) -> Iterator[Trajectory | InputError]:
     buffered = None
     n_records = 0
     for lineno, raw in enumerate(fh, start=1):
