@@ -1,5 +1,5 @@
 """Which states show a given content line: lines on most pages of a site (menus, footers) are boilerplate, and the
-states that show the line that answers a question corroborate each other (rbcore.recall's sightings)."""
+states that show the line that answers a question corroborate each other (runbook.core.recall's sightings)."""
 
 from __future__ import annotations
 

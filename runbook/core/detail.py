@@ -1,6 +1,6 @@
 """The offline planner's second program in the sandbox: `detail` reads the states it chose and prints, per state,
 the action with the element it clicked, the error, and the page lines worth quoting (JSON lines within a character
-budget; see rbscan for the first program, `scan`)."""
+budget; `scan` in core/scan.py is the first step, and `rbplan` (core/plan.py) runs both in one call)."""
 
 import os
 import re

@@ -1,9 +1,7 @@
-"""The offline planner's first program in the sandbox: `scan` ranks states for a question (rbdetail's `detail` then
-reads the chosen ones).
-
-This module runs INSIDE the sandbox through the `python` tool (stdlib, numpy, `rbk`/rbcore, and Pillow when the
-image has it; nothing from `runbook`); the planner sends `import rbscan; rbscan.scan({...})`, which prints JSON
-lines, most important first and within a character budget, so the output parses line by line:
+"""The offline planner's first step in the sandbox: `scan` ranks states for a question (`detail` in core/detail.py
+then reads the chosen ones). Both run inside the sandbox in one call of the program `rbplan` (core/plan.py), with
+the core library alone (and Pillow when the image has it); scan_output's Printer holds JSON lines, most important
+first and within a character budget, so the output parses line by line:
 
     {"type": "terms", "df": {pattern: [states, trajectories]}, "missing": [...], "sites": [...], "scope": [...]}
     {"type": "image", "t": id, "i": index, "d": hash bits apart, "px": grey difference}   (with an image)
@@ -13,12 +11,12 @@ lines, most important first and within a character budget, so the output parses 
     {"type": "traj", "t": id, "s": score, "gs": goal score, "head": 0-2, "ok": ..., "n": states,
      "ne": states with errors, "goal": ...}
 
-Scoring: BM25 (rbcore.bm25's formula) over single states (one ripgrep pass with every pattern, its `-o` output
-tallied per state), plus the trajectory's goal, the state's url and title, a bonus for exact phrases and for states
-showing all the names
-the question gives, and a boost for the site the question names. A question's own words are weighed by rarity.
-With `scope_sites` only those sites' trajectories are scanned (reading every state file is most of a scan's time);
-a pattern found nowhere there is looked for in the rest before it is called missing.
+Scoring (core/scoring.py): BM25 (core/weights.py's formula) over single states (one ripgrep pass with every
+pattern, its `-o` output tallied per state), plus the trajectory's goal, the state's url and title, a bonus for
+exact phrases and for states showing all the names the question gives, and a boost for the site the question
+names. A question's own words are weighed by rarity. With `scope_sites` only those sites' trajectories are scanned
+(reading every state file is most of a scan's time); a pattern found nowhere there is looked for in the rest before
+it is called missing.
 """
 
 import json

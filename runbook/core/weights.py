@@ -1,5 +1,5 @@
 """BM25's formula, the one method R, `recall` and the planner's scan all weigh terms with. Kept apart from the
-index (rbcore.bm25) so that a program that scores a few numbers does not pay numpy's import (~0.25 s a call)."""
+index (runbook.core.bm25) so that a program that scores a few numbers does not pay numpy's import (~0.25 s a call)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@
     openai      OpenAIPolicy: any OpenAI-compatible endpoint (llama.cpp, vLLM, Ollama through base_url)
     scripted    ScriptedPolicy: replays prepared replies, for tests
 
-`model.ModelPolicy` is the base of the two model policies: request limits, retries, the guarded API call.
+The two model policies are their clients (runbook.models.anthropic.AnthropicModel, runbook.models.openai.OpenAIModel),
+whose base, runbook.models.client.ModelClient, holds the request limits, the retries and the guarded API call.
 """
 
 from __future__ import annotations
