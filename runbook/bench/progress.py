@@ -1,4 +1,5 @@
-"""What a bench run reports as it goes: the `Progress` protocol both runners (threads here, Ray actors) report to."""
+"""What a bench run reports as it goes: the `Progress` protocol, reported to alike by runner.py (threads) and cluster.py
+(Ray actors)."""
 
 from __future__ import annotations
 
