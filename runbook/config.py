@@ -28,6 +28,9 @@ from .errors import ConfigError
 DEFAULT_REPLY_TOKENS = 4096
 """Tokens a model may write in one turn unless the `reply_tokens` setting says otherwise."""
 
+DEFAULT_READER_DOMAIN = "generic"
+"""The reader's prompt unless the `reader_domain` setting (or a bench config's reader) names another."""
+
 CONFIG_ENV = "RUNBOOK_CONFIG"
 
 
@@ -95,7 +98,7 @@ class Settings:
     """The reader's model name."""
     reader_base_url: str | None = _setting(None, "RUNBOOK_READER_BASE_URL")
     """An OpenAI-compatible URL for the reader only."""
-    reader_domain: str = _setting("generic", "RUNBOOK_READER_DOMAIN")
+    reader_domain: str = _setting(DEFAULT_READER_DOMAIN, "RUNBOOK_READER_DOMAIN")
     """Reader prompt: web, enterprise (LongMemEval-V2's) or generic."""
     anthropic_api_key: str | None = _setting(None, "ANTHROPIC_API_KEY", secret=True)
     """Anthropic API key."""

@@ -12,7 +12,7 @@ import html
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import Settings
+from ..config import DEFAULT_READER_DOMAIN, Settings
 from ..context import Context
 from ..errors import ConfigError
 from ..reader_tokens import ReaderCounter
@@ -71,7 +71,12 @@ class Reader:
     """Answers questions from a Context with a chat model (a model client: `next(messages, tools)`)."""
 
     def __init__(
-        self, model_client: Any, *, domain: str = "generic", images: bool = True, counter: ReaderCounter | None = None
+        self,
+        model_client: Any,
+        *,
+        domain: str = DEFAULT_READER_DOMAIN,
+        images: bool = True,
+        counter: ReaderCounter | None = None,
     ):
         if domain not in READER_PROMPTS:
             raise ConfigError(f"unknown reader domain {domain!r}; choose one of {', '.join(READER_PROMPTS)}")
