@@ -48,47 +48,6 @@ def sandbox_containers() -> set[str]:
 
 
 def main(argv: list[str]) -> None:
-    args = parse_args(argv)
-    sys.path.insert(0, str(ROOT))
-    import uvicorn
-
-    from runbook.serve import MemoryService, create_app
-
-    store, questions = build_store(args.source)
-    before = sandbox_containers()
-    service = MemoryService(store.root, max_sandboxes=args.max_sandboxes, sandbox_wait=120)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(service), host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    print(
-        f"store: {store.stats()['trajectories']} trajectories; {args.clients} clients x {args.queries} queries "
-        f"({args.c_share:.0%} method C, at most {args.max_sandboxes} sandboxes); one writer streams "
-        f"{args.streams} x {args.steps} steps"
-    )
-    load = Load(f"http://127.0.0.1:{port}", args)
-    rng = random.Random(7)
-    plan = [
-        [("c" if rng.random() < args.c_share else "r", rng.choice(questions)) for _ in range(args.queries)]
-        for _ in range(args.clients)
-    ]
-    started = time.perf_counter()
-    threads = [threading.Thread(target=load.client, args=(work,)) for work in plan]
-    threads.append(threading.Thread(target=load.writer))
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - started
-    server.should_exit = True
-    thread.join(10)
-    service.close()
-    report(load, wall, store, service, before, args)
-
-
-def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--queries", type=int, default=6, help="queries per client")
@@ -101,67 +60,80 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--visible", choices=("close", "step"), default="close", help="stream visible on close, or after each step"
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
 
+    sys.path.insert(0, str(ROOT))
+    import httpx
+    import uvicorn
 
-def build_store(source: str):
-    """A store of `source` in a temporary folder, readable by the sandbox user, and the questions to ask it."""
     from runbook.ingest import insert_paths
     from runbook.pools import insert_listener
+    from runbook.serve import MemoryService, create_app
     from runbook.store import Store
 
     folder = Path(tempfile.mkdtemp(prefix="runbook-load-"))
     store = Store(folder / "store", create=True)
-    insert_paths(store, [source], listeners=[insert_listener(store)])
+    insert_paths(store, [args.source], listeners=[insert_listener(store)])
     for path in [folder, store.root, *store.root.rglob("*")]:  # the sandbox user reads the store
         path.chmod(0o755 if path.is_dir() else 0o644)
     questions = (
         [
             json.loads(line)["question"]
-            for line in (Path(source) / "questions.jsonl").read_text().splitlines()
+            for line in (Path(args.source) / "questions.jsonl").read_text().splitlines()
             if line.strip()
         ]
-        if (Path(source) / "questions.jsonl").exists()
+        if (Path(args.source) / "questions.jsonl").exists()
         else ["Where is the Bestsellers report?"]
     )
-    return store, questions
+    before = sandbox_containers()
 
+    service = MemoryService(store.root, max_sandboxes=args.max_sandboxes, sandbox_wait=120)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(service), host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    url = f"http://127.0.0.1:{port}"
+    print(
+        f"store: {store.stats()['trajectories']} trajectories; {args.clients} clients x {args.queries} queries "
+        f"({args.c_share:.0%} method C, at most {args.max_sandboxes} sandboxes); one writer streams "
+        f"{args.streams} x {args.steps} steps"
+    )
 
-class Load:
-    """The clients and the writer of one run, and what they saw: latencies per method, errors, stream times."""
+    latencies: dict[str, list[float]] = {"r": [], "c": [], "get": []}
+    errors: list[str] = []
+    opened: dict[str, float] = {}
+    closed: dict[str, float] = {}
+    """Streamed trajectory id -> when its open (its close) returned."""
+    lock = threading.Lock()
+    rng = random.Random(7)
+    plan = [
+        [("c" if rng.random() < args.c_share else "r", rng.choice(questions)) for _ in range(args.queries)]
+        for _ in range(args.clients)
+    ]
 
-    def __init__(self, url: str, args: argparse.Namespace) -> None:
-        self.url, self.args = url, args
-        self.latencies: dict[str, list[float]] = {"r": [], "c": [], "get": []}
-        self.errors: list[str] = []
-        self.opened: dict[str, float] = {}
-        self.closed: dict[str, float] = {}
-        """Streamed trajectory id -> when its open (its close) returned."""
-        self.lock = threading.Lock()
-
-    def client(self, work) -> None:
-        import httpx
-
-        with httpx.Client(base_url=self.url, timeout=300) as http:
+    def client(work):
+        with httpx.Client(base_url=url, timeout=300) as http:
             for method, question in work:
                 start = time.perf_counter()
                 try:
                     response = http.post("/query", json={"question": question, "budget": "4k", "method": method})
                 except httpx.TransportError as exc:  # counted, and the client goes on
-                    with self.lock:
-                        self.errors.append(f"{method} {type(exc).__name__}: {exc}")
+                    with lock:
+                        errors.append(f"{method} {type(exc).__name__}: {exc}")
                     continue
                 took = time.perf_counter() - start
-                with self.lock:
+                with lock:
                     if response.status_code == 200:
-                        self.latencies[method].append(took)
+                        latencies[method].append(took)
                     else:
-                        self.errors.append(f"{method} {response.status_code}: {response.text[:120]}")
-                if self.args.reads:
-                    for tid in list(self.opened):
-                        self.read(http, tid)
+                        errors.append(f"{method} {response.status_code}: {response.text[:120]}")
+                if args.reads:
+                    for tid in list(opened):
+                        read(http, tid)
 
-    def read(self, http, tid: str) -> None:
+    def read(http, tid):
         start = time.perf_counter()
         response = http.get(f"/trajectories/{tid}")
         took = time.perf_counter() - start
@@ -169,20 +141,17 @@ class Load:
         wrong = ""
         if response.status_code != 200:
             wrong = f"{response.status_code}: {response.text[:120]}"
-        elif body["open"] and self.closed.get(tid, start + 1) < start:
+        elif body["open"] and closed.get(tid, start + 1) < start:
             wrong = "open after its close returned"
         elif not body["open"] and body["n_states"] != len(body["states"]):
             wrong = f"n_states {body['n_states']} with {len(body['states'])} states"
-        with self.lock:
-            self.latencies["get"].append(took)
+        with lock:
+            latencies["get"].append(took)
             if wrong:
-                self.errors.append(f"GET {tid} {wrong}")
+                errors.append(f"GET {tid} {wrong}")
 
-    def writer(self) -> None:
-        import httpx
-
-        args, errors = self.args, self.errors
-        with httpx.Client(base_url=self.url, timeout=300) as http:
+    def writer():
+        with httpx.Client(base_url=url, timeout=300) as http:
             for n in range(args.streams):
                 tid = f"load-stream-{n}"
                 response = http.post(
@@ -191,7 +160,7 @@ class Load:
                 )
                 if response.status_code != 201:
                     errors.append(f"open {response.status_code}: {response.text[:120]}")
-                self.opened[tid] = time.perf_counter()
+                opened[tid] = time.perf_counter()
                 for i in range(args.steps):
                     response = http.post(
                         f"/trajectories/{tid}/states",
@@ -206,12 +175,19 @@ class Load:
                 response = http.post(f"/trajectories/{tid}/close")
                 if response.status_code != 200:
                     errors.append(f"close {response.status_code}: {response.text[:120]}")
-                self.closed[tid] = time.perf_counter()
+                closed[tid] = time.perf_counter()
 
+    started = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(work,)) for work in plan] + [threading.Thread(target=writer)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - started
+    server.should_exit = True
+    thread.join(10)
+    service.close()
 
-def report(load: Load, wall: float, store, service, before: set[str], args: argparse.Namespace) -> None:
-    """Throughput, latencies and errors; what the stream stored; the sandbox containers left behind."""
-    latencies, errors = load.latencies, load.errors
     done = len(latencies["r"]) + len(latencies["c"])
     print(f"queries: {done} in {wall:.1f} s = {done / wall:.2f} per second; errors: {len(errors)}")
     for method, values in latencies.items():
