@@ -36,12 +36,8 @@ def start(workers: int, cpus: int, sandbox_slots: int, temp_dir: str, *, head_sa
     """A head and `workers` worker nodes on loopback; returns the Cluster and its worker nodes."""
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # read when ray is imported: keep every node on loopback
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    from ray._private.utils import get_ray_address_file
     from ray.cluster_utils import Cluster
 
-    # the head writes the cluster's address into Ray's default temp folder (/tmp/ray) whatever temp_dir says, and
-    # nothing creates that folder when every node lives in temp_dir: on a machine without it, the head failed
-    os.makedirs(os.path.dirname(get_ray_address_file(None)), exist_ok=True)
     head = node_args(cpus, sandbox_slots if head_sandbox_slots is None else head_sandbox_slots)
     cluster = Cluster(initialize_head=True, head_node_args={**head, "include_dashboard": False, "temp_dir": temp_dir})
     return cluster, [cluster.add_node(**node_args(cpus, sandbox_slots)) for _ in range(workers)]
