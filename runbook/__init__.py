@@ -3,6 +3,11 @@
 Insert trajectories into a plain-file store; query it for cited evidence cut to a token budget.
 """
 
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     BudgetError,
     ConfigError,
@@ -15,11 +20,15 @@ from .errors import (
 )
 from .store import Store
 from .trajectory import State, Trajectory
+from .version import __version__
 
-__version__ = "0.1.0"
+if TYPE_CHECKING:
+    from .memory import Memory
 
 
-def open(store, method: str | None = None, *, create: bool = False, **options):  # noqa: A001 (as tarfile.open)
+def open(  # noqa: A001 (as tarfile.open)
+    store: str | os.PathLike, method: str | None = None, *, create: bool = False, **options: Any
+) -> Memory:
     """A memory over the store folder `store` for in-process agents, with the CLI's and the servers' defaults
     (method auto, budget 8k); a missing store is a StoreError unless `create=True` starts an empty one:
 

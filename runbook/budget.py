@@ -10,8 +10,12 @@ import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import BudgetError
+
+if TYPE_CHECKING:
+    import tiktoken
 
 ENCODING = "cl100k_base"
 _ENCODING_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
@@ -53,7 +57,7 @@ def _install_offline_encoding() -> None:
 
 
 @functools.lru_cache(maxsize=1)
-def encoding():
+def encoding() -> tiktoken.Encoding:
     """The cl100k_base encoding, loaded without network access."""
     import tiktoken
 

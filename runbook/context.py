@@ -189,7 +189,7 @@ class Context:
 
 
 def pack(
-    question: str, budget: int, items: Iterable[EvidenceItem], *, analysis: str = "", left_out: int = 0, **fields
+    question: str, budget: int, items: Iterable[EvidenceItem], *, analysis: str = "", left_out: int = 0, **fields: Any
 ) -> Context:
     """Fill a Context with `items` in order until the budget is spent; the item that does not fit is cut to fit.
 

@@ -6,14 +6,12 @@ import io
 import warnings
 from typing import BinaryIO
 
+from .errors import NotAnImage
+
 MAX_IMAGE_PIXELS = 25_000_000
 """Images with more pixels are refused from their header, before any pixel is decoded: a 12000 x 12000 PNG of
 419 KB once took the host to 800 MB (Pillow itself only warns up to 179 million pixels). 25 million is a
 5000 x 5000 image, or a full-page screenshot 1280 pixels wide and 19,500 tall."""
-
-
-class NotAnImage(ValueError):
-    """Pillow cannot read these bytes as an image; the message says why."""
 
 
 def verify_image(data: bytes | BinaryIO) -> str:

@@ -19,11 +19,10 @@ from ..budget import head_and_tail
 from ..config import Limits
 from ..errors import ConfigError
 from ..models.messages import Message, ToolCall, ToolResult
-from ..protocols import Policy
 from .exceptions import AgentStop, CostLimit, Finished, PolicyFailed, StepLimit, Stuck, TimeLimit, TokenLimit
 from .tools import ToolBox
 from .transcript import TranscriptWriter
-from .types import Span, Task
+from .types import Policy, Span, Task
 
 NUDGE = (
     "Reply with a tool call. Use recall, search, show, read or python to look at the memory; when you have "

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import SandboxError
+from ..errors import SandboxError, ToolError
 from ..models.messages import ToolCall, ToolResult, ToolSpec
 from .exceptions import Finished
 from .specs import MAX_SPAN_STATES, TOOL_SPECS
@@ -42,10 +42,6 @@ _GREP_HEAD = re.compile(r"^== state (\d+) @ ", re.M)
 """How `show --grep` heads a matching state (the trajectory is the call's)."""
 _STATES_ARG = re.compile(r"^(?:\d+(?:-(?:\d+|last))?|last|-1)(?:,(?:\d+(?:-(?:\d+|last))?|last|-1))*$")
 _LINES_ARG = re.compile(r"^\s*\d+\s*-\s*\d+\s*$")
-
-
-class ToolError(Exception):
-    """A call the tools refuse to run; the message is what the policy reads."""
 
 
 SpanCheck = Callable[[list[Span]], None]

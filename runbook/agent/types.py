@@ -1,12 +1,14 @@
-"""What one query gives the agent loop (the Task) and what the agent hands back (Spans)."""
+"""What one query gives the agent loop (the Task), what picks the loop's next call (the Policy protocol), and what
+the agent hands back (Spans)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..core.hits import Hit
 from ..core.question import QuestionAnalysis, analyze
+from ..models.messages import Message, ToolSpec
 
 
 @dataclass(slots=True)
@@ -49,3 +51,16 @@ class Span:
             "start_state_index": self.start_state_index,
             "end_state_index": self.end_state_index,
         }
+
+
+class Policy(Protocol):
+    """Picks the next step: an assistant Message with tool calls (or plain text, which the loop answers with a nudge).
+
+    A policy may also define `begin(task: Task)`: the loop calls it once, before the first `next`, with the query's
+    structured inputs (the offline planner works from those, not from the prompt's text); `output_view_tokens`:
+    how much of one tool output it reads, when more than the loop's limit (a policy with no context window to spare,
+    reading its own programs' output); and `extra_tools`: ToolSpecs it calls besides the ones every policy sees."""
+
+    name: str
+
+    def next(self, messages: list[Message], tools: list[ToolSpec]) -> Message: ...

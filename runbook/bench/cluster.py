@@ -22,19 +22,17 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import ConfigError, RunbookError
 from ..store import Store
 from .answering import answer_question, make_memory, new_query_lock, uses_sandbox
 from .config import BenchConfig, RunPoint
 from .grading import build_grader
+from .progress import Progress
 from .questions import Haystack, Question
 from .run_folder import RunFolder
 from .stores import HaystackStore, given_store, prepare_store
-
-if TYPE_CHECKING:
-    from .runner import Progress
 
 INSTALL_HINT = "pip install 'runbook[ray]'"
 SANDBOX_RESOURCE = "sandbox"
@@ -157,53 +155,75 @@ def answer_on_ray(
 ) -> dict[str, int]:
     """Answer every point's unanswered questions on the cluster `ray` is connected to, appending records to `runs`
     as they arrive; returns each haystack's store write failures."""
-    sandbox_slots = SANDBOX_RESOURCE in ray.cluster_resources()
     store_task = ray.remote(prepare_store_task).options(num_cpus=1, max_retries=RESTARTS)
-    answerer = ray.remote(PointAnswerer)
     stores = {
         store_task.remote(haystack, config.stores_dir, rebuild_stores, insert_workers, config.store): haystack
         for haystack in work
     }
+    answering = _Answering(
+        ray, ray.remote(PointAnswerer), jobs, use_reader, SANDBOX_RESOURCE in ray.cluster_resources()
+    )
     infos: dict[Haystack, StoreInfo] = {}
-    actors: dict[tuple[str, str], Any] = {}
-    calls: dict[Any, tuple[tuple[str, str], RunFolder]] = {}
-    left: dict[tuple[str, str], int] = {}
-    closing = []
-    while stores or calls:
-        [ref], _ = ray.wait([*stores, *calls], num_returns=1)
-        if ref in stores:  # a store is ready: one actor per point with questions left on it
-            haystack = stores.pop(ref)
-            infos[haystack] = info = _result(ray, ref)
-            for line in info.notes:
-                progress.note(line)
-            for point in points:
-                run = runs[point.slug]
-                asked = work[haystack]
-                todo = [q for q in asked if not run.done(q.id)]
-                if not todo:
-                    continue
-                progress.begin(point.label, len(asked), len(asked) - len(todo))
-                key = (haystack.name or str(haystack.source), point.slug)
-                # the store's location goes by value: a restarted actor needs nothing but its arguments
-                actor = answerer.options(
-                    num_cpus=1,
-                    resources={SANDBOX_RESOURCE: 1} if sandbox_slots and uses_sandbox(point) else None,
-                    max_restarts=RESTARTS,
-                    max_task_retries=-1,
-                    max_concurrency=jobs,
-                ).remote(point, info, use_reader)
-                actors[key], left[key] = actor, len(todo)
-                for question in todo:
-                    calls[actor.answer.remote(question)] = (key, run)
+    while stores or answering.calls:
+        [ref], _ = ray.wait([*stores, *answering.calls], num_returns=1)
+        if ref not in stores:
+            answering.finish(ref, progress)
             continue
-        key, run = calls.pop(ref)
-        run.append(_result(ray, ref))
-        progress.advance(run.config["label"])
-        left[key] -= 1
-        if not left[key]:
-            closing.append(actors.pop(key).close.remote())
-    ray.get(closing)
+        # a store is ready: one actor per point with questions left on it
+        haystack = stores.pop(ref)
+        infos[haystack] = info = _result(ray, ref)
+        for line in info.notes:
+            progress.note(line)
+        for point in points:
+            run = runs[point.slug]
+            asked = work[haystack]
+            todo = [q for q in asked if not run.done(q.id)]
+            if todo:
+                progress.begin(point.label, len(asked), len(asked) - len(todo))
+                answering.start(haystack, info, point, run, todo)
+    ray.get(answering.closing)
     return {haystack.name: info.write_failures for haystack, info in infos.items()}
+
+
+@dataclass
+class _Answering:
+    """The point answerers (actors) of a run on the cluster, and their calls in flight with each one's run."""
+
+    ray: Any
+    answerer: Any
+    """PointAnswerer as a Ray actor class."""
+    jobs: int
+    use_reader: bool
+    sandbox_slots: bool
+    """The cluster's nodes declare how many sandboxes each can run at once (SANDBOX_RESOURCE)."""
+    actors: dict[tuple[str, str], Any] = field(default_factory=dict)
+    calls: dict[Any, tuple[tuple[str, str], RunFolder]] = field(default_factory=dict)
+    left: dict[tuple[str, str], int] = field(default_factory=dict)
+    closing: list = field(default_factory=list)
+
+    def start(self, haystack: Haystack, info: StoreInfo, point: RunPoint, run: RunFolder, todo: list) -> None:
+        """An actor for `point` over the store `info` describes, asked every question of `todo` at once."""
+        key = (haystack.name or str(haystack.source), point.slug)
+        # the store's location goes by value: a restarted actor needs nothing but its arguments
+        actor = self.answerer.options(
+            num_cpus=1,
+            resources={SANDBOX_RESOURCE: 1} if self.sandbox_slots and uses_sandbox(point) else None,
+            max_restarts=RESTARTS,
+            max_task_retries=-1,
+            max_concurrency=self.jobs,
+        ).remote(point, info, self.use_reader)
+        self.actors[key], self.left[key] = actor, len(todo)
+        for question in todo:
+            self.calls[actor.answer.remote(question)] = (key, run)
+
+    def finish(self, ref: Any, progress: Progress) -> None:
+        """An answer arrived: appended to its run; the actor closes after its last one."""
+        key, run = self.calls.pop(ref)
+        run.append(_result(self.ray, ref))
+        progress.advance(run.config["label"])
+        self.left[key] -= 1
+        if not self.left[key]:
+            self.closing.append(self.actors.pop(key).close.remote())
 
 
 def _result(ray, ref) -> Any:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..budget import parse_budget
+from ..config import DEFAULT_READER_DOMAIN
 from ..errors import ConfigError
 
 
@@ -74,7 +75,7 @@ class ModelSpec:
 class ReaderSpec(ModelSpec):
     """The fixed reader that answers from each context."""
 
-    domain: str = "generic"
+    domain: str = DEFAULT_READER_DOMAIN
     """The reader prompt when a question names no domain: web, enterprise (LongMemEval-V2's) or generic."""
     memory_context_max_tokens: int | None = None
     """Cut contexts as the harness does (whole items from the tail) to this many tokens; None: no cut."""

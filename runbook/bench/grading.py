@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ..config import Settings
 from ..context import Context
 from ..errors import ConfigError
 from ..models.judge import Judge
@@ -100,7 +101,7 @@ class Grader:
         return grade
 
 
-def build_grader(reader: ReaderSpec, judge: ModelSpec | None, settings=None) -> Grader:
+def build_grader(reader: ReaderSpec, judge: ModelSpec | None, settings: Settings | None = None) -> Grader:
     """The Grader of a bench config: unset reader fields come from the RUNBOOK_READER_* settings; without a
     [judge] the reader's model judges."""
     from ..config import config_path, load_settings

@@ -124,6 +124,23 @@ def draw_chart(
     right = max([p.latency for p in every] + [200.0]) * 2.5
     left = min(p.latency for p in every) / 2.5
 
+    _draw_runs(ax, shown, intervals, right)
+    if reference:
+        _draw_published(ax, reference, tier, right)
+    ax.errorbar([], [], fmt="o", color="tab:blue", markeredgecolor="black", label="run on the frontier (95% interval)")
+    ax.errorbar([], [], fmt="o", color="tab:orange", markeredgecolor="black", label="run off the frontier")
+
+    _dress(fig, ax, (left, right), score_name=score_name, title=title, note=note)
+    labelled = [(p, i.n, "black", 9) for p, i in zip(shown, intervals)]
+    labelled += [(p, PUBLISHED_QUESTIONS, "dimgrey", 8) for p in reference]
+    _place_labels(fig, ax, labelled)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _draw_runs(ax, shown: list[OperatingPoint], intervals: Sequence[Any], right: float) -> None:
+    """The runs' frontier as a step line to `right`, and each run as a dot with its 95% bar."""
     front = frontier(shown)
     xs = [p.latency for p in front] + [right]
     ys = [p.accuracy for p in front] + [front[-1].accuracy if front else 0]
@@ -145,37 +162,42 @@ def draw_chart(
             capsize=3,
             zorder=4,
         )
-    if reference:
-        ref_front = frontier(reference)
-        ax.step(
-            [p.latency for p in ref_front] + [right],
-            [p.accuracy for p in ref_front] + [ref_front[-1].accuracy],
-            where="post",
-            color="grey",
-            linewidth=1,
-            linestyle="--",
-            alpha=0.7,
-            label=f"published LongMemEval-V2 {tier} frontier",
-            zorder=1,
-        )
-        for p in reference:
-            low, high = wilson(p.accuracy / 100, PUBLISHED_QUESTIONS)
-            ax.errorbar(
-                p.latency,
-                p.accuracy,
-                yerr=[[p.accuracy - 100 * low], [100 * high - p.accuracy]],
-                fmt="D",
-                markersize=6,
-                color="lightgrey",
-                markeredgecolor="dimgrey",
-                ecolor="darkgrey",
-                capsize=3,
-                zorder=3,
-            )
-        ax.errorbar([], [], fmt="D", color="lightgrey", markeredgecolor="dimgrey", label=_published_label(tier))
-    ax.errorbar([], [], fmt="o", color="tab:blue", markeredgecolor="black", label="run on the frontier (95% interval)")
-    ax.errorbar([], [], fmt="o", color="tab:orange", markeredgecolor="black", label="run off the frontier")
 
+
+def _draw_published(ax, reference: list[OperatingPoint], tier: str, right: float) -> None:
+    """LongMemEval-V2's published points as grey diamonds with their 95% bars, and their frontier dashed."""
+    ref_front = frontier(reference)
+    ax.step(
+        [p.latency for p in ref_front] + [right],
+        [p.accuracy for p in ref_front] + [ref_front[-1].accuracy],
+        where="post",
+        color="grey",
+        linewidth=1,
+        linestyle="--",
+        alpha=0.7,
+        label=f"published LongMemEval-V2 {tier} frontier",
+        zorder=1,
+    )
+    for p in reference:
+        low, high = wilson(p.accuracy / 100, PUBLISHED_QUESTIONS)
+        ax.errorbar(
+            p.latency,
+            p.accuracy,
+            yerr=[[p.accuracy - 100 * low], [100 * high - p.accuracy]],
+            fmt="D",
+            markersize=6,
+            color="lightgrey",
+            markeredgecolor="dimgrey",
+            ecolor="darkgrey",
+            capsize=3,
+            zorder=3,
+        )
+    ax.errorbar([], [], fmt="D", color="lightgrey", markeredgecolor="dimgrey", label=_published_label(tier))
+
+
+def _dress(fig, ax, xlim: tuple[float, float], *, score_name: str, title: str, note: str) -> None:
+    """Axes, labels, grid, the LAFS latency band, the legend and the note."""
+    left, right = xlim
     ax.set_xscale("log")
     ax.set_xlim(left, right)
     ax.set_ylim(-4, 104)
@@ -188,12 +210,6 @@ def draw_chart(
     if note:
         fig.text(0.01, 0.01, note, fontsize=8, color="dimgrey", ha="left", va="bottom", wrap=True)
     fig.tight_layout(rect=(0, 0.04 if note else 0, 1, 1))
-    labelled = [(p, i.n, "black", 9) for p, i in zip(shown, intervals)]
-    labelled += [(p, PUBLISHED_QUESTIONS, "dimgrey", 8) for p in reference]
-    _place_labels(fig, ax, labelled)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
 
 
 def _published_label(tier: str) -> str:

@@ -11,6 +11,7 @@ never set against a reader's.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -126,7 +127,7 @@ class Report:
         return {p.name for p in frontier(self.points)}
 
 
-def find_runs(paths: list[str | Path]) -> list[RunSummary]:
+def find_runs(paths: Sequence[str | Path]) -> list[RunSummary]:
     """Runs named directly, or found (sorted) under the folders given. A run still going (no
     aggregated_metrics.json yet) is aggregated from the records it has, and its label says so."""
     runs = []
@@ -167,7 +168,7 @@ MISSING_SCORE = {
 """Why a run has no value for a score."""
 
 
-def build_report(paths: list[str | Path], score: str = "auto") -> Report:
+def build_report(paths: Sequence[str | Path], score: str = "auto") -> Report:
     """The runs under `paths` scored by `score`; a run without that score is left out, never drawn as 0 (runs
     without a reader were drawn at 0% with n=0 beside the published reader points, and a gain of +0.00 printed)."""
     runs = find_runs(paths)
@@ -224,55 +225,64 @@ def table(report: Report):
     )
     counted = {"acc ↑": "accuracy", "phrases ↑": "phrases", "evid ↑": "evidence"}
     counted |= {"stale ↓": "stale_led", "premise ↑": "premise_flagged", "excerpt ↑": "excerpt_recall"}
-    for name in (
-        "run",
-        "n –",
-        "score ↑",
-        "95% CI",
-        "acc ↑",
-        "phrases ↑",
-        "evid ↑",
-        "stale ↓",
-        "premise ↑",
-        "excerpt ↑",
-        "items –",
-        "furn/rep tok ↓",
-        "avg lat ↓",
-        "p95 ↓",
-        "tokens ↓",
-        "R/U/S/W ↓",
-        "front –",
-    ):
+    for name in _COLUMNS:
         header = f"{name}\n{_counts(report.runs, counted[name])}" if name in counted else name
         t.add_column(header, justify="left" if name == "run" else "right", no_wrap=True)
     on_front = report.frontier_names()
     ranked = sorted(zip(report.runs, report.points, report.intervals), key=lambda rpi: -rpi[1].accuracy)
     for run, point, interval in ranked:
-        row = run.row()
-        failures = "/".join(
-            "-" if row[k] is None else str(row[k])
-            for k in ("read_failures", "utilization_failures", "staleness_failures", "write_failures")
-        )
-        t.add_row(
-            run.label,
-            str(interval.n),
-            f"{point.accuracy:.1f}",
-            f"{interval.low:.0f}-{interval.high:.0f}",
-            _pct(row["accuracy"]),
-            _pct(row["answer_phrases"]),
-            _pct(row["evidence"]),
-            _pct(row["stale_led"]),
-            _pct(row["premise_flagged"]),
-            _pct(row["excerpt_recall"]),
-            _count(row["items_avg"]),
-            f"{_count(row['furniture_tokens_avg'])}/{_count(row['repeat_tokens_avg'])}",
-            _seconds(run.metrics["memory_query"]["avg_seconds"]),
-            _seconds(row["p95_s"]),
-            "-" if row["avg_tokens"] is None else f"{row['avg_tokens']:.0f}",
-            failures,
-            "*" if point.name in on_front else "",
-        )
+        t.add_row(*_table_row(run, point, interval, point.name in on_front))
     return t
+
+
+_COLUMNS = (
+    "run",
+    "n –",
+    "score ↑",
+    "95% CI",
+    "acc ↑",
+    "phrases ↑",
+    "evid ↑",
+    "stale ↓",
+    "premise ↑",
+    "excerpt ↑",
+    "items –",
+    "furn/rep tok ↓",
+    "avg lat ↓",
+    "p95 ↓",
+    "tokens ↓",
+    "R/U/S/W ↓",
+    "front –",
+)
+"""The terminal table's columns, each marked with which way is better."""
+
+
+def _table_row(run: RunSummary, point: OperatingPoint, interval: Any, on_front: bool) -> list[str]:
+    """One run's cells, in _COLUMNS' order."""
+    row = run.row()
+    failures = "/".join(
+        "-" if row[k] is None else str(row[k])
+        for k in ("read_failures", "utilization_failures", "staleness_failures", "write_failures")
+    )
+    return [
+        run.label,
+        str(interval.n),
+        f"{point.accuracy:.1f}",
+        f"{interval.low:.0f}-{interval.high:.0f}",
+        _pct(row["accuracy"]),
+        _pct(row["answer_phrases"]),
+        _pct(row["evidence"]),
+        _pct(row["stale_led"]),
+        _pct(row["premise_flagged"]),
+        _pct(row["excerpt_recall"]),
+        _count(row["items_avg"]),
+        f"{_count(row['furniture_tokens_avg'])}/{_count(row['repeat_tokens_avg'])}",
+        _seconds(run.metrics["memory_query"]["avg_seconds"]),
+        _seconds(row["p95_s"]),
+        "-" if row["avg_tokens"] is None else f"{row['avg_tokens']:.0f}",
+        failures,
+        "*" if on_front else "",
+    ]
 
 
 def _counts(runs: list[RunSummary], figure: str) -> str:

@@ -15,8 +15,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..errors import ConfigError
+from ..version import __version__
 from .config import RunPoint
 from .metrics import aggregate
 

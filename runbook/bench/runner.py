@@ -13,36 +13,16 @@ import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ..errors import ConfigError
 from .answering import answer_question, make_memory, new_query_lock
 from .config import BenchConfig, RunPoint
 from .grading import Grader, build_grader, model_names
+from .progress import Progress, SilentProgress
 from .questions import Haystack, Question, load_question_set
 from .run_folder import RunFolder, point_config, spec_json
 from .stores import HaystackStore, given_store, prepare_store
-
-
-class Progress(Protocol):
-    """What the runner reports as it goes (the CLI draws it with rich; tests may collect it)."""
-
-    def note(self, text: str) -> None: ...
-
-    def begin(self, label: str, total: int, done: int) -> None: ...
-
-    def advance(self, label: str) -> None: ...
-
-
-class SilentProgress:
-    def note(self, text: str) -> None:
-        pass
-
-    def begin(self, label: str, total: int, done: int) -> None:
-        pass
-
-    def advance(self, label: str) -> None:
-        pass
 
 
 @dataclass

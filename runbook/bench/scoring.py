@@ -57,34 +57,26 @@ def norm_phrase_set_match(
     *,
     separators: Iterable[str] = DEFAULT_SEPARATORS,
     require_non_empty: bool = True,
+    in_order: bool = False,
     **_: Any,
 ) -> bool:
-    """Every gold phrase occurs, word-bounded, in the normalised prediction (any order)."""
-    text, phrases = normalize(prediction), split_phrases(answer, separators)
-    if require_non_empty and (not text or not phrases):
-        return False
-    return all(_find(p, text) for p in set(phrases))
-
-
-def norm_phrase_set_match_ordered(
-    prediction: Any,
-    answer: Any,
-    *,
-    separators: Iterable[str] = DEFAULT_SEPARATORS,
-    require_non_empty: bool = True,
-    **_: Any,
-) -> bool:
-    """As norm_phrase_set_match, and each phrase is found after the previous one."""
+    """Every gold phrase occurs, word-bounded, in the normalised prediction (any order; `in_order`: each after the
+    previous one)."""
     text, phrases = normalize(prediction), split_phrases(answer, separators)
     if require_non_empty and (not text or not phrases):
         return False
     position = 0
-    for phrase in phrases:
+    for phrase in phrases if in_order else set(phrases):
         found = _find(phrase, text, position)
         if found is None:
             return False
-        position = found.end()
+        position = found.end() if in_order else 0
     return True
+
+
+def norm_phrase_set_match_ordered(prediction: Any, answer: Any, **options: Any) -> bool:
+    """As norm_phrase_set_match, and each phrase is found after the previous one."""
+    return norm_phrase_set_match(prediction, answer, **{**options, "in_order": True})
 
 
 def mc_choice_match(

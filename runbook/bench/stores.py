@@ -26,12 +26,12 @@ from pathlib import Path
 
 import orjson
 
-from .. import __version__
 from ..errors import ConfigError, StoreError
 from ..pools import reindex
 from ..pools.storage import read_manifest, safe_opener
 from ..store import Store
 from ..store.layout import FORMAT_VERSION
+from ..version import __version__
 from .questions import Haystack, StateRef
 
 MANIFEST = "bench.json"

@@ -1,15 +1,13 @@
-"""Code shared across the sandbox boundary: the host imports it as `runbook.sandbox.programs.rbcore`, the
-programs inside the sandbox as `rbcore` (its folder is on their PYTHONPATH). Standard library and numpy only.
+"""runbook's core library: what both sides of the sandbox run, defined once. The host imports it as `runbook.core`;
+inside the sandbox the same files sit at /opt/runbook/lib/runbook/core (a namespace package `runbook` that holds
+nothing else), so the programs there import it by the same name. Standard library and numpy only, and nothing else
+of runbook (an import contract in pyproject.toml checks it).
 
-    catalog      the catalog, read-only
-    filters      the filters a reader's calls take (sites, outcome, fields)
-    patterns     the regex of a search pattern (phrase, term, stem)
-    question     what a question asks for: kind, key terms, exact phrases, wants the latest value
-    text         page lines, tokenising and the stemmer every index uses
-    pools        reading method R's pools (the store's pools/ folder)
-    bm25         the one BM25: per-term columns cached per manifest stamp
-    boilerplate  lines on most pages of a site
-    excerpt      the lines of a page worth showing for a query
-    fusion       reciprocal rank fusion, latest-first ordering, duplicates
-    recall       method R's ranking: notes, events and state slices for a question
+    the store      layout, statefile, catalog, files, records, filters, reader, grep, ripgrep, values, images, errors
+    pages          page, page_dom, blocks, excerpt, findings, actions, text
+    questions      question, patterns, program_args
+    method R       pools, bm25, weights, fusion, boilerplate, recall, hits
+    the planner    plan (the program rbplan), scan, scoring, scanout, choice, detail
+
+docs/architecture.md says which module holds what.
 """

@@ -1,9 +1,10 @@
 """Which states show a given content line: lines on most pages of a site (menus, footers) are boilerplate, and the
-states that show the line that answers a question corroborate each other (rbcore.recall's sightings)."""
+states that show the line that answers a question corroborate each other (runbook.core.recall's sightings)."""
 
 from __future__ import annotations
 
 import zipfile
+from pathlib import Path
 
 import numpy as np
 
@@ -81,7 +82,7 @@ def load_line_counts(snapshot: PoolSnapshot, *, write: bool = True) -> LineCount
     return LineCounts(hashes, counts, site_states, by_hash, by_hash_docs)
 
 
-def _read_counts(snapshot: PoolSnapshot, path) -> LineCounts | None:
+def _read_counts(snapshot: PoolSnapshot, path: Path) -> LineCounts | None:
     """The cached counts at `path` when they are of this stamp."""
     try:
         with snapshot.open(path) as fh, np.load(fh) as data:

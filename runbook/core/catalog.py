@@ -10,6 +10,9 @@ from .files import check_regular
 from .layout import CATALOG_FILE
 from .records import RbkError
 
+Catalog = tuple[dict[str, dict], dict[str, str], dict[tuple[str, int], tuple]]
+"""load_catalog's result: (trajectory rows by folder, folder by id, a state's meta tuple by (folder, index))."""
+
 
 def connect_readonly(path: str) -> sqlite3.Connection:
     """Open the catalog read-only; a WAL database on a read-only mount may need immutable=1."""
@@ -28,12 +31,12 @@ def connect_readonly(path: str) -> sqlite3.Connection:
     raise RbkError(f"cannot read the catalog {path}: {last}")
 
 
-def connect(root):
+def connect(root: str) -> sqlite3.Connection:
     """The catalog, read-only (immutable when the store's mount cannot hold SQLite's lock files)."""
     return connect_readonly(os.path.join(root, CATALOG_FILE))
 
 
-def load_catalog(root):
+def load_catalog(root: str) -> Catalog:
     """(rows by dir, dir by id, state meta by (dir, index)) from catalog.sqlite."""
     conn = connect(root)
     try:

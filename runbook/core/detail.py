@@ -1,13 +1,14 @@
 """The offline planner's second program in the sandbox: `detail` reads the states it chose and prints, per state,
 the action with the element it clicked, the error, and the page lines worth quoting (JSON lines within a character
-budget; see rbscan for the first program, `scan`)."""
+budget; `scan` in core/scan.py is the first step, and `rbplan` (core/plan.py) runs both in one call)."""
 
 import os
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .catalog import load_catalog
+from .catalog import Catalog, load_catalog
 from .files import open_regular
 from .layout import state_relpath
 from .patterns import pattern_regex, python_regex
@@ -38,7 +39,7 @@ _TARGET = re.compile(r"""(?:\(\s*['"]?|index=)(\d+)""")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
-def read_state(root, d, index):
+def read_state(root: str, d: str, index: int) -> tuple[str, list[str]]:
     """(the agent's thought, the page-text lines) of a state (empty when its file cannot be read)."""
     try:
         with open_regular(os.path.join(root, state_relpath(d, index)), encoding="utf-8", errors="replace") as fh:
@@ -48,12 +49,12 @@ def read_state(root, d, index):
     return header.get("thought", ""), body.splitlines()
 
 
-def line_weight(line, compiled, weights):
+def line_weight(line: str, compiled: list[re.Pattern], weights: list[float]) -> float:
     """The question weight a line (or sentence) carries: each pattern found in it counts once."""
     return sum(w for rx, w in zip(compiled, weights) if rx.search(line))
 
 
-def best_sentence(text, compiled, weights):
+def best_sentence(text: str, compiled: list[re.Pattern], weights: list[float]) -> tuple[str, float]:
     """(the sentence of `text` that carries the most question weight, its weight)."""
     best, best_weight = "", 0.0
     for sentence in _SENTENCE_END.split(text):
@@ -63,7 +64,9 @@ def best_sentence(text, compiled, weights):
     return best, best_weight
 
 
-def best_lines(lines, compiled, weights, limit, after=0):
+def best_lines(
+    lines: list[str], compiled: list[re.Pattern], weights: list[float], limit: int, after: int = 0
+) -> list[str]:
     """The page lines that carry the most question weight, in page order; each with `after` lines of text after it.
 
     Values sit after their labels in both page formats (a grid row after its name cell, a DOM text under its tag),
@@ -100,7 +103,7 @@ def best_lines(lines, compiled, weights, limit, after=0):
     return [quote for _, quote in sorted(chosen)]
 
 
-def following_text(lines, at, count):
+def following_text(lines: list[str], at: int, count: int) -> tuple[list[str], int]:
     """(up to `count` lines after line `at` that carry text, compacted; the index of the last line looked at)."""
     out, last, previous = [], at, _name_of(lines[at])
     for n in range(at + 1, min(len(lines), at + 1 + 4 * count)):
@@ -115,13 +118,13 @@ def following_text(lines, at, count):
     return out, last
 
 
-def _name_of(line):
+def _name_of(line: str) -> str:
     """The visible name of an accessibility-tree line ("link 'View All'" -> "View All"), else the line."""
     m = _AX_NAME.search(line)
     return m.group(1) if m else line.strip()
 
 
-def compact_line(line):
+def compact_line(line: str) -> str:
     """A page line as worth quoting: its text, an input tag cut to its value, or '' for a bare tag."""
     text = line.strip()
     if not text:
@@ -139,13 +142,13 @@ def compact_line(line):
     return text
 
 
-def compact_error(error):
+def compact_error(error: str) -> str:
     """An error on one line: its distinct lines joined, cut to a readable length."""
     parts = list(dict.fromkeys(part.strip(" -") for part in error.splitlines() if part.strip(" -")))
     return " ⏎ ".join(parts)[:ERROR_WIDTH]
 
 
-def cut_line(line, compiled):
+def cut_line(line: str, compiled: list[re.Pattern]) -> str:
     if len(line) <= LINE_WIDTH:
         return line
     first = min((m.start() for rx in compiled for m in [rx.search(line)] if m), default=0)
@@ -153,7 +156,7 @@ def cut_line(line, compiled):
     return ("…" if start else "") + line[start : start + LINE_WIDTH] + ("…" if start + LINE_WIDTH < len(line) else "")
 
 
-def target_label(lines, element):
+def target_label(lines: list[str], element: str) -> str:
     """What an action's element id shows on the page: `button 'Cancel'`, or a DOM tag and the text under it."""
     mark = f"[{element}]"
     for n, line in enumerate(lines):
@@ -176,7 +179,7 @@ def target_label(lines, element):
     return ""
 
 
-def described_action(action, lines):
+def described_action(action: str, lines: list[str]) -> str:
     """The action with each element id followed by what the page showed for it."""
     if not action:
         return ""
@@ -207,12 +210,12 @@ class DetailParams:
         return cls(**{key: value for key, value in params.items() if key in names})
 
 
-def detail(params):
+def detail(params: dict) -> None:
     """For each chosen state: time, url, the action with what it clicked, the error, the lines worth quoting."""
     detail_output(DetailParams.from_dict(params)).flush()
 
 
-def detail_output(params: DetailParams, catalog=None):
+def detail_output(params: DetailParams, catalog: Catalog | None = None) -> Printer:
     """The Printer holding detail's lines; `catalog`: load_catalog's result when the caller has it already."""
     root = default_store_dir()
     rows, by_id, meta = catalog or load_catalog(root)
@@ -220,7 +223,7 @@ def detail_output(params: DetailParams, catalog=None):
     weights = [float(it.get("weight", 1.0)) for it in params.patterns]
     out = Printer(params.max_chars)
     read = {
-        (tid, index): read_state(root, by_id.get(tid), index)
+        (tid, index): read_state(root, by_id.get(tid), index)  # type: ignore[arg-type]  # a folder: in meta
         for tid, index, _ in params.states
         if (by_id.get(tid), index) in meta
     }
@@ -230,7 +233,7 @@ def detail_output(params: DetailParams, catalog=None):
     common = {line for line in common if not any(rx.search(line) for rx in names)}  # the thing asked about stays
     for tid, index, want_lines in params.states:
         d = by_id.get(tid)
-        m = meta.get((d, index))
+        m = meta.get((d, index))  # type: ignore[arg-type]  # None for an unknown id: no state
         if m is None:
             continue
         lines = pages[(tid, index)]
@@ -260,7 +263,7 @@ def detail_output(params: DetailParams, catalog=None):
     return out
 
 
-def furniture(pages):
+def furniture(pages: Iterable[list[str]]) -> set[str]:
     """Lines (element ids aside) on most of these pages (one per url: the same page seen twice shows the same
     content, not furniture), or naming the page: menus and headers."""
     pages = list(pages)

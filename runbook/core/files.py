@@ -12,14 +12,11 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
+
+from .errors import NotRegularFile
 
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-
-
-class NotRegularFile(OSError):
-    """A store file that is a symbolic link, a FIFO, a socket, a device or a folder: not read. An OSError, so the
-    readers that leave out a state they cannot read leave this one out too."""
 
 
 def check_regular(path: str | os.PathLike) -> None:
@@ -30,7 +27,7 @@ def check_regular(path: str | os.PathLike) -> None:
         raise NotRegularFile(errno.EINVAL, f"{_kind(mode)}, not a regular file", os.fspath(path))
 
 
-def open_regular(path: str | os.PathLike, mode: str = "r", **text_options) -> IO:
+def open_regular(path: str | os.PathLike, mode: str = "r", **text_options: Any) -> IO:
     """`path` opened for reading ('r' text, with `text_options` such as encoding; 'rb' bytes); NotRegularFile when it
     is not a regular file or is a symbolic link."""
     try:
@@ -64,7 +61,7 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "a special file")
 
 
-def save_atomic(path: Path, **arrays) -> None:
+def save_atomic(path: Path, **arrays: Any) -> None:
     """`np.savez` into a temporary file of its own, renamed over `path`; best effort (nothing on an OSError).
     A name of its own: two threads of one server once shared `<name>.tmp<pid>`, and one renamed the other's
     half-written file into place (EOFError for every reader after it)."""

@@ -3,11 +3,14 @@ state-file fields to search."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from .records import RbkError, Record
 from .statefile import FIELDS
 
 
-def as_set(value) -> set:
+def as_set(value: Any) -> set:
     if value is None:
         return set()
     if isinstance(value, str):
@@ -15,7 +18,7 @@ def as_set(value) -> set:
     return set(value)
 
 
-def outcome_matches(row: Record, outcome) -> bool:
+def outcome_matches(row: Record, outcome: Any) -> bool:
     if not outcome:
         return True
     want = str(outcome).lower()
@@ -26,7 +29,7 @@ def outcome_matches(row: Record, outcome) -> bool:
     return want in (row.outcome or "").lower()
 
 
-def field_list(field) -> tuple:
+def field_list(field: Any) -> tuple:
     if field is None:
         return FIELDS
     chosen = [field] if isinstance(field, str) else list(field)
@@ -35,3 +38,26 @@ def field_list(field) -> tuple:
     if bad:
         raise RbkError(f"unknown field {', '.join(bad)}: use any of {', '.join(FIELDS)}")
     return tuple(chosen)
+
+
+@dataclass(frozen=True)
+class LineFilter:
+    """Which lines a search of the state files counts: how the pattern matches, in which fields, of which runs and
+    when. The keyword arguments StoreReader's search, grep and count take besides their own."""
+
+    ignore_case: bool = False
+    fixed: bool = False
+    """The pattern is a literal string, not a regex."""
+    word: bool = False
+    """Match whole words only."""
+    field: Any = None
+    """The state-file fields to search (a name, a list or comma-separated text); None: all (field_list)."""
+    trajectory: Any = None
+    """An id, a folder name or a glob, or a list of them; None: every trajectory."""
+    site: Any = None
+    outcome: Any = None
+    """success / failure, or a word of the stored outcome (outcome_matches)."""
+    since: str | None = None
+    """The earliest state time (ISO 8601), inclusive."""
+    until: str | None = None
+    """The latest state time; a prefix such as '2025-12' covers the whole month."""

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+from typing import Any
 
 from .files import check_regular, open_regular
-from .filters import field_list
+from .filters import LineFilter, field_list
 from .layout import STATE_GLOB, SUMMARIES_DIR, TRAJECTORIES_DIR
 from .records import RbkError, Record
 from .ripgrep import _anchored, _field_of, _parse_rg_json, _pattern_body, ripgrep_binary
@@ -26,7 +27,7 @@ class RipgrepSearch:
         """(dir, index) -> (time, url) for every state."""
         raise NotImplementedError
 
-    def _scope_paths(self, trajectory=None, site=None, outcome=None) -> list | None:
+    def _scope_paths(self, trajectory: Any = None, site: Any = None, outcome: Any = None) -> list | None:
         """State folders to search (store-relative), or None for all."""
         raise NotImplementedError
 
@@ -45,12 +46,12 @@ class RipgrepSearch:
     def _run_rg(self, args: list, paths: list | None, glob: str | None = STATE_GLOB) -> str:
         return self._finish_rg(self._start_rg(args, paths, glob))
 
-    def _start_count(self, regex: str, ignore_case: bool, paths: list | None):
+    def _start_count(self, regex: str, ignore_case: bool, paths: list | None) -> subprocess.Popen | None:
         if paths == []:
             return None
         return self._start_rg(["--count", "--null", "-e", regex] + (["-i"] if ignore_case else []), paths)
 
-    def _finish_count(self, proc) -> dict:
+    def _finish_count(self, proc: subprocess.Popen | None) -> dict:
         counts = {}
         if proc is not None:
             for line in self._finish_rg(proc).splitlines():
@@ -59,7 +60,9 @@ class RipgrepSearch:
                     counts[path] = int(n)
         return counts
 
-    def _state_counts(self, pattern, ignore_case, fixed, word, field, paths) -> dict:
+    def _state_counts(
+        self, pattern: str, ignore_case: bool, fixed: bool, word: bool, field: Any, paths: list | None
+    ) -> dict:
         """Store-relative state path -> matching lines, restricted to the fields asked for."""
         fields = field_list(field)
         body = _pattern_body(pattern, fixed, word)
@@ -75,7 +78,7 @@ class RipgrepSearch:
         header = self._finish_count(self._start_count(_anchored(body, others), ignore_case, files))
         return {p: n - header.get(p, 0) for p, n in counts.items() if n - header.get(p, 0) > 0}
 
-    def _ordered(self, counts: dict, sort: str, since, until) -> list:
+    def _ordered(self, counts: dict, sort: str, since: str | None, until: str | None) -> list:
         """[(path, dir, index, time, url, n)] in the order asked for, within [since, until]."""
         meta = self._meta()
         items = []
@@ -96,31 +99,29 @@ class RipgrepSearch:
             items.sort(key=lambda it: -it[5])
         return [it[:6] for it in items]
 
+    def _matching_states(self, pattern: str, match: LineFilter, sort: str = "time") -> list:
+        """[(path, dir, index, time, url, matching lines)] of the states with a line `match` counts, `sort` order."""
+        paths = self._scope_paths(match.trajectory, match.site, match.outcome)
+        counts = self._state_counts(pattern, match.ignore_case, match.fixed, match.word, match.field, paths)
+        return self._ordered(counts, sort, match.since, match.until)
+
     def search(
         self,
         pattern: str,
         *,
-        ignore_case=False,
-        fixed=False,
-        word=False,
-        field=None,
-        trajectory=None,
-        site=None,
-        outcome=None,
-        since=None,
-        until=None,
-        per_state=None,
-        limit=200,
-        sort="time",
-        before=0,
-        after=0,
+        per_state: int | None = None,
+        limit: int | None = 200,
+        sort: str = "time",
+        before: int = 0,
+        after: int = 0,
+        **filters: Any,
     ) -> Record:
-        """The engine behind grep/search: {hits, total_lines, total_states, total_trajectories, truncated}."""
+        """The engine behind grep/search: {hits, total_lines, total_states, total_trajectories, truncated};
+        `filters` are LineFilter's (ignore_case, fixed, word, field, trajectory, site, outcome, since, until)."""
         if sort not in SORTS:
             raise RbkError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
-        paths = self._scope_paths(trajectory, site, outcome)
-        counts = self._state_counts(pattern, ignore_case, fixed, word, field, paths)
-        ordered = self._ordered(counts, sort, since, until)
+        match = LineFilter(**filters)
+        ordered = self._matching_states(pattern, match, sort)
         chosen, budget = [], limit
         for item in ordered:
             if budget is not None and budget <= 0:
@@ -130,7 +131,7 @@ class RipgrepSearch:
                 take = min(take, budget)
                 budget -= take
             chosen.append((item, take))
-        hits = self._read_hits(pattern, ignore_case, fixed, word, field, chosen, before, after)
+        hits = self._read_hits(pattern, match, chosen, before, after)
         total = sum(it[5] for it in ordered)
         return Record(
             hits=hits,
@@ -141,15 +142,15 @@ class RipgrepSearch:
             truncated=len(hits) < total,
         )
 
-    def _read_hits(self, pattern, ignore_case, fixed, word, field, chosen, before, after) -> list:
+    def _read_hits(self, pattern: str, match: LineFilter, chosen: list, before: int, after: int) -> list:
         if not chosen:
             return []
-        fields = field_list(field)
-        body = _pattern_body(pattern, fixed, word)
+        fields = field_list(match.field)
+        body = _pattern_body(pattern, match.fixed, match.word)
         regex = body if "text" in fields else _anchored(body, fields)
         slack = 0 if "text" not in fields or len(fields) == len(FIELDS) else len(HEADER_FIELDS)
         most = max(take for _, take in chosen) + slack
-        args = ["--json", "-m", str(most), "-e", regex] + (["-i"] if ignore_case else [])
+        args = ["--json", "-m", str(most), "-e", regex] + (["-i"] if match.ignore_case else [])
         if before:
             args += ["-B", str(before)]
         if after:
@@ -164,7 +165,19 @@ class RipgrepSearch:
                 hits.append(hit)
         return hits
 
-    def _hits_of_file(self, path, dirname, index, time, url, lines, fields, take, before, after) -> list:
+    def _hits_of_file(
+        self,
+        path: str,
+        dirname: str,
+        index: int,
+        time: str,
+        url: str,
+        lines: dict,
+        fields: tuple,
+        take: int,
+        before: int,
+        after: int,
+    ) -> list:
         rec = self._by_dir.get(dirname)
         n_header = self._header_lines(path)
         out = []
@@ -197,7 +210,9 @@ class RipgrepSearch:
                 break
         return out
 
-    def search_summaries(self, pattern: str, *, ignore_case=False, fixed=False, word=False, limit=50) -> Record:
+    def search_summaries(
+        self, pattern: str, *, ignore_case: bool = False, fixed: bool = False, word: bool = False, limit: int = 50
+    ) -> Record:
         """Matching lines of summaries/ (the trajectory table and action sequences): {hits, total_lines, truncated}."""
         folder = os.path.join(self.root, SUMMARIES_DIR)
         files = sorted(f"{SUMMARIES_DIR}/{n}" for n in os.listdir(folder)) if os.path.isdir(folder) else []
@@ -265,13 +280,13 @@ def _summary_owners(path: str) -> list:
     return owners
 
 
-def _owner_at(owners: list, line_number: int):
+def _owner_at(owners: list, line_number: int) -> str | None:
     import bisect
 
     at = bisect.bisect_right(owners, (line_number, "\uffff")) - 1
     return owners[at][1] if at >= 0 else None
 
 
-def _tsv_id(line: str):
+def _tsv_id(line: str) -> str | None:
     cells = line.split("\t")
     return cells[1] if len(cells) > 2 and cells[0].isdigit() else None

@@ -17,7 +17,7 @@ TIE_BITS, TIE_POOL = 4, 16
 """Screenshots within this many bits of the closest hash (at most this many) are told apart by their thumbnails."""
 
 
-def grey_pixels(path, width, height):
+def grey_pixels(path: str, width: int, height: int) -> bytes | None:
     """The image in grey at width x height (bytes), or None without Pillow."""
     try:
         from PIL import Image
@@ -32,7 +32,7 @@ def grey_pixels(path, width, height):
         return img.convert("L").resize((width, height), Image.BILINEAR).tobytes()  # type: ignore[attr-defined]
 
 
-def image_hash(path, size=HASH_SIZE):
+def image_hash(path: str, size: int = HASH_SIZE) -> int | None:
     """A dHash of `size` x `size` bits as an int: one bit per pixel brighter than its right neighbour (None
     without Pillow). Stored screenshots and the question's image go through the same function."""
     px = grey_pixels(path, size + 1, size)
@@ -46,13 +46,13 @@ def image_hash(path, size=HASH_SIZE):
     return bits
 
 
-def thumbnail(path):
+def thumbnail(path: str) -> str | None:
     """The image in grey at THUMB size, hex: compared pixel by pixel when hashes tie (pages that differ in text)."""
     px = grey_pixels(path, *THUMB)
     return None if px is None else px.hex()
 
 
-def nearest_screenshots(root, rows, meta, question, top):
+def nearest_screenshots(root: str, rows: dict, meta: dict, question: dict, top: int) -> list[dict]:
     """The stored screenshots that look most like the question's image: dHash distance first, then, among
     the near ties, the mean difference of grey thumbnails."""
     found = []
@@ -79,7 +79,7 @@ def nearest_screenshots(root, rows, meta, question, top):
     ]
 
 
-def pixel_distance(wanted, path):
+def pixel_distance(wanted: bytes, path: str) -> float:
     """Mean absolute grey difference to the question's thumbnail (0 = the same picture)."""
     if not wanted:
         return 0.0

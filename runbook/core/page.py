@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .blocks import BLOCK_CHARS, FURNITURE_REGIONS, LIST_ITEM_CHARS, Block, Page, has_words, text_kind, unquote
@@ -247,7 +248,7 @@ class _AxRenderer:
         self.add(kind, f"{node.role}: " + " · ".join(parts), region, node.line, node.end())
 
 
-def _descendants(node: _Node):
+def _descendants(node: _Node) -> Iterator[_Node]:
     for child in node.children:
         yield child
         yield from _descendants(child)

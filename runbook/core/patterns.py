@@ -37,7 +37,7 @@ def pattern_stem(word: str) -> str:
     return w
 
 
-def pattern_regex(item):
+def pattern_regex(item: dict) -> str:
     """The ripgrep regex of one pattern: its words in order with flexible separators; a stem takes a suffix."""
     tokens = re.findall(r"[A-Za-z0-9]+|[^\sA-Za-z0-9]", item["text"])
     body = ""
@@ -62,9 +62,9 @@ def pattern_regex(item):
     return "(?-u)" + rx if rx.isascii() else rx
 
 
-def label(item):
+def label(item: dict) -> str:
     return item.get("label") or item["text"]
 
 
-def python_regex(rx):
+def python_regex(rx: str) -> re.Pattern:
     return re.compile(rx.replace("(?-u)", "", 1), re.I)

@@ -16,10 +16,11 @@ import json
 import math
 import os
 import sys
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from .catalog import load_catalog
-from .choice import choice_record, choose
+from .catalog import Catalog, load_catalog
+from .choice import Choice, choice_record, choose
 from .detail import DetailParams, described_action, detail_output, read_state
 from .findings import COUNT_QUESTION, RECOVERY_AHEAD, Attempt, View, findings, recovery_findings, strong_phrases
 from .layout import POOLS_DIR
@@ -27,7 +28,7 @@ from .pools import PoolError, PoolSnapshot
 from .question import QuestionAnalysis
 from .reader import default_store_dir
 from .scan import ScanParams, scan_output
-from .scanout import read_scan
+from .scanout import Scan, read_scan
 from .scoring import names_page, page_words
 
 FINDING_STATES = 40
@@ -89,7 +90,7 @@ def plan(request: PlanRequest) -> None:
         detail_output(detail_request(choice, scan, request), catalog).flush()
 
 
-def failed_steps(scan, catalog) -> list[list[Attempt]]:
+def failed_steps(scan: Scan, catalog: Catalog) -> list[list[Attempt]]:
     """The failed steps a gotcha is about (the scan's best states with an error, ranked for trouble), each followed
     by the next RECOVERY_AHEAD steps of its run, read from the catalog and the state files."""
     rows, by_id, meta = catalog
@@ -100,17 +101,19 @@ def failed_steps(scan, catalog) -> list[list[Attempt]]:
         d = by_id.get(t)
         steps = []
         for j in range(i, i + 1 + RECOVERY_AHEAD):
-            m = meta.get((d, j))
+            m = meta.get((d, j))  # type: ignore[arg-type]  # None for an unknown id: no state
             if m is None:
                 break
-            _, lines = read_state(root, d, j)
+            _, lines = read_state(root, d, j)  # type: ignore[arg-type]  # in meta: a folder
             steps.append(Attempt(t, j, m[0], described_action(m[3], lines), m[4]))
         if steps and steps[0].error:
             out.append(steps)
     return out
 
 
-def named_page_states(analysis: QuestionAnalysis, rows, meta) -> list[tuple[str, int]]:
+def named_page_states(
+    analysis: QuestionAnalysis, rows: dict[str, dict], meta: dict[tuple[str, int], tuple]
+) -> list[tuple[str, int]]:
     """For a count question that names a page by its menu path ('Sales > Orders'): every state of that page, newest
     first (a count depends on the filters each view had set; the best-scored views are the filtered ones)."""
     if not analysis.menu_paths or not COUNT_QUESTION.search(analysis.question):
@@ -120,7 +123,13 @@ def named_page_states(analysis: QuestionAnalysis, rows, meta) -> list[tuple[str,
     return [key for _, key in sorted(named, reverse=True)[:FINDING_STATES]]
 
 
-def phrase_states(request: PlanRequest, strong, matched, rows, meta) -> list[tuple[str, int]]:
+def phrase_states(
+    request: PlanRequest,
+    strong: tuple[str, ...],
+    matched: dict[tuple[str, int], Counter[int]],
+    rows: dict[str, dict],
+    meta: dict[tuple[str, int], tuple],
+) -> list[tuple[str, int]]:
     """Every state the scan matched with one of the question's strong phrases, newest first: where a value that
     changes was last seen (the best-scored states are not the newest ones)."""
     wanted = [k for k, item in enumerate(request.scan.patterns) if (item.get("label") or item["text"]) in strong]
@@ -131,7 +140,13 @@ def phrase_states(request: PlanRequest, strong, matched, rows, meta) -> list[tup
     return [key for _, key in sorted(found, reverse=True)[:FINDING_STATES]]
 
 
-def plan_findings(request: PlanRequest, choice, scan, catalog, matched=None) -> list[str]:
+def plan_findings(
+    request: PlanRequest,
+    choice: Choice,
+    scan: Scan,
+    catalog: Catalog,
+    matched: dict[tuple[str, int], Counter[int]] | None = None,
+) -> list[str]:
     """What can be worked out from the pages of the states chosen and the best ones scanned (core.findings), read
     from the structure the pools hold; none when the request carries no analysis or the store has no pools."""
     if not request.analysis:
@@ -154,7 +169,7 @@ def plan_findings(request: PlanRequest, choice, scan, catalog, matched=None) -> 
     keys = list(dict.fromkeys(keys))
     views = []
     for t, i in keys:
-        n, m = doc_of.get((t, i)), meta.get((by_id.get(t), i))
+        n, m = doc_of.get((t, i)), meta.get((by_id.get(t), i))  # type: ignore[arg-type]  # None: no state
         if n is None or m is None:
             continue
         try:
@@ -166,7 +181,7 @@ def plan_findings(request: PlanRequest, choice, scan, catalog, matched=None) -> 
     return findings(analysis, views)
 
 
-def detail_request(choice, scan, request: PlanRequest) -> DetailParams:
+def detail_request(choice: Choice, scan: Scan, request: PlanRequest) -> DetailParams:
     """detail's params for the chosen states: a walked-through run speaks through its actions; the other states
     through their best lines, quoted with weights by rarity."""
     walked = {run.t for run in choice.runs}
@@ -179,7 +194,7 @@ def detail_request(choice, scan, request: PlanRequest) -> DetailParams:
     )
 
 
-def weighted(patterns, scan):
+def weighted(patterns: list[dict], scan: Scan) -> list[dict]:
     """The patterns with weights by rarity (from the scan's counts), so that quoted lines favour rare terms."""
     total = max(1, scan.n_states)
     out = []

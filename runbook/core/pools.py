@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 import numpy as np
 
 from .blocks import Page, read_page_record
+from .errors import PoolError
 from .files import open_regular
 
 _loads: Callable[[bytes], Any]
@@ -73,10 +74,6 @@ def manifest_before(manifest: dict) -> dict | None:
     before = {**undo["counts"], "format": manifest.get("format", FORMAT), "trajectories": trajectories}
     before["stamp"] = int(manifest.get("stamp", 0)) + 1
     return before
-
-
-class PoolError(Exception):
-    """The pools cannot be read as they are; the message says what to run."""
 
 
 def empty_manifest() -> dict:
@@ -141,7 +138,7 @@ class Docs:
             doc = self._parsed[n] = _loads(self._raw[int(self._starts[n]) : int(self._ends[n])])
         return doc
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[dict]:
         return (self[n] for n in range(len(self)))
 
 

@@ -7,10 +7,11 @@ import fnmatch
 import os
 import re
 import sys
+from typing import Any
 
 from .catalog import connect_readonly
 from .files import NotRegularFile, open_regular
-from .filters import as_set, outcome_matches
+from .filters import LineFilter, as_set, outcome_matches
 from .grep import SORTS, RipgrepSearch  # noqa: F401  (rbk re-exports SORTS)
 from .layout import CATALOG_FILE, STATES_DIR, state_relpath, trajectory_relpath
 from .records import Hits, RbkError, Record, UnreadableState
@@ -94,7 +95,7 @@ class StoreReader(RipgrepSearch):
             self._state_meta = meta
         return self._state_meta
 
-    def trajectories(self, site=None, outcome=None, goal: str | None = None) -> list:
+    def trajectories(self, site: Any = None, outcome: Any = None, goal: str | None = None) -> list:
         """Catalog rows (id, site, goal, outcome, success, n_states, first_time, ...), oldest first; goal is a regex."""
         rows = self._loaded_rows()
         sites = as_set(site)
@@ -201,7 +202,7 @@ class StoreReader(RipgrepSearch):
                 print(f"rbk: left out: {exc}", file=sys.stderr)
         return out
 
-    def errors(self, site=None, trajectory=None, outcome=None) -> list:
+    def errors(self, site: Any = None, trajectory: Any = None, outcome: Any = None) -> list:
         """States whose action raised an error, oldest first: {trajectory, state, time, url, action, error}."""
         out = []
         for h in self.grep(r"\S", field="error", site=site, trajectory=trajectory, outcome=outcome, limit=None):
@@ -212,7 +213,7 @@ class StoreReader(RipgrepSearch):
         return out
 
     # -- search --------------------------------------------------------------------------------------------------
-    def _scope_paths(self, trajectory=None, site=None, outcome=None) -> list | None:
+    def _scope_paths(self, trajectory: Any = None, site: Any = None, outcome: Any = None) -> list | None:
         """State folders to search (store-relative), or None for all."""
         if trajectory is None and site is None and outcome is None:
             return None
@@ -237,7 +238,7 @@ class StoreReader(RipgrepSearch):
         per_state: int | None = None,
         sort: str = "time",
         after: int = 0,
-        **filters,
+        **filters: Any,
     ) -> Hits:
         """Matching lines oldest first (sort="newest": newest first, "count": busiest states first), at most limit."""
         found = self.search(pattern, limit=limit, per_state=per_state, sort=sort, after=after, **filters)
@@ -245,27 +246,11 @@ class StoreReader(RipgrepSearch):
             h.pop("spans", None)
         return Hits(found.hits, found.total_lines, found.total_states, found.truncated)
 
-    def count(
-        self,
-        pattern: str,
-        *,
-        by: str = "state",
-        ignore_case=False,
-        fixed=False,
-        word=False,
-        field=None,
-        trajectory=None,
-        site=None,
-        outcome=None,
-        since=None,
-        until=None,
-    ) -> dict:
-        """Matching lines per state {(trajectory, state): n} (by="trajectory": {trajectory: n}), oldest first."""
-        counts = self._state_counts(
-            pattern, ignore_case, fixed, word, field, self._scope_paths(trajectory, site, outcome)
-        )
+    def count(self, pattern: str, *, by: str = "state", **filters: Any) -> dict:
+        """Matching lines per state {(trajectory, state): n} (by="trajectory": {trajectory: n}), oldest first;
+        `filters` as grep's (ignore_case, fixed, word, field, trajectory, site, outcome, since, until)."""
         out: dict = {}
-        for _path, dirname, index, _time, _url, n in self._ordered(counts, "time", since, until):
+        for _path, dirname, index, _time, _url, n in self._matching_states(pattern, LineFilter(**filters)):
             tid = self._by_dir[dirname].id if dirname in self._by_dir else dirname
             key = tid if by == "trajectory" else (tid, index)
             out[key] = out.get(key, 0) + n
@@ -279,7 +264,7 @@ class StoreReader(RipgrepSearch):
         changes: bool = False,
         limit: int | None = 2000,
         per_state: int | None = 1,
-        **filters,
+        **filters: Any,
     ) -> Hits:
         """Matching lines oldest first, each with .value: the pattern's first group, `value`'s, or the field value."""
         hits = self.grep(pattern, limit=limit, per_state=per_state, after=6, **filters)
@@ -289,7 +274,7 @@ class StoreReader(RipgrepSearch):
             h["value"] = _hit_value(h, value_rx, pattern_rx)
         return _only_changes(hits) if changes else hits
 
-    def latest(self, pattern: str, **filters) -> Record | None:
+    def latest(self, pattern: str, **filters: Any) -> Record | None:
         """The most recent matching line (with .value, as in timeline), or None."""
         found = self.grep(pattern, limit=1, sort="newest", after=6, **filters)
         if not found:
@@ -298,7 +283,7 @@ class StoreReader(RipgrepSearch):
         hit["value"] = _hit_value(hit, None, _python_regex(pattern, filters))
         return hit
 
-    def find_value(self, label: str, *, changes: bool = False, **filters) -> Hits:
+    def find_value(self, label: str, *, changes: bool = False, **filters: Any) -> Hits:
         """Values shown next to a label across the store, oldest first (hits with .value; None when not found)."""
         filters.setdefault("field", "text")
         filters.setdefault("ignore_case", True)

@@ -1,15 +1,14 @@
 """What the store readers return: records whose keys are also attributes, lists of hits that know how many
-matched in all, and the one error a reader raises."""
+matched in all, and the error a reader raises (defined with the core's other errors in errors.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
 
-class RbkError(Exception):
-    """A request the store cannot answer; the message says what to change."""
+from .errors import RbkError, UnreadableState
 
-
-class UnreadableState(RbkError):
-    """A state whose file is not a regular file (a FIFO, a link, ...): not read, as the host does not read it."""
+__all__ = ["Hits", "RbkError", "Record", "UnreadableState"]
 
 
 class Record(dict):
@@ -17,7 +16,7 @@ class Record(dict):
 
     __slots__ = ()
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         try:
             return self[name]
         except KeyError:
@@ -37,7 +36,7 @@ class Record(dict):
 class Hits(list):
     """A list of hits that also says how many lines matched in all (`total`) and whether some were left out."""
 
-    def __init__(self, items=(), total: int = 0, states: int = 0, truncated: bool = False):
+    def __init__(self, items: Iterable = (), total: int = 0, states: int = 0, truncated: bool = False):
         super().__init__(items)
         self.total = total
         self.states = states

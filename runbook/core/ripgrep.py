@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Iterable
 
 from .records import RbkError
 from .statefile import FIELDS  # noqa: F401  (the fields a pattern can be anchored to)
@@ -43,7 +44,7 @@ def _pattern_body(pattern: str, fixed: bool, word: bool) -> str:
     return rf"\b(?:{body})\b" if word else body
 
 
-def _anchored(body: str, fields) -> str:
+def _anchored(body: str, fields: Iterable[str]) -> str:
     """A regex matching `body` only on the header lines of `fields`."""
     names = "|".join(fields)  # case-sensitive even under -i, so that page lines like 'Error: ...' stay out
     if body.startswith("^"):
@@ -84,7 +85,7 @@ def _parse_rg_json(output: str) -> dict:
     return by_path
 
 
-def _python_regex(pattern: str, filters: dict):
+def _python_regex(pattern: str, filters: dict) -> re.Pattern | None:
     """The pattern as a Python regex when it compiles as one (ripgrep's syntax is close), else None."""
     flags = re.I if filters.get("ignore_case") else 0
     body = re.escape(pattern) if filters.get("fixed") else pattern

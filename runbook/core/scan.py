@@ -1,9 +1,7 @@
-"""The offline planner's first program in the sandbox: `scan` ranks states for a question (rbdetail's `detail` then
-reads the chosen ones).
-
-This module runs INSIDE the sandbox through the `python` tool (stdlib, numpy, `rbk`/rbcore, and Pillow when the
-image has it; nothing from `runbook`); the planner sends `import rbscan; rbscan.scan({...})`, which prints JSON
-lines, most important first and within a character budget, so the output parses line by line:
+"""The offline planner's first step in the sandbox: `scan` ranks states for a question (`detail` in core/detail.py
+then reads the chosen ones). Both run inside the sandbox in one call of the program `rbplan` (core/plan.py), with
+the core library alone (and Pillow when the image has it); scan_output's Printer holds JSON lines, most important
+first and within a character budget, so the output parses line by line:
 
     {"type": "terms", "df": {pattern: [states, trajectories]}, "missing": [...], "sites": [...], "scope": [...]}
     {"type": "image", "t": id, "i": index, "d": hash bits apart, "px": grey difference}   (with an image)
@@ -13,21 +11,22 @@ lines, most important first and within a character budget, so the output parses 
     {"type": "traj", "t": id, "s": score, "gs": goal score, "head": 0-2, "ok": ..., "n": states,
      "ne": states with errors, "goal": ...}
 
-Scoring: BM25 (rbcore.bm25's formula) over single states (one ripgrep pass with every pattern, its `-o` output
-tallied per state), plus the trajectory's goal, the state's url and title, a bonus for exact phrases and for states
-showing all the names
-the question gives, and a boost for the site the question names. A question's own words are weighed by rarity.
-With `scope_sites` only those sites' trajectories are scanned (reading every state file is most of a scan's time);
-a pattern found nowhere there is looked for in the rest before it is called missing.
+Scoring (core/scoring.py): BM25 (core/weights.py's formula) over single states (one ripgrep pass with every
+pattern, its `-o` output tallied per state), plus the trajectory's goal, the state's url and title, a bonus for
+exact phrases and for states showing all the names the question gives, and a boost for the site the question
+names. A question's own words are weighed by rarity. With `scope_sites` only those sites' trajectories are scanned
+(reading every state file is most of a scan's time); a pattern found nowhere there is looked for in the rest before
+it is called missing.
 """
 
 import json
 import re
 import subprocess
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .catalog import load_catalog
+from .catalog import Catalog, load_catalog
 from .images import nearest_screenshots
 from .layout import STATE_GLOB, TRAJECTORIES_DIR, trajectory_relpath
 from .patterns import label, pattern_regex, python_regex
@@ -35,6 +34,8 @@ from .reader import default_store_dir
 from .ripgrep import ripgrep_binary
 from .scoring import (
     FILLERS,
+    Scores,
+    StateKey,
     anchor_patterns,
     complements,
     newest_strong,
@@ -48,7 +49,9 @@ from .scoring import (
 
 
 # -- the ripgrep pass ------------------------------------------------------------------------------------------
-def run_rg(root, regexes, dirs=None):
+def run_rg(
+    root: str, regexes: list[str], dirs: Iterable[str] | None = None
+) -> defaultdict[tuple[str, int], Counter[str]]:
     """{(dir, index): Counter(matched text, lower-cased)} for every state file matching any regex, tried in order:
     at one position the first pattern that matches wins, so longer phrases must come first. `dirs`: only these
     trajectories' folders (None: all)."""
@@ -82,7 +85,7 @@ def run_rg(root, regexes, dirs=None):
     return found
 
 
-def assign(found, compiled):
+def assign(found: dict[StateKey, Counter[str]], compiled: list[re.Pattern]) -> dict[StateKey, Counter[int]]:
     """{(dir, index): Counter(pattern index: tf)}: each matched text credited to every pattern found in it (a
     phrase's words count too)."""
     owners_of: dict[str, list[int]] = {}
@@ -101,7 +104,7 @@ def assign(found, compiled):
 
 
 # -- scoring ---------------------------------------------------------------------------------------------------
-def in_scope(rows, sites):
+def in_scope(rows: dict[str, dict], sites: Iterable[str] | None) -> set[str] | None:
     """The trajectory folders of `sites` (None when no scope is asked for, or it names no stored site)."""
     if not sites:
         return None
@@ -164,13 +167,15 @@ class ScanParams:
 class Printer:
     """JSON lines up to a character budget, so the output the planner reads is never cut mid-line."""
 
-    def __init__(self, max_chars):
+    lines: list[str]
+
+    def __init__(self, max_chars: int) -> None:
         self.max_chars, self.used, self.lines = max_chars, 0, []
         self.matched: dict = {}
         """(folder, state index) -> Counter(pattern index: matches) of every state the scan matched (not printed:
         what the plan program's findings read beyond the printed best)."""
 
-    def add(self, rec):
+    def add(self, rec: dict) -> bool:
         line = json.dumps(rec, ensure_ascii=False)
         if self.used + len(line) + 1 > self.max_chars:
             return False
@@ -178,16 +183,16 @@ class Printer:
         self.used += len(line) + 1
         return True
 
-    def flush(self):
+    def flush(self) -> None:
         print("\n".join(self.lines))
 
 
-def scan(params):
+def scan(params: dict) -> None:
     """Rank every state for the question's patterns and print the best, as JSON lines."""
     scan_output(ScanParams.from_dict(params)).flush()
 
 
-def scan_output(params: ScanParams, catalog=None):
+def scan_output(params: ScanParams, catalog: Catalog | None = None) -> Printer:
     """The Printer holding scan's lines; `catalog`: load_catalog's result when the caller has it already."""
     root = default_store_dir()
     items = params.patterns
@@ -210,7 +215,7 @@ def scan_output(params: ScanParams, catalog=None):
         unseen = [k for k in range(len(items)) if not df[k]]
         elsewhere = run_rg(root, [regexes[k] for k in unseen], set(rows) - scope) if unseen else {}
         outside = {k for k in unseen if any(compiled[k].search(text) for found in elsewhere.values() for text in found)}
-    per_trajectory = defaultdict(set)
+    per_trajectory: defaultdict[str, set[int]] = defaultdict(set)
     for (d, _), tf in tfs.items():
         per_trajectory[d].update(tf)
     tdf = Counter(k for ks in per_trajectory.values() for k in ks)
@@ -284,7 +289,9 @@ def scan_output(params: ScanParams, catalog=None):
     return out
 
 
-def state_record(key, score, meta, rows, items, full):
+def state_record(
+    key: StateKey, score: tuple, meta: dict[StateKey, tuple], rows: dict[str, dict], items: list[dict], full: bool
+) -> dict:
     """One state, compact (the planner reads about 2,000 tokens): the first few also say what matched and where."""
     s, cov, matched, page_cov = score
     m, r = meta[key], rows[key[0]]
@@ -303,7 +310,15 @@ def state_record(key, score, meta, rows, items, full):
     return rec
 
 
-def run_records(ranked, scores, rows, meta, compiled, items, limit):
+def run_records(
+    ranked: list[StateKey],
+    scores: Scores,
+    rows: dict[str, dict],
+    meta: dict[StateKey, tuple],
+    compiled: list[re.Pattern],
+    items: list[dict],
+    limit: int,
+) -> list[dict]:
     """The best runs two ways: by their three best states, and by how well their goal matches the question.
 
     Goal terms are weighed by rarity among goals; `head` counts how many of the goal's first two words (its action

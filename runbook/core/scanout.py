@@ -1,4 +1,4 @@
-"""Reading what the offline planner's sandbox programs print (rbscan, rbdetail): JSON lines into Scan, ScoredState, Run
+"""Reading what the offline planner's sandbox programs print (scan, detail): JSON lines into Scan, ScoredState, Run
 and Step records. Nothing here reads the store. Both sides read with it: rbplan, to choose the states it details in
 the same call, and the planner on the host, from the call's output."""
 
@@ -115,7 +115,7 @@ def json_lines(output: str) -> list[dict[str, Any]]:
     return out
 
 
-def _fields(cls, rec: dict[str, Any]) -> dict[str, Any]:
+def _fields(cls: Any, rec: dict[str, Any]) -> dict[str, Any]:
     names = cls.__dataclass_fields__
     return {k: v for k, v in rec.items() if k in names}
 

@@ -3,7 +3,11 @@ trajectory's goal, the state's url and title, exact phrases, the names the quest
 names and the site the question names; and the picks made from those scores (complements, newest strong matches,
 trouble for gotchas)."""
 
+from __future__ import annotations
+
 import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from .question import normalize_term
 from .weights import idf as bm25_idf
@@ -26,11 +30,16 @@ PAGE_BOOST = 1.0
 scores this much more: it is the page the question is about, where every page of the site has the menu's words."""
 SITE_BOOST = 0.6
 """States of the site the question names score this much more (x1.6)."""
+StateKey = tuple[str, int]
+"""(trajectory folder, state index): a state as the scan keys it."""
+Scores = dict[StateKey, tuple[float, float, list[int], float]]
+"""score_states' result: (score, coverage with the goal, matched pattern indices, the question's own words' share)."""
+
 FILLERS = frozenset("a an the my our your all this that these those some any new to of for in on with".split())
 """Words skipped when reading a goal's first words."""
 
 
-def site_matches(rows, compiled, site_terms):
+def site_matches(rows: dict[str, dict], compiled: list[re.Pattern], site_terms: Iterable[int]) -> dict[str, float]:
     """Sites whose name the question uses ('GitLab', 'admin', 'theme editor'): {site: share of its name's words
     the question has}; only the best share counts, so 'accounts' does not pull in 'linear-account-settings'
     when 'admin' names 'shopping_admin' better."""
@@ -45,7 +54,7 @@ def site_matches(rows, compiled, site_terms):
     return {s: share for s, share in shares.items() if share == top}
 
 
-def weights_of(items, df, n_states):
+def weights_of(items: list[dict], df: Mapping[int, int], n_states: int) -> list[float]:
     """Each pattern's weight: its BM25 idf among all states, times its own weight (phrases count more)."""
     return [
         float(bm25_idf(n_states, df[k]))
@@ -55,12 +64,12 @@ def weights_of(items, df, n_states):
     ]
 
 
-def title_words(title):
+def title_words(title: str) -> set[str]:
     """The words of a page title in the question analysis's normal form (lower-case, plurals trimmed)."""
     return {normalize_term(w) for w in re.findall(r"[a-z0-9]+", title.lower())}
 
 
-def page_words(pages):
+def page_words(pages: Iterable[Sequence[str]]) -> list[list[set[str]]]:
     """Each menu path of `pages` as the word sets of its steps (fillers aside: 'All Customers' is 'customer')."""
     return [
         [title_words(" ".join(w for w in step.split() if w.lower() not in FILLERS)) for step in path]
@@ -69,13 +78,24 @@ def page_words(pages):
     ]
 
 
-def names_page(title, paths):
+def names_page(title: str, paths: Sequence[Sequence[set[str]]]) -> bool:
     """Whether the title has every word of every step of one of the menu paths (`page_words`)."""
     words = title_words(title)
     return any(all(step <= words for step in path) for path in paths)
 
 
-def score_states(tfs, meta, rows, compiled, idf, sites, items, answers=False, anchors=(), pages=()):
+def score_states(
+    tfs: Mapping[StateKey, Mapping[int, int]],
+    meta: dict[StateKey, tuple],
+    rows: dict[str, dict],
+    compiled: list[re.Pattern],
+    idf: list[float],
+    sites: Iterable[str],
+    items: list[dict],
+    answers: bool = False,
+    anchors: Sequence[int] = (),
+    pages: Sequence[Sequence[set[str]]] = (),
+) -> Scores:
     """{(dir, index): (score, coverage with the goal, matched pattern indices, share of the question's own words
     on the page alone)}. `pages`: the question's menu paths as `page_words`.
 
@@ -121,7 +141,9 @@ def score_states(tfs, meta, rows, compiled, idf, sites, items, answers=False, an
     return scores
 
 
-def prefer_trouble(scores, meta, rows, troubles):
+def prefer_trouble(
+    scores: Scores, meta: dict[StateKey, tuple], rows: dict[str, dict], troubles: dict[StateKey, int]
+) -> None:
     """Gotcha questions: states whose action failed, in failed runs, with words of trouble, score higher."""
     for key, (s, cov, matched, page_cov) in list(scores.items()):
         boost = 1 + 0.5 * bool(meta[key][4].strip()) + 0.4 * (rows[key[0]]["success"] == 0)
@@ -129,7 +151,9 @@ def prefer_trouble(scores, meta, rows, troubles):
         scores[key] = (s * boost, cov, matched, page_cov)
 
 
-def complements(ranked, scores, idf, limit, top=3, pool=300):
+def complements(
+    ranked: list[StateKey], scores: Scores, idf: list[float], limit: int, top: int = 3, pool: int = 300
+) -> list[StateKey]:
     """States that best cover what the best states leave out (a question may ask about two things at once)."""
     covered = set().union(*(scores[key][2] for key in ranked[:top])) if ranked else set()
     out = []
@@ -145,7 +169,9 @@ def complements(ranked, scores, idf, limit, top=3, pool=300):
     return out
 
 
-def anchor_patterns(items, compiled, df, rows):
+def anchor_patterns(
+    items: list[dict], compiled: list[re.Pattern], df: Mapping[int, int], rows: dict[str, dict]
+) -> list[int]:
     """The question's own names that occur in the store (quoted labels, Capitalised names, ids), site names aside:
     a state showing all of them shows the thing asked about."""
     site_names = {re.sub(r"[-_]+", " ", r["site"]) for r in rows.values()}
@@ -159,7 +185,13 @@ def anchor_patterns(items, compiled, df, rows):
     ]
 
 
-def newest_with(anchors, tfs, rows, meta, sites):
+def newest_with(
+    anchors: Sequence[int],
+    tfs: Mapping[StateKey, Mapping[int, int]],
+    rows: dict[str, dict],
+    meta: dict[StateKey, tuple],
+    sites: Iterable[str],
+) -> list[StateKey]:
     """States that show every anchor (on the site the question names, if any), newest first."""
     keys = [
         key for key, tf in tfs.items() if all(k in tf for k in anchors) and (not sites or rows[key[0]]["site"] in sites)
@@ -167,7 +199,7 @@ def newest_with(anchors, tfs, rows, meta, sites):
     return sorted(keys, key=lambda key: (meta[key][0], key), reverse=True)
 
 
-def newest_strong(ranked, scores, meta, params):
+def newest_strong(ranked: list[StateKey], scores: Scores, meta: dict[StateKey, tuple], params: Any) -> list[StateKey]:
     """States whose page covers nearly as much of the question as the best pages do, newest first."""
     pool = ranked[: params.latest_pool]
     best_page = max(scores[key][3] for key in pool)

@@ -109,7 +109,7 @@ def _only_changes(hits: Hits) -> Hits:
     return Hits(kept, hits.total, hits.states, hits.truncated)
 
 
-def _hit_value(hit: Record, value_rx, pattern_rx):
+def _hit_value(hit: Record, value_rx: re.Pattern | None, pattern_rx: re.Pattern | None) -> str | None:
     line = hit.line
     if value_rx is not None:
         m = value_rx.search(line)

@@ -1,7 +1,7 @@
 """The Memory protocol and its implementations, picked by short name.
 
     Memory.insert(trajectory)                                  add one trajectory to the store (and derived pools)
-    Memory.query(question, *, budget, image=None) -> Context   evidence for a question, within `budget` tokens
+    Memory.query(question, *, budget="8k", image=None)         evidence for a question (a Context), within `budget`
     Memory.concurrent_queries (optional, default False)        True when queries may run at once (bench --jobs)
 
 Implementations: `c` (coding agent in a sandbox, runbook.memory.coding_agent), `r` (knowledge pools,
@@ -13,9 +13,16 @@ to the budget) and `none` (an empty context).
 from __future__ import annotations
 
 import importlib
+import os
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ..budget import DEFAULT_BUDGET
+from ..context import Context
 from ..errors import ConfigError
-from ..protocols import Memory
+from ..trajectory.model import Trajectory
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 METHODS = {
     "c": "runbook.memory.coding_agent:CodingAgentMemory",
@@ -25,6 +32,22 @@ METHODS = {
     "full": "runbook.memory.baselines:FullTrajectoriesMemory",
     "none": "runbook.memory.baselines:NoMemory",
 }
+
+
+@runtime_checkable
+class Memory(Protocol):
+    """A long-term memory over one store.
+
+    `concurrent_queries` (optional, default False): True when queries may run at once (bench --jobs)."""
+
+    name: str
+
+    def insert(self, trajectory: Trajectory) -> str:
+        """Insert one trajectory; returns the outcome status ('inserted', 'unchanged', ...)."""
+
+    def query(self, question: str, *, budget: int | str = DEFAULT_BUDGET, image: str | None = None) -> Context:
+        """Gather evidence for `question` and return it packed into `budget` tokens (8000, '8k'; at most
+        budget.MAX_BUDGET; the default is budget.DEFAULT_BUDGET)."""
 
 
 DEFAULT_METHOD = "auto"
@@ -44,6 +67,6 @@ def memory_class(method: str) -> type:
     return getattr(importlib.import_module(module), attr)
 
 
-def get_memory(method: str, store, **options) -> Memory:
+def get_memory(method: str, store: Store | str | os.PathLike, **options: Any) -> Memory:
     """The Memory implementation named `method` over `store`."""
     return memory_class(method)(store, **options)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from ..budget import DEFAULT_BUDGET, parse_budget, truncate_to_tokens
 from ..context import Context, EvidenceItem, pack
@@ -13,6 +14,9 @@ from ..core.layout import state_relpath
 from ..errors import UnsafeStoreFile
 from ..query_input import check_query
 from ..store import Store
+
+if TYPE_CHECKING:
+    from ..core.bm25 import BM25Index
 from ..trajectory.model import Trajectory
 
 log = logging.getLogger(__name__)
@@ -97,8 +101,8 @@ class BM25StateMemory:
         self.top = top
         self.states_per_budget = states_per_budget
         """Each state is cut to budget/states_per_budget tokens (head kept), so several states fit; 1 = whole."""
-        self._index = None
-        self._stamp = None
+        self._index: BM25Index | None = None
+        self._stamp: int | None = None
 
     def _load(self):
         from ..core.bm25 import load_index

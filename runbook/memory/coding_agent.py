@@ -27,15 +27,14 @@ from ..agent.prompts import system_prompt, user_prompt
 from ..agent.specs import MAX_SPAN_STATES, TOOL_SPECS
 from ..agent.tools import ToolBox, ToolError
 from ..agent.transcript import TranscriptWriter, transcript_path
-from ..agent.types import Span, Task
+from ..agent.types import Policy, Span, Task
 from ..budget import DEFAULT_BUDGET, count_tokens, parse_budget
-from ..config import Limits, Settings, load_settings
+from ..config import Settings, load_settings
 from ..context import Context, EvidenceItem, pack
 from ..core.hits import Hit
 from ..core.question import QuestionAnalysis, analyze
 from ..models.messages import Message
 from ..policies import get_policy
-from ..protocols import Policy
 from ..query_input import check_query
 from ..store import Store
 from ..store.catalog import TrajectoryRow
@@ -94,13 +93,7 @@ class CodingAgentMemory:
         self.settings = (settings or load_settings()).with_overrides(**overrides)
         self.sandbox_options = dict(sandbox_options or {})
         self._row_cache: dict[str, TrajectoryRow] | None = None
-        self.limits = Limits(
-            max_steps=int(self.settings.max_steps),
-            max_seconds=float(self.settings.max_seconds),
-            max_tokens=int(self.settings.max_tokens),
-            max_cost=self.settings.max_cost,
-            output_tokens=int(self.settings.output_tokens),
-        )
+        self.limits = self.settings.limits()
         if retriever is None:
             from ..pools import Retriever
 
@@ -114,7 +107,7 @@ class CodingAgentMemory:
     def _new_sandbox(self):
         from ..sandbox import get_sandbox
 
-        return get_sandbox(self.settings.get("sandbox", "auto"), self.store.root, **self.sandbox_options)
+        return get_sandbox(self.settings.sandbox, self.store.root, **self.sandbox_options)
 
     def close(self) -> None:
         """Stop a spare sandbox kept warm (the exit hook would too)."""
@@ -129,7 +122,7 @@ class CodingAgentMemory:
     def make_policy(self) -> Policy:
         if self._policy_object is not None:
             return self._policy_object
-        name = self.settings.get("policy", "offline")
+        name = self.settings.policy
         model = self.settings.model if name != "offline" else None
         return get_policy(name, self.settings, model=model)
 
@@ -151,7 +144,7 @@ class CodingAgentMemory:
         model = getattr(policy, "model", None)
         path = transcript_path(question, self.settings.transcripts)
         self._row_cache = None  # the store may have grown since the last query
-        keep = int(self.settings.transcripts_keep)
+        keep = self.settings.transcripts_keep
         with TranscriptWriter(path, keep=keep) as transcript, ThreadPoolExecutor(max_workers=1) as pool:
             # recall runs while the sandbox starts; the sandbox starts on this thread, which its jail may outlive
             # only as long as the thread lives (bwrap's --die-with-parent)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
-from ..protocols import Sandbox
+from ..sandbox.base import Sandbox
 
 log = logging.getLogger(__name__)
 

@@ -3,11 +3,11 @@ and an Anthropic reader or judge talk through it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Unpack
 
-from ..config import DEFAULT_REPLY_TOKENS
+from ..config import Settings
 from ..errors import ConfigError
-from .client import ModelClient, WaitPolicy, image_base64
+from .client import ClientOptions, ModelClient, image_base64
 from .messages import Message, ToolCall, ToolSpec
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
@@ -29,18 +29,12 @@ class AnthropicModel(ModelClient):
         model: str | None = None,
         *,
         api_key: str | None = None,
-        base_url: str | None = None,
-        max_output_tokens: int = DEFAULT_REPLY_TOKENS,
-        timeout: float = 120.0,
-        attempts: int = 5,
-        wait: WaitPolicy | None = None,
         client: Any = None,
+        **options: Unpack[ClientOptions],
     ):
         import anthropic
 
-        super().__init__(
-            base_url=base_url, max_output_tokens=max_output_tokens, timeout=timeout, attempts=attempts, wait=wait
-        )
+        super().__init__(**options)
         self.model = model or DEFAULT_MODEL
         if client is None and not api_key:
             raise ConfigError(
@@ -48,10 +42,12 @@ class AnthropicModel(ModelClient):
                 f"config file), or choose --policy offline"
             )
         # retries are tenacity's job here (one place, honouring retry-after), so the SDK's own are off
-        self.client = client or anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+        self.client = client or anthropic.Anthropic(
+            api_key=api_key, base_url=self.base_url, timeout=self.timeout, max_retries=0
+        )
 
     @classmethod
-    def from_settings(cls, settings, *, model: str | None = None, **options: Any) -> AnthropicModel:
+    def from_settings(cls, settings: Settings, *, model: str | None = None, **options: Any) -> AnthropicModel:
         return cls(
             model or settings.model,
             api_key=settings.anthropic_api_key,

@@ -10,10 +10,11 @@ import random
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 import tenacity
 
+from ..config import DEFAULT_REPLY_TOKENS, Settings
 from ..errors import ConfigError
 
 T = TypeVar("T")
@@ -61,6 +62,19 @@ class WaitPolicy:
         return min(self.cap, self.base * 2 ** (state.attempt_number - 1)) * (0.5 + random.random() / 2)
 
 
+class ClientOptions(TypedDict, total=False):
+    """What every model client's constructor takes besides its model, key and SDK client (ModelClient's defaults)."""
+
+    base_url: str | None
+    """The API's URL: a proxy, a fake, or (OpenAI) any compatible server."""
+    max_output_tokens: int
+    timeout: float
+    """Seconds one request may take (less when the query's deadline is nearer)."""
+    attempts: int
+    """Tries of one request, retries on transient failures included."""
+    wait: WaitPolicy | None
+
+
 class ModelClient:
     """What the model clients share: request limits, the query's deadline, and one guarded way to call the API."""
 
@@ -70,7 +84,13 @@ class ModelClient:
     """The model's name, set by each client's constructor."""
 
     def __init__(
-        self, *, base_url: str | None, max_output_tokens: int, timeout: float, attempts: int, wait: WaitPolicy | None
+        self,
+        *,
+        base_url: str | None = None,
+        max_output_tokens: int = DEFAULT_REPLY_TOKENS,
+        timeout: float = 120.0,
+        attempts: int = 5,
+        wait: WaitPolicy | None = None,
     ):
         self.base_url = base_url
         self.max_output_tokens = max_output_tokens
@@ -81,12 +101,12 @@ class ModelClient:
         """time.monotonic() by which the query must end; the agent loop sets it before each turn."""
 
     @classmethod
-    def options_from(cls, settings, options: dict[str, Any]) -> dict[str, Any]:
+    def options_from(cls, settings: Settings, options: dict[str, Any]) -> dict[str, Any]:
         """`options` completed from the settings named in SETTING_OPTIONS (explicit options win)."""
         taken = {
-            option: settings.get(name)
+            option: getattr(settings, name)
             for option, name in cls.SETTING_OPTIONS.items()
-            if option not in options and settings.get(name) is not None
+            if option not in options and getattr(settings, name) is not None
         }
         return {**taken, **options}
 

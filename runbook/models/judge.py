@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import RunbookError
+from ..errors import JudgeError
 from .messages import Message
 from .reader import unescape_html
 
@@ -67,10 +67,6 @@ JUDGES = {
         GOTCHAS_RUBRIC,
     ),
 }
-
-
-class JudgeError(RunbookError):
-    """The judge's reply has no label that can be read."""
 
 
 @dataclass

@@ -9,11 +9,11 @@ import ast
 import json
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Unpack
 
-from ..config import DEFAULT_REPLY_TOKENS
+from ..config import Settings
 from ..errors import ConfigError
-from .client import ModelClient, WaitPolicy, call_with_retries, image_base64
+from .client import ClientOptions, ModelClient, call_with_retries, image_base64
 from .messages import Message, ToolCall, ToolSpec
 
 DEFAULT_MODEL = "gpt-4.1-mini"
@@ -43,32 +43,26 @@ class OpenAIModel(ModelClient):
         model: str | None = None,
         *,
         api_key: str | None = None,
-        base_url: str | None = None,
-        max_output_tokens: int = DEFAULT_REPLY_TOKENS,
-        timeout: float = 120.0,
-        attempts: int = 5,
-        wait: WaitPolicy | None = None,
         client: Any = None,
         tool_results: str = "tool",
+        **options: Unpack[ClientOptions],
     ):
         import openai
 
         if tool_results not in TOOL_RESULT_ROLES:
             raise ConfigError(f"tool_results must be one of {', '.join(TOOL_RESULT_ROLES)}, got {tool_results!r}")
-        super().__init__(
-            base_url=base_url, max_output_tokens=max_output_tokens, timeout=timeout, attempts=attempts, wait=wait
-        )
+        super().__init__(**options)
         self.tool_results = tool_results
-        if client is None and not api_key and not base_url:
+        if client is None and not api_key and not self.base_url:
             raise ConfigError(
                 f"the openai policy needs {KEY_ENV}, or OPENAI_BASE_URL for a compatible server "
                 f"(llama.cpp, vLLM, Ollama); or choose --policy offline"
             )
         # retries are tenacity's job here (one place, honouring retry-after), so the SDK's own are off
         self.client = client or openai.OpenAI(
-            api_key=api_key or LOCAL_KEY, base_url=base_url, timeout=timeout, max_retries=0
+            api_key=api_key or LOCAL_KEY, base_url=self.base_url, timeout=self.timeout, max_retries=0
         )
-        self.model = model or (self.served_model() if base_url else DEFAULT_MODEL)
+        self.model = model or (self.served_model() if self.base_url else DEFAULT_MODEL)
 
     def served_model(self) -> str:
         """The first model a compatible server lists: llama.cpp serves one; vLLM and Ollama want its name."""
@@ -83,7 +77,7 @@ class OpenAIModel(ModelClient):
         return models[0].id
 
     @classmethod
-    def from_settings(cls, settings, *, model: str | None = None, **options: Any) -> OpenAIModel:
+    def from_settings(cls, settings: Settings, *, model: str | None = None, **options: Any) -> OpenAIModel:
         return cls(
             model or settings.model,
             api_key=settings.openai_api_key,

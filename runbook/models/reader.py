@@ -12,6 +12,7 @@ import html
 from dataclasses import dataclass
 from typing import Any
 
+from ..config import DEFAULT_READER_DOMAIN, Settings
 from ..context import Context
 from ..errors import ConfigError
 from ..reader_tokens import ReaderCounter
@@ -70,7 +71,12 @@ class Reader:
     """Answers questions from a Context with a chat model (a model client: `next(messages, tools)`)."""
 
     def __init__(
-        self, model_client: Any, *, domain: str = "generic", images: bool = True, counter: ReaderCounter | None = None
+        self,
+        model_client: Any,
+        *,
+        domain: str = DEFAULT_READER_DOMAIN,
+        images: bool = True,
+        counter: ReaderCounter | None = None,
     ):
         if domain not in READER_PROMPTS:
             raise ConfigError(f"unknown reader domain {domain!r}; choose one of {', '.join(READER_PROMPTS)}")
@@ -82,7 +88,7 @@ class Reader:
         """How the harness counts the items it cuts: the reader's tokenizer when given, else cl100k."""
 
     @classmethod
-    def from_settings(cls, settings) -> Reader:
+    def from_settings(cls, settings: Settings) -> Reader:
         """The configured reader; ConfigError with set-up instructions when there is none."""
         from ..config import config_path
 
@@ -92,7 +98,7 @@ class Reader:
         client = chat_model(
             provider, model, settings, base_url=settings.reader_base_url if provider == "openai" else None
         )
-        return cls(client, domain=settings.get("reader_domain", "generic"))
+        return cls(client, domain=settings.reader_domain)
 
     def answer(
         self,
@@ -129,7 +135,7 @@ class Reader:
 def chat_model(
     provider: str,
     model: str | None,
-    settings,
+    settings: Settings,
     *,
     base_url: str | None = None,
     max_output_tokens: int | None = None,

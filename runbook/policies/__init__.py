@@ -5,7 +5,8 @@
     openai      OpenAIPolicy: any OpenAI-compatible endpoint (llama.cpp, vLLM, Ollama through base_url)
     scripted    ScriptedPolicy: replays prepared replies, for tests
 
-`model.ModelPolicy` is the base of the two model policies: request limits, retries, the guarded API call.
+The two model policies are their clients (runbook.models.anthropic.AnthropicModel, runbook.models.openai.OpenAIModel),
+whose base, runbook.models.client.ModelClient, holds the request limits, the retries and the guarded API call.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ..agent.types import Policy
+from ..config import Settings
 from ..errors import ConfigError
-from ..protocols import Policy
 
 POLICIES = {
     "offline": "runbook.policies.offline:OfflinePlanner",
@@ -24,8 +26,8 @@ POLICIES = {
 }
 
 
-def get_policy(name: str, settings: Any = None, *, model: str | None = None, **options: Any) -> Policy:
-    """The policy called `name`, configured from `settings` (runbook.config.Settings) and `options`."""
+def get_policy(name: str, settings: Settings | None = None, *, model: str | None = None, **options: Any) -> Policy:
+    """The policy called `name`, configured from `settings` and `options`."""
     if name not in POLICIES:
         raise ConfigError(f"unknown policy {name!r}: choose one of {', '.join(POLICIES)}")
     module, _, attr = POLICIES[name].partition(":")

@@ -1,4 +1,4 @@
-"""Method R's query path on the host: the shared ranking (rbcore.recall: BM25 over the pools, fusion, excerpts,
+"""Method R's query path on the host: the shared ranking (runbook.core.recall: BM25 over the pools, fusion, excerpts,
 latest/older labels) turned into evidence items cut to the budget, in the order notes, events, slices."""
 
 from __future__ import annotations

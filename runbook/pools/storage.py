@@ -1,4 +1,4 @@
-"""Writing the pools (the format is described, and read, in rbcore.pools, shared with the query sandbox):
+"""Writing the pools (the format is described, and read, in runbook.core.pools, shared with the query sandbox):
 append-only files plus a manifest that says how much of each file is committed. Inserting a trajectory appends;
 nothing is rewritten, so updates stay incremental.
 """

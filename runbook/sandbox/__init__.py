@@ -20,8 +20,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from ..errors import SandboxError
-from ..protocols import Sandbox
-from .base import STORE_MOUNT, ExecResult, SandboxBase, SandboxLimits
+from .base import STORE_MOUNT, ExecResult, Sandbox, SandboxBase, SandboxLimits
 
 BACKENDS = {
     "docker": "runbook.sandbox.docker.DockerSandbox",

@@ -7,6 +7,7 @@ import shlex
 import threading
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from ..errors import SandboxError
 
@@ -74,6 +75,36 @@ class ExecResult:
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """Runs one query's tool calls in isolation: start once, exec many times, stop at the end."""
+
+    name: str
+    store_path: Path
+    limits: SandboxLimits
+
+    def start(self) -> Sandbox: ...
+
+    def exec(self, cmd: list[str] | str, *, timeout: float, stdin: str | None = None) -> ExecResult: ...
+
+    def stop(self) -> None: ...
+
+    def __enter__(self) -> Sandbox: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+def wrapper_claims(limits: SandboxLimits) -> dict[str, tuple[bool, str]]:
+    """The limits runbook's wrapper inside the sandbox (inside.py) keeps wherever it runs as the sandbox's init,
+    docker and bwrap alike, in the form `enforcement()` returns them."""
+    return {
+        "timeout": (True, "the wrapper kills the call at its timeout"),
+        "output": (True, f"{limits.output_bytes:,} bytes per call, cut inside"),
+        "trailer": (True, "a per-call nonce the command cannot read (the wrapper is non-dumpable)"),
+        "scratch": (True, f"tmpfs /scratch and /tmp, {limits.scratch_mb} MB each, kept for the query"),
+    }
 
 
 def as_argv(cmd: list[str] | str) -> list[str]:

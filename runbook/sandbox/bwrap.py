@@ -37,6 +37,7 @@ from .base import (
     ExecResult,
     SandboxBase,
     SandboxLimits,
+    wrapper_claims,
 )
 from .cgroup import PREFIX, Cgroup, reap_leftovers
 from .inside import recv_message
@@ -336,6 +337,7 @@ class BwrapSandbox(SandboxBase):
         filtered, filter_how = seccomp.describe()
         cgroup_why = group.why or ("turned off" if not self.use_cgroup else "")
         return {
+            **wrapper_claims(limits),
             "user": (
                 True,
                 f"uid {SANDBOX_UID} inside, no user namespace"
@@ -346,16 +348,12 @@ class BwrapSandbox(SandboxBase):
             "root_fs": (True, "the host's /usr read-only, the jail's root read-only"),
             "network": (True, "a network namespace of its own: loopback only"),
             "host_files": (True, "only /usr, three /etc files, the store and the tools are bound"),
-            "timeout": (True, "the wrapper kills the call at its timeout"),
             "timeout_tree": (
                 True,
                 "the wrapper kills every process in the jail's PID namespace when a call ends; "
                 f"the host asks the init to at timeout + {GRACE_S:g} s, else ends the jail",
             ),
-            "output": (True, f"{limits.output_bytes:,} bytes per call, cut inside"),
             "output_host": (True, "the host reads the call's pipe capped; the wrapper is non-dumpable"),
-            "trailer": (True, "a per-call nonce the command cannot read (the wrapper is non-dumpable)"),
-            "scratch": (True, f"tmpfs /scratch and /tmp, {limits.scratch_mb} MB each, kept for the query"),
             "dev_shm": (True, "/dev is read-only"),
             "ipc": (True, "--unshare-ipc; the wrapper removes what a call left in it when the call ends"),
             "namespaces": (filtered, filter_how),

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SandboxError
-from .base import SCRATCH_MOUNT, STORE_MOUNT, ExecResult, SandboxBase, SandboxLimits
+from .base import SCRATCH_MOUNT, STORE_MOUNT, ExecResult, SandboxBase, SandboxLimits, wrapper_claims
 from .output import (
     GRACE_S,
     TRAILER_ROOM,
@@ -192,22 +192,19 @@ class DockerSandbox(SandboxBase):
         limits = self.limits
         engine = "the container's cgroup"
         return {
+            **wrapper_claims(limits),
             "user": (True, f"uid {USER.split(':')[0]}, all capabilities dropped, no-new-privileges"),
             "store": (True, "bind-mounted read-only at /store"),
             "root_fs": (True, "read-only root filesystem"),
             "network": (True, "network_mode none: loopback only"),
             "host_files": (True, "only the image, the store and two tmpfs"),
-            "timeout": (True, "the wrapper kills the call at its timeout"),
             "timeout_tree": (
                 True,
                 "the wrapper kills every process of the sandbox user when a call ends; the host "
                 f"does at timeout + {GRACE_S:g} s (docker exec, else SIGUSR1 to the init)",
             ),
-            "output": (True, f"{limits.output_bytes:,} bytes per call, cut inside"),
             "output_host": (True, "the host reads the exec stream capped; the wrapper is non-dumpable"),
-            "trailer": (True, "a per-call nonce the command cannot read (the wrapper is non-dumpable)"),
             "log": (True, "log driver none"),
-            "scratch": (True, f"tmpfs /scratch and /tmp, {limits.scratch_mb} MB each, kept for the query"),
             "dev_shm": (True, "docker's 64 MB /dev/shm, counted in the memory limit"),
             "ipc": (True, "ipc_mode private; the wrapper removes what a call left in it when the call ends"),
             "namespaces": (True, "docker's default seccomp profile, no capabilities"),

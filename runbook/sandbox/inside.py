@@ -151,18 +151,41 @@ def run_call(
     read_fd, write_fd = os.pipe()
     pid = spawn(argv, env, in_fd, write_fd)
     os.close(write_fd)
-    shown = cut = 0
+    output = Output(out_fd, limit)
+    status, timed_out, pipe_open = watch(pid, read_fd, deadline, output)
+    end_processes(scope, pid)
+    if status is None:
+        status = os.waitpid(pid, 0)[1]
+    if scope != "group":
+        wait_until_alone()
+        remove_ipc()
+    if pipe_open:
+        drain(read_fd, output)
+    os.close(read_fd)
+    code = TIMEOUT_EXIT if timed_out else exit_code(status)
+    write_all(out_fd, b"\x1erunbook-%s %d %d %d" % (nonce.encode(), code, output.cut, timed_out))
+
+
+class Output:
+    """A call's output: forwarded to `out_fd` up to `limit` bytes, the rest counted as cut."""
+
+    def __init__(self, out_fd: int, limit: int) -> None:
+        self.out_fd, self.limit = out_fd, limit
+        self.shown = self.cut = 0
+
+    def take(self, data: bytes) -> None:
+        room = self.limit - self.shown
+        if room > 0:
+            write_all(self.out_fd, data[:room])
+            self.shown += min(room, len(data))
+        self.cut += max(0, len(data) - max(room, 0))
+
+
+def watch(pid: int, read_fd: int, deadline: float, output: Output) -> tuple:
+    """Forward the call's output until it exits, the deadline passes or it wrote COUNT_CAP bytes: (its wait
+    status or None, whether it timed out, whether its pipe is still open)."""
     status = None
     timed_out = False
-
-    def take(data: bytes) -> None:
-        nonlocal shown, cut
-        room = limit - shown
-        if room > 0:
-            write_all(out_fd, data[:room])
-            shown += min(room, len(data))
-        cut += max(0, len(data) - max(room, 0))
-
     poller = select.poll()
     poller.register(read_fd, select.POLLIN)
     try:
@@ -171,7 +194,7 @@ def run_call(
     except (AttributeError, OSError):  # Python < 3.9 or Linux < 5.3: look every 50 ms
         exited = None
     pipe_open = True
-    while status is None and cut < COUNT_CAP:
+    while status is None and output.cut < COUNT_CAP:
         left = deadline - time.monotonic()
         if left <= 0:
             timed_out = True
@@ -181,29 +204,25 @@ def run_call(
             if fd == read_fd:
                 data = os.read(read_fd, CHUNK)
                 if data:
-                    take(data)
+                    output.take(data)
                 else:
                     poller.unregister(read_fd)
                     pipe_open = False
         done, code = os.waitpid(pid, os.WNOHANG)
         if done:
             status = code
-    end_processes(scope, pid)
-    if status is None:
-        status = os.waitpid(pid, 0)[1]
-    if scope != "group":
-        wait_until_alone()
-        remove_ipc()
+    return status, timed_out, pipe_open
+
+
+def drain(read_fd: int, output: Output) -> None:
+    """What is left in the pipe once the call's processes are gone, for at most DRAIN_S."""
     drain_until = time.monotonic() + DRAIN_S
-    while pipe_open and cut < COUNT_CAP and time.monotonic() < drain_until:
+    while output.cut < COUNT_CAP and time.monotonic() < drain_until:
         if select.select([read_fd], [], [], max(0.0, drain_until - time.monotonic()))[0]:
             data = os.read(read_fd, CHUNK)
             if not data:
                 break
-            take(data)
-    os.close(read_fd)
-    code = TIMEOUT_EXIT if timed_out else exit_code(status)
-    write_all(out_fd, b"\x1erunbook-%s %d %d %d" % (nonce.encode(), code, cut, timed_out))
+            output.take(data)
 
 
 def stdin_from_env(env: dict) -> int:

@@ -16,8 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
-from ..protocols import Sandbox
-from .base import ExecResult
+from .base import ExecResult, Sandbox, SandboxLimits
 
 ENFORCED, NOT_ENFORCED, FAILED = "enforced", "NOT ENFORCED", "FAILED"
 
@@ -330,13 +329,14 @@ def ipc_private(box: Sandbox) -> tuple[bool, str]:
     return left == 0 and own, seen
 
 
-def probes(limits) -> list[Probe]:
+def probes(limits: SandboxLimits) -> list[Probe]:
     """Every probe, in the order `runbook sandbox check` prints them."""
+    return [*_isolation_probes(limits), *_resource_probes(limits)]
+
+
+def _isolation_probes(limits: SandboxLimits) -> list[Probe]:
+    """Who the calls run as, what they can see and reach, and how a call ends and reports."""
     store = "$RUNBOOK_STORE_DIR"
-    bomb = (
-        "import os,time\nn=0\ntry:\n for i in range(%d):\n  if os.fork()==0:\n   time.sleep(2); os._exit(0)\n"
-        "  n+=1\n print('NOT STOPPED', n)\nexcept OSError as e:\n print('STOPPED after', n, e)\n" % (limits.pids * 2)
-    )
     return [
         Probe(
             "user",
@@ -373,6 +373,16 @@ def probes(limits) -> list[Probe]:
         Probe("trailer", "output cannot forge the exit code", trailer_unforgeable),
         Probe("log", "no container log (log driver none)", no_container_log),
         Probe("scratch", f"scratch writable, {limits.scratch_mb} MB for the query", scratch_capped),
+    ]
+
+
+def _resource_probes(limits: SandboxLimits) -> list[Probe]:
+    """What a call may use up: shared memory and IPC, namespaces, memory, processes; and the tools it finds."""
+    bomb = (
+        "import os,time\nn=0\ntry:\n for i in range(%d):\n  if os.fork()==0:\n   time.sleep(2); os._exit(0)\n"
+        "  n+=1\n print('NOT STOPPED', n)\nexcept OSError as e:\n print('STOPPED after', n, e)\n" % (limits.pids * 2)
+    )
+    return [
         Probe(
             "dev_shm",
             "no unbounded tmpfs at /dev/shm",

@@ -21,15 +21,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from ..errors import RunbookError
-
-
-class RequestRefused(RunbookError):
-    """The server answered with an error: `status`, and the `field` it names."""
-
-    def __init__(self, status: int, message: str, field: str | None = None):
-        self.status, self.field = status, field
-        super().__init__(f"{status}: {message}")
+from ..errors import RequestRefused
 
 
 class Client:

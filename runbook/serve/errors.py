@@ -1,28 +1,17 @@
-"""The servers' own errors (each answered with its HTTP status in serve/http.py), and a request's invalid fields as
-one InputError for both servers."""
+"""The servers' own errors, each answered with its HTTP status in serve/http.py (defined in runbook/errors.py, with
+the rest of the tree), and a request's invalid fields as one InputError for both servers."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import InputError, RunbookError
+from ..errors import BusyError, Gone, InputError, NotFound
 
 SHAPE_TAGS = ("runbook", "agentlab", "browser_use")
 """The tags pydantic puts in a streamed step's error location (the step's shape): not part of the field's name."""
 
-
-class BusyError(RunbookError):
-    """The store's writer, or every sandbox, stayed busy for longer than the caller agreed to wait; or the server
-    holds as many open trajectories as it may."""
-
-
-class NotFound(RunbookError):
-    """No such trajectory, open trajectory or state."""
-
-
-class Gone(NotFound):
-    """An open trajectory that was discarded after the age limit."""
+__all__ = ["BusyError", "Gone", "NotFound", "SHAPE_TAGS", "field_name", "invalid_input"]
 
 
 def invalid_input(errors: Sequence[Any], *, skip: Sequence[str] = ()) -> InputError:

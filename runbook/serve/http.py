@@ -28,8 +28,16 @@ from fastapi.responses import JSONResponse, Response
 from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .. import __version__
-from ..errors import BudgetError, ConflictError, InputError, QueryError, RunbookError, StoreChanging, UnsafeStoreFile
+from ..errors import (
+    BudgetError,
+    ConflictError,
+    InputError,
+    QueryError,
+    RunbookError,
+    StoreChanging,
+    UnsafeStoreFile,
+)
+from ..version import __version__
 from .body_limit import BodyLimit
 from .errors import invalid_input
 from .guard import AccessLog, Admission, Guard

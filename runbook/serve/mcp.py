@@ -27,8 +27,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
 from pydantic import Field, ValidationError
 
-from .. import __version__
 from ..budget import DEFAULT_BUDGET
+from ..version import __version__
 from .errors import invalid_input
 from .guard import AccessLog, Admission, Guard
 from .images import image_file

@@ -56,7 +56,18 @@ def _unchanged(sim: Sim, fam: str) -> list[tuple[tuple, list[Obs]]]:
 
 
 def static_abs(sim: Sim, rng: random.Random, n: int) -> list[dict]:
-    w, keyed, out = sim.world, by_key(sim), []
+    keyed = by_key(sim)
+    # in this order: each draws from the one rng, so the same seed keeps giving the same questions
+    return [
+        *_fake_products(sim, keyed, rng, n),
+        *_fake_settings(sim, keyed, rng, n),
+        *_fake_customers(sim, keyed, rng, n),
+        *_fake_order(sim, keyed, rng),
+    ]
+
+
+def _fake_products(sim: Sim, keyed: dict, rng: random.Random, n: int) -> list[dict]:
+    w, out = sim.world, []
     names = {p.name for p in w.products} | set(sim.used.get(("fake_product",), []))
     seen_products = [k[1] for k in keyed if k[0] == "product.sku"]
     for real in rng.sample(seen_products, min(n, len(seen_products))):
@@ -85,6 +96,11 @@ def static_abs(sim: Sim, rng: random.Random, n: int) -> list[dict]:
                 f"'{fake}' never exists in the world; {p.name} is shown at {keyed[('product.sku', real)][-1].tid}",
             )
         )
+    return out
+
+
+def _fake_settings(sim: Sim, keyed: dict, rng: random.Random, n: int) -> list[dict]:
+    w, out = sim.world, []
     settings = keyed.get(("setting", "Store Name"))
     if settings:
         labels = [s.label for s in w.settings]
@@ -104,6 +120,11 @@ def static_abs(sim: Sim, rng: random.Random, n: int) -> list[dict]:
                     "settings page lists every setting; this one is absent",
                 )
             )
+    return out
+
+
+def _fake_customers(sim: Sim, keyed: dict, rng: random.Random, n: int) -> list[dict]:
+    w, out = sim.world, []
     cust = [k[1] for k in keyed if k[0] == "customer.email"]
     taken = {c.name for c in w.customers}
     for real in rng.sample(cust, min(max(1, n // 2), len(cust))):
@@ -121,6 +142,11 @@ def static_abs(sim: Sim, rng: random.Random, n: int) -> list[dict]:
                 f"{fake} never exists",
             )
         )
+    return out
+
+
+def _fake_order(sim: Sim, keyed: dict, rng: random.Random) -> list[dict]:
+    w, out = sim.world, []
     if ("orders.count",) in keyed:
         newest = max(w.orders, key=lambda o: o.id).number
         fake = f"{int(newest) + rng.randint(20, 400):09d}"
@@ -138,6 +164,37 @@ def static_abs(sim: Sim, rng: random.Random, n: int) -> list[dict]:
 
 
 def dynamic_abs(sim: Sim, rng: random.Random, n: int) -> list[dict]:
+    out = _changes_that_never_were(sim, rng, n)
+    cust = by_key(sim)
+    names = [k[1] for k in cust if k[0] == "customer.email"]
+    for name in rng.sample(names, min(max(1, n // 3), len(names))):
+        out.append(
+            _q(
+                "dynamic-environment-abs",
+                f"How many customers were left after {name}'s account was deleted?",
+                f"False premise: no customer account was ever deleted; {name} is still listed.",
+                [name],
+                [_ref(cust[("customer.email", name)][-1])],
+                "no delete ever happens in the simulation",
+            )
+        )
+    for r in [r for r in sim.records if r.kind == "missing_product"][: max(1, n // 3)]:
+        out.append(
+            _q(
+                "dynamic-environment-abs",
+                f"What price did the agent set for {r.info['fake']}?",
+                f"False premise: {r.info['fake']} does not exist; the search returned no records and nothing "
+                "was changed.",
+                ["We couldn't find any records"],
+                [{"trajectory_id": r.tid, "state_index": i} for i in r.marks["result"]],
+                r.goal,
+            )
+        )
+    return out
+
+
+def _changes_that_never_were(sim: Sim, rng: random.Random, n: int) -> list[dict]:
+    """A price, a setting or an order's status asked about as changed, that every view shows with one value."""
     w, out = sim.world, []
     prices = _unchanged(sim, "product.price")
     for key, obs in rng.sample(prices, min(n, len(prices))):
@@ -181,35 +238,46 @@ def dynamic_abs(sim: Sim, rng: random.Random, n: int) -> list[dict]:
                 "status never Canceled",
             )
         )
-    cust = by_key(sim)
-    names = [k[1] for k in cust if k[0] == "customer.email"]
-    for name in rng.sample(names, min(max(1, n // 3), len(names))):
+    return out
+
+
+def procedure_abs(sim: Sim, rng: random.Random, n: int) -> list[dict]:
+    out = _infeasible_exports(sim, rng, n)
+    for r in [r for r in sim.records if r.kind == "cancel_complete"][: max(1, n // 2)]:
         out.append(
             _q(
-                "dynamic-environment-abs",
-                f"How many customers were left after {name}'s account was deleted?",
-                f"False premise: no customer account was ever deleted; {name} is still listed.",
-                [name],
-                [_ref(cust[("customer.email", name)][-1])],
-                "no delete ever happens in the simulation",
+                "procedure-abs",
+                f"Which button cancels a completed order such as #{r.info['order']}?",
+                "False premise: a Complete order cannot be canceled; its page has no Cancel button, only "
+                "Back and Reorder.",
+                ["Reorder"],
+                [{"trajectory_id": r.tid, "state_index": r.marks["result"][0]}],
+                "no Cancel on Complete",
             )
         )
-    for r in [r for r in sim.records if r.kind == "missing_product"][: max(1, n // 3)]:
+    out += _missing_controls(sim)
+    report = [k for k, p in sim.pages.items() if p.kind == "bestsellers"]
+    if report:
+        tid, idx = report[-1]
         out.append(
             _q(
-                "dynamic-environment-abs",
-                f"What price did the agent set for {r.info['fake']}?",
-                f"False premise: {r.info['fake']} does not exist; the search returned no records and nothing "
-                "was changed.",
-                ["We couldn't find any records"],
-                [{"trajectory_id": r.tid, "state_index": i} for i in r.marks["result"]],
-                r.goal,
+                "procedure-abs",
+                rng.choice(
+                    [
+                        "How do you turn on 'Compare to previous period' in the Bestsellers report?",
+                        "How do you add a product-category filter to the Bestsellers report?",
+                    ]
+                ),
+                "False premise: the Bestsellers report's filter has only Period, From and To, then 'Show Report'.",
+                ["Period", "Show Report"],
+                [{"trajectory_id": tid, "state_index": idx}],
+                "report filter fields",
             )
         )
     return out
 
 
-def procedure_abs(sim: Sim, rng: random.Random, n: int) -> list[dict]:
+def _infeasible_exports(sim: Sim, rng: random.Random, n: int) -> list[dict]:
     out = []
     exports = [r for r in sim.records if r.kind == "export_infeasible"]
     for i, r in enumerate(exports[: max(1, n)]):
@@ -238,19 +306,12 @@ def procedure_abs(sim: Sim, rng: random.Random, n: int) -> list[dict]:
                 image=image,
             )
         )
-    for r in [r for r in sim.records if r.kind == "cancel_complete"][: max(1, n // 2)]:
-        out.append(
-            _q(
-                "procedure-abs",
-                f"Which button cancels a completed order such as #{r.info['order']}?",
-                "False premise: a Complete order cannot be canceled; its page has no Cancel button, only "
-                "Back and Reorder.",
-                ["Reorder"],
-                [{"trajectory_id": r.tid, "state_index": r.marks["result"][0]}],
-                "no Cancel on Complete",
-            )
-        )
-    # Controls that do not exist: the answer names what the page offers instead.
+    return out
+
+
+def _missing_controls(sim: Sim) -> list[dict]:
+    """Controls that do not exist: the answer names what the page offers instead."""
+    out = []
     for kind, question, answer, phrases in [
         (
             "order_view",
@@ -290,24 +351,6 @@ def procedure_abs(sim: Sim, rng: random.Random, n: int) -> list[dict]:
                     f"no such control on any {kind} page",
                 )
             )
-    report = [k for k, p in sim.pages.items() if p.kind == "bestsellers"]
-    if report:
-        tid, idx = report[-1]
-        out.append(
-            _q(
-                "procedure-abs",
-                rng.choice(
-                    [
-                        "How do you turn on 'Compare to previous period' in the Bestsellers report?",
-                        "How do you add a product-category filter to the Bestsellers report?",
-                    ]
-                ),
-                "False premise: the Bestsellers report's filter has only Period, From and To, then 'Show Report'.",
-                ["Period", "Show Report"],
-                [{"trajectory_id": tid, "state_index": idx}],
-                "report filter fields",
-            )
-        )
     return out
 
 

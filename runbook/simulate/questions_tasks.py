@@ -153,28 +153,38 @@ def _after(rec: Record, mark: str) -> list[dict]:
 
 
 def gotcha_questions(sim: Sim, rng: random.Random, scale: float) -> list[dict]:
-    out, cap = [], max(1, round(4 * scale))
+    cap = max(1, round(4 * scale))
     by: dict[str, list[Record]] = {}
     for r in sim.records:
         if r.info.get("gotcha"):
             by.setdefault(r.info["gotcha"], []).append(r)
+    # in this order: each draws from the one rng, so the same seed keeps giving the same questions
+    return [
+        *_sticky_filter(rng, by.get("sticky_filter", []), cap),
+        *_sticky_filter_missed(rng, by.get("sticky_filter_missed", []), cap),
+        *_label_intercept(rng, by.get("label_intercept", []), cap),
+        *_report_dates(sim, rng, by.get("report_dates", []), cap),
+        *_unsaved(sim, rng, by.get("unsaved", []), cap),
+    ]
 
-    def add(question, answer, phrases, evidence, rec, why):
-        out.append(
-            {
-                "question_type": "errors-gotchas",
-                "question": question,
-                "image": None,
-                "answer": answer,
-                "answer_phrases": phrases,
-                "eval_function": "llm_gotchas_checker",
-                "evidence": evidence,
-                "stale_evidence": [],
-                "verification": f"{rec.tid} ({'success' if rec.success else 'failure'}): {why}",
-            }
-        )
 
-    for i, r in enumerate(rng.sample(by.get("sticky_filter", []), min(cap, len(by.get("sticky_filter", []))))):
+def _gotcha(question: str, answer: str, phrases: list, evidence: list, rec: Record, why: str) -> dict:
+    return {
+        "question_type": "errors-gotchas",
+        "question": question,
+        "image": None,
+        "answer": answer,
+        "answer_phrases": phrases,
+        "eval_function": "llm_gotchas_checker",
+        "evidence": evidence,
+        "stale_evidence": [],
+        "verification": f"{rec.tid} ({'success' if rec.success else 'failure'}): {why}",
+    }
+
+
+def _sticky_filter(rng: random.Random, recs: list[Record], cap: int) -> list[dict]:
+    out = []
+    for i, r in enumerate(rng.sample(recs, min(cap, len(recs)))):
         q = (
             rng.choice(
                 [
@@ -186,31 +196,45 @@ def gotcha_questions(sim: Sim, rng: random.Random, scale: float) -> list[dict]:
             if i == 0
             else f"When the agent looked up order #{r.info['order']}, what was in the way and how was it handled?"
         )
-        add(
-            q,
-            f"The grid keeps filters from an earlier session (here '{r.info['stale_filters']}'), which hide other "
-            "orders; click 'Clear all' before searching.",
-            ["Clear all", r.info["stale_filters"].split(", ")[0]],
-            _states(r, ["filtered", "clear"]) + _after(r, "clear"),
-            r,
-            "stale Active filters, then Clear all",
+        out.append(
+            _gotcha(
+                q,
+                f"The grid keeps filters from an earlier session (here '{r.info['stale_filters']}'), which hide other "
+                "orders; click 'Clear all' before searching.",
+                ["Clear all", r.info["stale_filters"].split(", ")[0]],
+                _states(r, ["filtered", "clear"]) + _after(r, "clear"),
+                r,
+                "stale Active filters, then Clear all",
+            )
         )
-    for r in by.get("sticky_filter_missed", [])[:cap]:
-        add(
-            rng.choice(
-                [
-                    f"Why did the agent report that order #{r.info['order']} does not exist?",
-                    f"What went wrong in the failed look-up of order {r.info['order']}?",
-                ]
-            ),
-            f"The order exists, but the orders grid still had stale filters ('{r.info['stale_filters']}') from an "
-            "earlier session, so the search returned 'We couldn't find any records.'; 'Clear all' would have fixed it.",
-            ["We couldn't find any records", r.info["stale_filters"].split(", ")[0]],
-            _states(r, ["filtered", "error"]),
-            r,
-            "search under stale filters returned no records",
+    return out
+
+
+def _sticky_filter_missed(rng: random.Random, recs: list[Record], cap: int) -> list[dict]:
+    out = []
+    for r in recs[:cap]:
+        out.append(
+            _gotcha(
+                rng.choice(
+                    [
+                        f"Why did the agent report that order #{r.info['order']} does not exist?",
+                        f"What went wrong in the failed look-up of order {r.info['order']}?",
+                    ]
+                ),
+                f"The order exists, but the orders grid still had stale filters ('{r.info['stale_filters']}') from "
+                "an earlier session, so the search returned 'We couldn't find any records.'; 'Clear all' would have "
+                "fixed it.",
+                ["We couldn't find any records", r.info["stale_filters"].split(", ")[0]],
+                _states(r, ["filtered", "error"]),
+                r,
+                "search under stale filters returned no records",
+            )
         )
-    recs = by.get("label_intercept", [])
+    return out
+
+
+def _label_intercept(rng: random.Random, recs: list[Record], cap: int) -> list[dict]:
+    out = []
     for i, r in enumerate(rng.sample(recs, min(cap, len(recs)))):
         what = "'Enable Product' switch" if r.kind == "toggle_product" else f"'{r.info.get('setting')}' switch"
         q = (
@@ -224,17 +248,23 @@ def gotcha_questions(sim: Sim, rng: random.Random, scale: float) -> list[dict]:
             else f"What went wrong when the agent first tried to {_task(r.goal)}, and how was it resolved?"
         )
         fixed = bool(r.marks.get("fix"))
-        add(
-            q,
-            "The styled switch <label> covers the checkbox and intercepts pointer events, so the click times out "
-            "(TimeoutError: Locator.click: Timeout 500ms exceeded); clicking the label instead works"
-            + ("" if fixed else "; the agent gave up instead and failed"),
-            ["intercepts pointer events", "label"],
-            _states(r, ["error", "fix"]),
-            r,
-            "click error, then label click",
+        out.append(
+            _gotcha(
+                q,
+                "The styled switch <label> covers the checkbox and intercepts pointer events, so the click times out "
+                "(TimeoutError: Locator.click: Timeout 500ms exceeded); clicking the label instead works"
+                + ("" if fixed else "; the agent gave up instead and failed"),
+                ["intercepts pointer events", "label"],
+                _states(r, ["error", "fix"]),
+                r,
+                "click error, then label click",
+            )
         )
-    recs = by.get("report_dates", [])
+    return out
+
+
+def _report_dates(sim: Sim, rng: random.Random, recs: list[Record], cap: int) -> list[dict]:
+    out = []
     for i, r in enumerate(rng.sample(recs, min(cap, len(recs)))):
         q = (
             rng.choice(
@@ -247,29 +277,38 @@ def gotcha_questions(sim: Sim, rng: random.Random, scale: float) -> list[dict]:
             else f"When the agent looked up the best seller for {_fmt(sim, r)['month']}, why did its first "
             "report come back empty?"
         )
-        add(
-            q,
-            'Without a From/To date range the report says "We can\'t find records for this period."; fill From '
-            "and To (MM/DD/YYYY) and click 'Show Report' again.",
-            ["We can't find records for this period", "From"],
-            _after(r, "empty") + _states(r, ["from"]),
-            r,
-            "Show Report without dates gave an empty report",
+        out.append(
+            _gotcha(
+                q,
+                'Without a From/To date range the report says "We can\'t find records for this period."; fill From '
+                "and To (MM/DD/YYYY) and click 'Show Report' again.",
+                ["We can't find records for this period", "From"],
+                _after(r, "empty") + _states(r, ["from"]),
+                r,
+                "Show Report without dates gave an empty report",
+            )
         )
-    for r in by.get("unsaved", [])[:cap]:
+    return out
+
+
+def _unsaved(sim: Sim, rng: random.Random, recs: list[Record], cap: int) -> list[dict]:
+    out = []
+    for r in recs[:cap]:
         p = sim.world.product(r.info["product"])
-        add(
-            rng.choice(
-                [
-                    f"Why did the attempt to change the price of {p.name} fail?",
-                    f"The agent said it changed {p.name}'s price. Why did the catalog not change?",
-                ]
-            ),
-            f"The agent typed the new price ({r.info['new']}) but clicked 'Back' instead of 'Save', so nothing was "
-            f"stored; the grid still showed {r.info['old']}.",
-            ["Save", r.info["old"]],
-            _states(r, ["fill", "error"]) + _after(r, "error"),
-            r,
-            "Back without Save; grid shows old price",
+        out.append(
+            _gotcha(
+                rng.choice(
+                    [
+                        f"Why did the attempt to change the price of {p.name} fail?",
+                        f"The agent said it changed {p.name}'s price. Why did the catalog not change?",
+                    ]
+                ),
+                f"The agent typed the new price ({r.info['new']}) but clicked 'Back' instead of 'Save', so nothing "
+                f"was stored; the grid still showed {r.info['old']}.",
+                ["Save", r.info["old"]],
+                _states(r, ["fill", "error"]) + _after(r, "error"),
+                r,
+                "Back without Save; grid shows old price",
+            )
         )
     return out

@@ -170,29 +170,9 @@ def _block(c: _Canvas, x: int, y: int, b) -> int:
         c.text(x, y, b.text, "muted")
         return y + 18
     if isinstance(b, B.Stats):
-        bx = x
-        for label, value in b.pairs:
-            w = max(140, _width(value, 16) + 24)
-            c.box(bx, y, bx + w, y + 46, "white", "line")
-            c.text(bx + 10, y + 5, label, "muted", 11)
-            c.text(bx + 10, y + 22, value, "ink", 16)
-            bx += w + 10
-        return y + 56
+        return _stats(c, x, y, b)
     if isinstance(b, B.Field):
-        c.text(x, y + 5, b.label + (" *" if b.required else ""), "ink", max_w=150)
-        fx = x + 160
-        if b.kind == "checkbox":
-            on = b.value in ("Yes", "Enabled")
-            c.box(fx, y + 3, fx + 36, y + 21, "switch_on" if on else "switch_off")
-            c.box(fx + (20 if on else 2), y + 5, fx + (34 if on else 16), y + 19, "white")
-            c.text(fx + 46, y + 5, b.value)
-        else:
-            c.box(fx, y, fx + 280, y + 24, "white", "line")
-            shown = b.value or ("MM/DD/YYYY" if b.kind == "date" else "")
-            c.text(fx + 6, y + 5, shown, "ink" if b.value else "muted", max_w=252)
-            if b.kind == "select":  # a drawn caret: the bundled font lacks the arrow glyphs
-                c.d.polygon([(fx + 262, y + 9), (fx + 272, y + 9), (fx + 267, y + 15)], fill=_IDX["muted"])
-        return y + 30
+        return _field(c, x, y, b)
     if isinstance(b, B.Search):
         c.box(x, y, x + 300, y + 24, "white", "line")
         c.text(x + 6, y + 5, b.value or b.placeholder, "ink" if b.value else "muted", max_w=288)
@@ -200,14 +180,7 @@ def _block(c: _Canvas, x: int, y: int, b) -> int:
         c.text(x + 316, y + 5, "Search", "white")
         return y + 32
     if isinstance(b, B.Filters):
-        tx = x + c.text(x, y + 4, "Active filters:", "muted") + 8
-        for item in b.items:
-            w = _width(item, 12) + 26
-            c.box(tx, y, tx + w, y + 22, "head_row", "line")
-            c.text(tx + 8, y + 4, item + "  x")
-            tx += w + 6
-        c.text(tx + 6, y + 4, "Clear all", "link")
-        return y + 30
+        return _filters(c, x, y, b)
     if isinstance(b, B.Options):
         for i, (_, label) in enumerate(b.items):
             c.box(x, y + i * 24, x + 160, y + i * 24 + 24, "white", "line")
@@ -216,6 +189,45 @@ def _block(c: _Canvas, x: int, y: int, b) -> int:
     if isinstance(b, B.Grid):
         return _grid(c, x, y, b)
     return y  # Dialog is drawn last, on top
+
+
+def _stats(c: _Canvas, x: int, y: int, b: B.Stats) -> int:
+    bx = x
+    for label, value in b.pairs:
+        w = max(140, _width(value, 16) + 24)
+        c.box(bx, y, bx + w, y + 46, "white", "line")
+        c.text(bx + 10, y + 5, label, "muted", 11)
+        c.text(bx + 10, y + 22, value, "ink", 16)
+        bx += w + 10
+    return y + 56
+
+
+def _field(c: _Canvas, x: int, y: int, b: B.Field) -> int:
+    c.text(x, y + 5, b.label + (" *" if b.required else ""), "ink", max_w=150)
+    fx = x + 160
+    if b.kind == "checkbox":
+        on = b.value in ("Yes", "Enabled")
+        c.box(fx, y + 3, fx + 36, y + 21, "switch_on" if on else "switch_off")
+        c.box(fx + (20 if on else 2), y + 5, fx + (34 if on else 16), y + 19, "white")
+        c.text(fx + 46, y + 5, b.value)
+    else:
+        c.box(fx, y, fx + 280, y + 24, "white", "line")
+        shown = b.value or ("MM/DD/YYYY" if b.kind == "date" else "")
+        c.text(fx + 6, y + 5, shown, "ink" if b.value else "muted", max_w=252)
+        if b.kind == "select":  # a drawn caret: the bundled font lacks the arrow glyphs
+            c.d.polygon([(fx + 262, y + 9), (fx + 272, y + 9), (fx + 267, y + 15)], fill=_IDX["muted"])
+    return y + 30
+
+
+def _filters(c: _Canvas, x: int, y: int, b: B.Filters) -> int:
+    tx = x + c.text(x, y + 4, "Active filters:", "muted") + 8
+    for item in b.items:
+        w = _width(item, 12) + 26
+        c.box(tx, y, tx + w, y + 22, "head_row", "line")
+        c.text(tx + 8, y + 4, item + "  x")
+        tx += w + 6
+    c.text(tx + 6, y + 4, "Clear all", "link")
+    return y + 30
 
 
 def _grid(c: _Canvas, x: int, y: int, g: B.Grid) -> int:

@@ -11,7 +11,7 @@ from . import vocab
 from .blocks import Notice
 from .recorder import Episode, Sim, click_timeout
 from .tasks_common import open_products, search_products
-from .world import money
+from .world import Product, money
 
 
 def _pick_product(sim: Sim, hot_share: float = 0.7):
@@ -84,16 +84,7 @@ def edit_price(sim: Sim) -> None:
     # Often a product someone asked about earlier: its old price then sits in another trajectory (stale evidence).
     p = w.product(sim.looked_up[-1]) if sim.looked_up and sim.rng.random() < 0.5 else _pick_product(sim)
     old = p.price
-    for _ in range(20):
-        mode = sim.rng.choice(["set", "set", "up", "down"])
-        pct = sim.rng.choice([5, 10, 15, 20, 25])
-        new = {
-            "set": sim.rng.choice(range(1500, 15000, 100)) - sim.rng.choice([1, 0, 0]),
-            "up": old * (100 + pct) // 100,
-            "down": old * (100 - pct) // 100,
-        }[mode]
-        if new != old and sim.fresh(("product.price", p.sku), money(new)):
-            break
+    mode, pct, new = _new_price(sim, p.sku, old)
     goal = {
         "set": f"Change the price of {p.name} to {money(new)}.",
         "up": f"Increase the price of {p.name} by {pct}%.",
@@ -116,21 +107,7 @@ def edit_price(sim: Sim) -> None:
     )
     sim.remember(("product.price", p.sku), money(old))
     if sim.rng.random() < 0.15:  # the agent leaves without saving: the change silently never happens
-        ep.info["gotcha"] = "unsaved"
-        ep.click(
-            "back",
-            ep.say(
-                "The price is entered, so the task should be done; going back to the grid.",
-                "Price updated in the form. Returning to the product list.",
-            ),
-            P.products_grid(w, keyword=p.name),
-            mark="error",
-        )  # the grid keeps its search
-        ep.finish(
-            "Back on the product grid; I believe the price change is complete.",
-            f"I changed the price of {p.name} to {money(new)}.",
-            False,
-        )
+        _leave_unsaved(ep, p, new)
         return
     p.price = new
     sim.remember(("product.price", p.sku), money(new))
@@ -143,6 +120,40 @@ def edit_price(sim: Sim) -> None:
         f"The price of {p.name} is now {money(new)} (was {money(old)}).",
         True,
         mark="saved",
+    )
+
+
+def _new_price(sim: Sim, sku: str, old: int) -> tuple[str, int, int]:
+    """(how the goal words it: set, up or down; the percentage; the new price in cents), a price not seen before."""
+    for _ in range(20):
+        mode = sim.rng.choice(["set", "set", "up", "down"])
+        pct = sim.rng.choice([5, 10, 15, 20, 25])
+        new = {
+            "set": sim.rng.choice(range(1500, 15000, 100)) - sim.rng.choice([1, 0, 0]),
+            "up": old * (100 + pct) // 100,
+            "down": old * (100 - pct) // 100,
+        }[mode]
+        if new != old and sim.fresh(("product.price", sku), money(new)):
+            break
+    return mode, pct, new
+
+
+def _leave_unsaved(ep: Episode, p: Product, new: int) -> None:
+    """The agent goes back to the grid without saving, and believes the price changed."""
+    ep.info["gotcha"] = "unsaved"
+    ep.click(
+        "back",
+        ep.say(
+            "The price is entered, so the task should be done; going back to the grid.",
+            "Price updated in the form. Returning to the product list.",
+        ),
+        P.products_grid(ep.sim.world, keyword=p.name),
+        mark="error",
+    )  # the grid keeps its search
+    ep.finish(
+        "Back on the product grid; I believe the price change is complete.",
+        f"I changed the price of {p.name} to {money(new)}.",
+        False,
     )
 
 

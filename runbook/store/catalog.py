@@ -86,7 +86,7 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     return conn
 
 
-def row_from_tuple(values) -> TrajectoryRow:
+def row_from_tuple(values: tuple) -> TrajectoryRow:
     return TrajectoryRow(*values)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from ..core.layout import trajectory_dirname
-from ..errors import RunbookError
+from ..errors import Expired, NotOpen, RunbookError
 from ..trajectory.times import now_iso, parse_time
 from .layout import Layout
 
@@ -39,14 +39,6 @@ CLOSING = "closing"
 DEFAULT_MAX_AGE_S = 24 * 3600.0
 """An open trajectory with no step for this long is discarded."""
 _WRITE = os.O_WRONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-
-
-class NotOpen(RunbookError):
-    """No open trajectory by this id."""
-
-
-class Expired(NotOpen):
-    """The open trajectory went without a step for longer than the age limit and was discarded."""
 
 
 @dataclass

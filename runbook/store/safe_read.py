@@ -58,7 +58,7 @@ def open_store_file(real_root: str, root: Path, path: str | os.PathLike) -> Bina
         raise
 
 
-def _open_at(dir_fd: int, name: str, flags: int, path, shown: str) -> int:
+def _open_at(dir_fd: int, name: str, flags: int, path: str | os.PathLike, shown: str) -> int:
     """`name` inside the folder `dir_fd`; a link, or a file where a folder belongs, is refused."""
     try:
         return os.open(name, flags, dir_fd=dir_fd)

@@ -112,7 +112,7 @@ def replace(real_root: str, root: Path, path: str | os.PathLike, data: bytes) ->
             raise
 
 
-def _refused(path, where, what: str) -> UnsafeStoreFile:
+def _refused(path: str | os.PathLike, where: str | os.PathLike, what: str) -> UnsafeStoreFile:
     return UnsafeStoreFile(
         f"store file {path}: {where} is {what}; runbook writes into a store without following links, so nothing "
         f"was written (`runbook store check` lists every such file)"

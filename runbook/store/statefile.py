@@ -1,5 +1,5 @@
 """Writing a state file from a trajectory's state; the format itself (header fields, `---`, page text) and its
-parser are defined once in rbcore.statefile, which the sandbox programs share."""
+parser are defined once in runbook.core.statefile, which the sandbox programs share."""
 
 from __future__ import annotations
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import Any
 
 
-def _disk_bytes(root) -> int:
+def _disk_bytes(root: Path) -> int:
     total = 0
     for dirpath, _dirs, files in os.walk(root):
         for name in files:
@@ -16,7 +18,7 @@ def _disk_bytes(root) -> int:
     return total
 
 
-def compute_stats(store) -> dict:
+def compute_stats(store: Any) -> dict:
     """One JSON-able dict: trajectories, states, screenshots, tokens, bytes on disk, per site and per outcome."""
     with store._read() as conn:
         total = conn.execute(

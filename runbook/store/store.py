@@ -102,7 +102,7 @@ class Store:
         with self._read() as conn:
             return conn.execute("SELECT count(*) FROM trajectories").fetchone()[0]
 
-    def _read(self):
+    def _read(self) -> _Closing:
         return _Closing(self.connect())
 
     def trajectory_dir(self, trajectory_id: str) -> Path:
@@ -247,7 +247,7 @@ class _Closing:
     def __enter__(self) -> sqlite3.Connection:
         return self.conn
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.conn.close()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 from .layout import SUMMARY_ACTIONS, SUMMARY_TABLE
 
@@ -10,12 +11,12 @@ TABLE_COLUMNS = ("seq", "id", "site", "outcome", "n_states", "first_time", "last
 ACTION_WIDTH = 160
 
 
-def _clean(value) -> str:
+def _clean(value: object) -> str:
     """One line, no tabs: str.split() breaks at every Unicode space and line break (\\u2028, \\x85, \\x1c ...)."""
     return " ".join(str(value if value is not None else "").split())
 
 
-def render_summaries(store, conn: sqlite3.Connection) -> None:
+def render_summaries(store: Any, conn: sqlite3.Connection) -> None:
     """Rewrite summaries/ from the catalog (atomically per file); cheap enough to redo after every insert run."""
     out = store.layout.summaries
     rows = conn.execute(

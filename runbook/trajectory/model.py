@@ -7,7 +7,7 @@ import logging
 import os
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from ..errors import InputError
 from .screenshots import locate, names_no_screenshot
@@ -274,76 +274,30 @@ def trajectory_from_dict(
     where: dict[str, Any] = {"path": path, "line": line}
     if not isinstance(obj, dict):
         raise InputError(f"a trajectory must be a JSON object, got {type(obj).__name__}", **where)
-    tid = obj.get("id", obj.get("trajectory_id"))
-    if tid is None or (isinstance(tid, str) and not tid.strip()):
-        raise InputError("is missing or empty", field="id", **where)
-    text_id = _text(tid, where=where, name="id")
-    assert text_id is not None  # tid is not None: checked above
-    tid = check_id(text_id, **where)
+    tid = _trajectory_id(obj, where)
     where["trajectory_id"] = tid
-    if not lenient:
-        unknown_fields(obj, _TOP_KNOWN | KNOWN_EXTRA.keys(), where=where)
-    for name in ("source", *KNOWN_EXTRA, *(k for k in obj if k not in _TOP_KNOWN)):
-        if name in obj:
-            check_nesting(obj[name], field=name, where=where)
+    _check_top_fields(obj, where, lenient=lenient)
     raw_states = obj.get("states")
-    if raw_states is None:
-        raise InputError("is missing", field="states", **where)
-    if not isinstance(raw_states, list):
-        raise InputError(f"must be a list, got {type(raw_states).__name__}", field="states", **where)
-    if not raw_states:
-        raise InputError("is empty: a trajectory needs at least one state", field="states", **where)
-    states = []
-    for pos, raw in enumerate(raw_states):
-        fname = f"states[{pos}]"
-        if not isinstance(raw, dict):
-            raise InputError(f"must be an object, got {type(raw).__name__}", field=fname, **where)
-        if not lenient:
-            unknown_fields(raw, STATE_KNOWN, field=f"{fname}.", where=where)
-        # `step` is the recorder's own numbering (LongMemEval-V2's may start at 1): only `state_index` is a position
-        idx = _position(raw.get("state_index", pos), pos, lenient=lenient, where=where, name=f"{fname}.state_index")
-        text = raw.get("accessibility_tree", raw.get("text", raw.get("page_text")))
-        thought = raw.get("thought", raw.get("thoughts"))
-        if isinstance(thought, list):
-            thought = "\n".join(str(t) for t in thought)
-        shot = _text(raw.get("screenshot"), where=where, name=f"{fname}.screenshot")
-        if shot in ("", "None", "null") or (shot is not None and names_no_screenshot(shot)):
-            shot = None
-        if shot is not None and check_screenshots:
-            # as LongMemEval-V2's loader does: a path relative to the data root, or to its screenshots/ folder
-            shot = locate(
-                shot,
-                base_dir,
-                screenshot_root=screenshot_root,
-                field=f"{fname}.screenshot",
-                where=where,
-                also_under=("screenshots",),
-            )
-        elif shot is not None:
-            shot = os.path.join(base_dir, shot)
-        states.append(
-            State(
-                index=idx,
-                url=_text(raw.get("url"), where=where, name=f"{fname}.url") or "",
-                title=_text(raw.get("title"), where=where, name=f"{fname}.title") or "",
-                text=_text(text, where=where, name=f"{fname}.accessibility_tree") or "",
-                action=_text(raw.get("action"), where=where, name=f"{fname}.action"),
-                action_error=_text(raw.get("action_error"), where=where, name=f"{fname}.action_error") or "",
-                thought=_text(thought, where=where, name=f"{fname}.thought"),
-                timestamp=check_timestamp(raw.get("timestamp"), field=f"{fname}.timestamp", where=where)
-                if check_times
-                else _text(raw.get("timestamp"), where=where, name=f"{fname}.timestamp"),
-                screenshot=shot,
-            )
+    if not isinstance(raw_states, list) or not raw_states:
+        _refuse_states(raw_states, where)
+    states = [
+        _state_from_dict(
+            raw,
+            pos,
+            where=where,
+            base_dir=base_dir,
+            screenshot_root=screenshot_root,
+            check_screenshots=check_screenshots,
+            check_times=check_times,
+            lenient=lenient,
         )
+        for pos, raw in enumerate(raw_states)
+    ]
     if check_times:
         check_time_order([s.timestamp for s in states], field="states[{}].timestamp", where=where)
     outcome = obj.get("outcome")
     if isinstance(outcome, bool):
         outcome = "success" if outcome else "failure"
-    source = obj.get("source")
-    if source is not None and not isinstance(source, dict):
-        raise InputError(f"must be an object, got {type(source).__name__}", field="source", **where)
     return Trajectory(
         id=tid,
         states=states,
@@ -352,6 +306,94 @@ def trajectory_from_dict(
         domain=_text(obj.get("domain"), where=where, name="domain") or "web",
         start_url=_text(obj.get("start_url"), where=where, name="start_url") or (states[0].url if states else ""),
         outcome=_text(outcome, where=where, name="outcome"),
-        source=source,
+        source=_source(obj, where),
         extra={k: v for k, v in obj.items() if k not in _TOP_KNOWN},
     )
+
+
+def _check_top_fields(obj: dict, where: dict[str, Any], *, lenient: bool) -> None:
+    """InputError for a top-level field runbook does not know (unless `lenient`), or a free-form value (source,
+    the kept extras) nested past MAX_NESTING."""
+    if not lenient:
+        unknown_fields(obj, _TOP_KNOWN | KNOWN_EXTRA.keys(), where=where)
+    for name in ("source", *KNOWN_EXTRA, *(k for k in obj if k not in _TOP_KNOWN)):
+        if name in obj:
+            check_nesting(obj[name], field=name, where=where)
+
+
+def _source(obj: dict, where: dict[str, Any]) -> dict[str, Any] | None:
+    source = obj.get("source")
+    if source is not None and not isinstance(source, dict):
+        raise InputError(f"must be an object, got {type(source).__name__}", field="source", **where)
+    return source
+
+
+def _state_from_dict(
+    raw: Any,
+    pos: int,
+    *,
+    where: dict[str, Any],
+    base_dir: str,
+    screenshot_root: str | None,
+    check_screenshots: bool,
+    check_times: bool,
+    lenient: bool,
+) -> State:
+    """The state at position `pos` of a trajectory object (trajectory_from_dict's arguments)."""
+    fname = f"states[{pos}]"
+    if not isinstance(raw, dict):
+        raise InputError(f"must be an object, got {type(raw).__name__}", field=fname, **where)
+    if not lenient:
+        unknown_fields(raw, STATE_KNOWN, field=f"{fname}.", where=where)
+    # `step` is the recorder's own numbering (LongMemEval-V2's may start at 1): only `state_index` is a position
+    idx = _position(raw.get("state_index", pos), pos, lenient=lenient, where=where, name=f"{fname}.state_index")
+    text = raw.get("accessibility_tree", raw.get("text", raw.get("page_text")))
+    thought = raw.get("thought", raw.get("thoughts"))
+    if isinstance(thought, list):
+        thought = "\n".join(str(t) for t in thought)
+    shot = _text(raw.get("screenshot"), where=where, name=f"{fname}.screenshot")
+    if shot in ("", "None", "null") or (shot is not None and names_no_screenshot(shot)):
+        shot = None
+    if shot is not None and check_screenshots:
+        # as LongMemEval-V2's loader does: a path relative to the data root, or to its screenshots/ folder
+        shot = locate(
+            shot,
+            base_dir,
+            screenshot_root=screenshot_root,
+            field=f"{fname}.screenshot",
+            where=where,
+            also_under=("screenshots",),
+        )
+    elif shot is not None:
+        shot = os.path.join(base_dir, shot)
+    return State(
+        index=idx,
+        url=_text(raw.get("url"), where=where, name=f"{fname}.url") or "",
+        title=_text(raw.get("title"), where=where, name=f"{fname}.title") or "",
+        text=_text(text, where=where, name=f"{fname}.accessibility_tree") or "",
+        action=_text(raw.get("action"), where=where, name=f"{fname}.action"),
+        action_error=_text(raw.get("action_error"), where=where, name=f"{fname}.action_error") or "",
+        thought=_text(thought, where=where, name=f"{fname}.thought"),
+        timestamp=check_timestamp(raw.get("timestamp"), field=f"{fname}.timestamp", where=where)
+        if check_times
+        else _text(raw.get("timestamp"), where=where, name=f"{fname}.timestamp"),
+        screenshot=shot,
+    )
+
+
+def _trajectory_id(obj: dict, where: dict[str, Any]) -> str:
+    tid = obj.get("id", obj.get("trajectory_id"))
+    if tid is None or (isinstance(tid, str) and not tid.strip()):
+        raise InputError("is missing or empty", field="id", **where)
+    text_id = _text(tid, where=where, name="id")
+    assert text_id is not None  # tid is not None: checked above
+    return check_id(text_id, **where)
+
+
+def _refuse_states(raw_states: Any, where: dict[str, Any]) -> NoReturn:
+    """The InputError for a `states` field that is not a list of at least one state."""
+    if raw_states is None:
+        raise InputError("is missing", field="states", **where)
+    if not isinstance(raw_states, list):
+        raise InputError(f"must be a list, got {type(raw_states).__name__}", field="states", **where)
+    raise InputError("is empty: a trajectory needs at least one state", field="states", **where)

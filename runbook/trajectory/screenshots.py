@@ -14,7 +14,7 @@ import os
 import stat
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, ScreenshotRefused
 from ..images import NotAnImage, verify_image
 
 NO_SCREENSHOT = "screenshots/no-screenshot.png"
@@ -22,10 +22,6 @@ NO_SCREENSHOT = "screenshots/no-screenshot.png"
 every state): an image that says so. Readers take a state naming it as a state without a screenshot."""
 MAX_SCREENSHOT_BYTES = 50 * 1024 * 1024
 """A browser screenshot is a few MB at most; a larger 'screenshot' is refused before it is read."""
-
-
-class ScreenshotRefused(ValueError):
-    """A screenshot file that must not go into the store; the message says why (readers add where)."""
 
 
 def allowed_root(source_folder: str, screenshot_root: str | None) -> str:

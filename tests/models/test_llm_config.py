@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import get_type_hints
+
 import pytest
 from click.testing import CliRunner
 
 from runbook.cli.config import config
-from runbook.config import load_settings, mask
+from runbook.config import Limits, Settings, load_settings, mask
 from runbook.errors import ConfigError
 
 
@@ -21,6 +23,17 @@ def test_defaults_without_file_or_environment():
     settings = load_settings()
     assert settings.policy == "offline" and settings.sandbox == "auto" and settings.max_steps == 30
     assert settings.model is None and settings.sources["policy"] == "default" and "model" not in settings.sources
+
+
+def test_settings_are_typed_fields_each_with_one_default():
+    """The loop's limits come from the settings without a cast or a second default (memory/coding_agent.py once
+    restated 'offline' and 'auto' and cast each limit)."""
+    hints = get_type_hints(Settings)
+    assert hints["max_steps"] is int and hints["max_cost"] == float | None and hints["model"] == str | None
+    assert Settings().limits() == Limits()
+    settings = load_settings(max_steps="5", max_seconds=2)
+    assert settings.limits() == Limits(max_steps=5, max_seconds=2.0) and isinstance(settings.max_seconds, float)
+    assert not hasattr(Settings, "__getattr__")
 
 
 def test_file_then_environment_then_arguments(tmp_path, monkeypatch):

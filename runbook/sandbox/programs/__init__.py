@@ -1,3 +1,3 @@
-"""The programs run inside the query sandbox (search, show, recall, rbk) and `rbcore`, the code they share with
-the host: state files, question analysis, tokenising and stemming, the pools, BM25 and fusion. Standard library
-and numpy only, because the sandbox has nothing else; the host imports `runbook.sandbox.programs.rbcore`."""
+"""The programs the agent's tools run inside the query sandbox (recall, search, show, rbplan) and `rbk`, the module its
+python tool imports. They share the core library with the host (runbook.core, on their path in the sandbox as on
+the host); this package's folder is only where they ship (see README.md here)."""

@@ -30,7 +30,7 @@ def _open_text(path: Path) -> gzip.GzipFile | io.BufferedReader:
     return open(path, "rb")
 
 
-def _convert(obj, *, path: Path, line: int | None, screenshot_root: str | None) -> Trajectory | InputError:
+def _convert(obj: Any, *, path: Path, line: int | None, screenshot_root: str | None) -> Trajectory | InputError:
     options: dict[str, Any] = {
         "path": str(path),
         "line": line,

@@ -9,16 +9,12 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ...errors import InputError
+from ...errors import FolderUnreadable, InputError
 from ..limits import DEFAULT_LIMITS, Counted, ReadLimits
 
 
-class FolderUnreadable(InputError):
-    """A step pickle that cannot be read or rebuilt: the whole folder is unreadable, so read() raises it."""
-
-
 def load_pickle(file: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Any:
-    """The step pickle's content, its decompressed bytes bounded by `limits.file_bytes`."""
+    """The step pickle's content, its decompressed bytes bounded by `limits` (`ReadLimits.file_bytes`)."""
     try:
         with gzip.open(file, "rb") as fh, warnings.catch_warnings():
             warnings.simplefilter("ignore")
