@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -193,7 +194,7 @@ class Journal:
         return gone
 
     # -- inside the lock -------------------------------------------------------------------------------------------
-    def _folder(self, trajectory_id: str):
+    def _folder(self, trajectory_id: str) -> Path:
         return self.root / trajectory_dirname(trajectory_id)
 
     def _all(self, *, include_expired: bool = False) -> list[OpenRun]:
@@ -293,7 +294,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _write_new(path, data: bytes) -> None:
+def _write_new(path: Path, data: bytes) -> None:
     fd = os.open(path, _WRITE | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         _write_all(fd, data)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import orjson
 
@@ -21,13 +21,10 @@ from ..errors import ConflictError, StoreError
 from ..trajectory.model import Trajectory
 from . import catalog
 from .check import refuse_unsafe_for_writing
-from .layout import PENDING_PREFIX
+from .layout import PENDING_PREFIX, Layout
 from .recovery import move_into_place, recover, remove
 from .space import disk_full, is_disk_full
 from .staging import StagedTrajectory, stage
-
-if TYPE_CHECKING:
-    from .store import Store
 
 log = logging.getLogger(__name__)
 
@@ -44,17 +41,24 @@ class InsertOutcome:
     message: str = ""
 
 
-CommitListener = Callable[["Store", StagedTrajectory, str], None]
-"""Called with a trajectory's status ('inserted' or 'replaced') inside the transaction that commits its catalog
-rows: when a listener raises, the rows are rolled back and the trajectory's folder removed (the one it replaced put
-back). `staged.trajectory` is the Trajectory itself, `staged.final_dirname` its folder. A listener with a
-`rollback()` method is asked to undo its part when a later listener or the commit itself fails."""
+class WrittenStore(Protocol):
+    """What a writer needs of the Store it writes: its layout. (store.py imports this module to make writers, so
+    this module does not name Store, not even for the type checker: that would be an import cycle.)"""
+
+    layout: Layout
+
+
+CommitListener = Callable[[Any, StagedTrajectory, str], None]
+"""Called with the Store, the staged trajectory and its status ('inserted' or 'replaced') inside the transaction
+that commits its catalog rows: when a listener raises, the rows are rolled back and the trajectory's folder removed
+(the one it replaced put back). `staged.trajectory` is the Trajectory itself, `staged.final_dirname` its folder. A
+listener with a `rollback()` method is asked to undo its part when a later listener or the commit itself fails."""
 
 
 class StoreWriter:
     """Holds the store's write lock; inserts trajectories one at a time, each atomically."""
 
-    def __init__(self, store: Store, *, check_pools: bool = True, wait: bool = True):
+    def __init__(self, store: WrittenStore, *, check_pools: bool = True, wait: bool = True):
         """`check_pools`: False for a writer that rebuilds the pools (a link planted in them is discarded then).
         `wait`: False raises BlockingIOError at once when another writer holds the lock."""
         self.store = store
@@ -78,7 +82,7 @@ class StoreWriter:
     def __enter__(self) -> StoreWriter:
         return self
 
-    def __exit__(self, exc_type, exc, _tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, _tb: object) -> None:
         """Close (see close()); a full disk, met by the work or by the close, becomes a DiskFull that says where,
         how much is free and about how much more is needed (it was an OSError traceback)."""
         try:

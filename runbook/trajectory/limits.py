@@ -9,6 +9,7 @@ is 4.5 MB, the whole WebArena set 177 MB.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,7 +27,11 @@ _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
 class Readable(Protocol):
+    """A binary file as the readers open it (plain or gzip): what Counted reads through."""
+
     def read(self, size: int = ..., /) -> bytes: ...
+
+    def readline(self, size: int = ..., /) -> bytes: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +65,7 @@ class Counted:
     """A binary file read through a count of its bytes: InputError once they pass the file's limit (what a
     decompressing reader, gzip or an unpickler, would otherwise expand without end)."""
 
-    def __init__(self, fh, path: str, limits: ReadLimits = DEFAULT_LIMITS):
+    def __init__(self, fh: Readable, path: str, limits: ReadLimits = DEFAULT_LIMITS):
         self.fh, self.path, self.limits, self.total = fh, path, limits, 0
 
     def _count(self, data: bytes) -> bytes:
@@ -76,10 +81,8 @@ class Counted:
         return self._count(self.fh.readline(size if size >= 0 else self.limits.line_bytes + 1))
 
 
-def check_file_size(path, limits: ReadLimits = DEFAULT_LIMITS) -> None:
+def check_file_size(path: str | os.PathLike, limits: ReadLimits = DEFAULT_LIMITS) -> None:
     """InputError when a JSON file read whole (a step record, a history) is larger than one record may be."""
-    import os
-
     size = os.stat(path).st_size
     if size > limits.line_bytes:
         raise _too_big("the JSON file has", limits.line_bytes, "--max-line-bytes", str(path))
