@@ -13,8 +13,6 @@ PROGRAMS = ["runbook/sandbox/programs/recall", "runbook/sandbox/programs/search"
             "runbook/sandbox/programs/rbplan"]  # fmt: skip
 """The sandbox programs: Python files without a suffix."""
 EXCEPTED = [
-    "runbook/serve/*",  # the serve3 branch splits create_mcp and create_app
-    "benchmarks/serve_load.py",  # and rewrites this benchmark, its main (164 lines) split in parts
     # the files of the contexts work (issue 30), split after it lands
     "runbook/core/page.py",
     "runbook/core/page_dom.py",

@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from ..ingest import insert_paths
+from ..ingest import InsertReport, insert_paths
 from ..pools import insert_listener
 from ..store import Store
 from ..trajectory.limits import ReadLimits, parse_size
@@ -101,6 +101,11 @@ def insert(
             listeners=[insert_listener(store)],
             limits=ReadLimits(file_bytes=max_file, line_bytes=max_line),
         )
+    _say(report, skip_invalid=skip_invalid)
+
+
+def _say(report: InsertReport, *, skip_invalid: bool) -> None:
+    """Each invalid source and refusal on stderr, then the summary; exit 1 unless everything went in."""
     for error in report.invalid:
         click.echo(f"invalid: {error}", err=True)
     for refusal in report.refusals:
