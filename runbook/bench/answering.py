@@ -98,6 +98,7 @@ def question_fields(question: Question) -> dict[str, Any]:
         "question_image": question.image,
         "answer_gold": question.answer,
         "set": question.set_name,
+        "probe_kind": question.probe_kind or None,
         "haystack": question.haystack.name,
         "score": None,
         "timestamp_utc": datetime.now(UTC).isoformat(),

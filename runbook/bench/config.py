@@ -3,7 +3,7 @@
 Written in TOML (see eval/dev.toml); relative paths start at the config file's folder:
 
     name = "dev"
-    questions = ["../../shared/data/questions_dev_webarena.jsonl"]   # or [{path = "...", tier = "small"}]
+    questions = ["../../shared/data/questions_dev_webarena.jsonl"]   # or [{path = "...", tier = "small", data = "..."}]
     budgets = ["8k"]
 
     [[methods]]
@@ -41,6 +41,9 @@ class QuestionSource:
     """LongMemEval-V2's haystack tier: small or medium (other layouts ignore it)."""
     limit: int | None = None
     """Only the first `limit` questions of the file."""
+    data: Path | None = None
+    """Where the folders a question's `set` names are, when they are not beside the question file (probe questions
+    drawn with ../shared/tools/probe_questions.py into a folder of their own name ../shared/data's sets)."""
 
 
 @dataclass
@@ -199,8 +202,9 @@ def _question_source(value: Any, base: Path, where: str) -> QuestionSource:
         value = {"path": value}
     if not isinstance(value, dict) or "path" not in value:
         raise ConfigError(f"{where}: each of `questions` is a path or a table with `path`")
-    _known(value, {"path", "tier", "limit"}, f"{where} (questions)")
-    return QuestionSource(base / value["path"], str(value.get("tier", "small")), value.get("limit"))
+    _known(value, {"path", "tier", "limit", "data"}, f"{where} (questions)")
+    data = base / value["data"] if value.get("data") else None
+    return QuestionSource(base / value["path"], str(value.get("tier", "small")), value.get("limit"), data)
 
 
 def _method(value: Any, where: str) -> MethodSpec:

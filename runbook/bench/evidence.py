@@ -25,6 +25,7 @@ import json
 import re
 from dataclasses import asdict, dataclass
 
+from ..budget import count_tokens
 from ..context import Context, EvidenceItem
 from .questions import Question, StateRef
 
@@ -78,6 +79,8 @@ class ContextScores:
     stale_led: bool | None = None
     premise_flagged: bool | None = None
     excerpt_recall: bool | None = None
+    answer_depth: int | None = None
+    """Tokens a reader reads (the context's text, analysis first) before every answer phrase has appeared."""
     items: int = 0
     furniture_tokens: int = 0
     repeat_tokens: int = 0
@@ -92,6 +95,8 @@ def score_context(question: Question, context: Context) -> ContextScores:
     if phrases and not question.visual_only and not question.question_type.endswith("-abs"):
         text = context_text(context)
         scores.answer_phrases = all(phrase_in(text, p) for p in phrases)
+        if scores.answer_phrases:
+            scores.answer_depth = answer_depth(context, phrases)
     if question.evidence:
         cited = [any(cites(item, ref) for item in context.items) for ref in question.evidence]
         scores.evidence = all(cited)
@@ -109,6 +114,26 @@ def score_context(question: Question, context: Context) -> ContextScores:
     if question.question_type.endswith("-abs"):
         scores.premise_flagged = bool(_PREMISE.search(context_normal_form(context.analysis)))
     return scores
+
+
+def answer_depth(context: Context, phrases: list[str]) -> int | None:
+    """Tokens of the context's text (`Context.to_text`) read before every phrase has appeared (None when its text
+    never shows them all: a phrase found only in an item's other fields)."""
+    text, items = context.to_text(), [item.render_text() for item in context.items]
+    pieces = [text[: len(text) - sum(len(piece) for piece in items)], *items]  # the analysis, then each item
+    read = ""
+    for piece in pieces:
+        if all(phrase_in(context_normal_form(read + piece), p) for p in phrases):
+            low, high = 0, len(piece)
+            while low < high:  # the shortest head of this piece after which every phrase has appeared
+                mid = (low + high) // 2
+                if all(phrase_in(context_normal_form(read + piece[:mid]), p) for p in phrases):
+                    high = mid
+                else:
+                    low = mid + 1
+            return count_tokens(read + piece[:low])
+        read += piece
+    return None
 
 
 @dataclass

@@ -9,6 +9,7 @@ accuracy fields are null when the run had no reader. runbook's own: `reader_free
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +22,9 @@ COMBINED = {
     "procedure": ("procedure", "procedure-abs"),
 }
 READER_FREE = ["answer_phrases", "evidence", "evidence_share", "stale_led", "premise_flagged", "excerpt_recall"]
+DEPTH = "answer_depth"
+"""Tokens read before every answer phrase has appeared: given as the median over the questions whose context
+shows them all (a share would mean nothing)."""
 CONTEXT_SPEND = ["items", "furniture_tokens", "repeat_tokens"]
 """What a context spends its budget on (means per question)."""
 DIAGNOSES = ["write_failure", "read_failure", "utilization_failure", "staleness_failure"]
@@ -85,20 +89,27 @@ def _accuracy(records: list[dict]) -> dict[str, Any]:
     }
 
 
-def _reader_free(records: list[dict]) -> dict[str, Any]:
+def reader_free_scores(records: list[dict]) -> dict[str, Any]:
     def block(rows: list[dict]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key in READER_FREE:
             values = [r["reader_free"].get(key) for r in rows if r.get("reader_free")]
             out[key] = mean(values)
             out[f"{key}_count"] = sum(v is not None for v in values)
+        depths = sorted(d for r in rows if (d := (r.get("reader_free") or {}).get(DEPTH)) is not None)
+        out[f"{DEPTH}_median"] = statistics.median(depths) if depths else None
+        out[f"{DEPTH}_count"] = len(depths)
         return out
 
     types = sorted({r["question_type"] for r in records})
-    return {
+    kinds = sorted({r["probe_kind"] for r in records if r.get("probe_kind")})
+    out = {
         **block(records),
         "by_question_type": {t: block([r for r in records if r["question_type"] == t]) for t in types},
     }
+    if kinds:  # mechanical probe questions (../shared/tools/probe_questions.py): per kind of page unit
+        out["by_probe_kind"] = {k: block([r for r in records if r.get("probe_kind") == k]) for k in kinds}
+    return out
 
 
 def _diagnostics(records: list[dict], store_write_failures: int) -> dict[str, Any]:
@@ -151,7 +162,7 @@ def aggregate(records: list[dict], *, store_write_failures: int = 0) -> dict[str
             "num_truncated_sequences": sum(1 for r in records if r.get("memory_context_was_truncated")),
         },
         "memory_query": latency_summary([r["memory_query_duration_seconds"] for r in records]),
-        "reader_free": _reader_free(records),
+        "reader_free": reader_free_scores(records),
         "context_spend": {
             f"{key}_avg": mean((r.get("reader_free") or {}).get(key) for r in records) for key in CONTEXT_SPEND
         },

@@ -74,6 +74,9 @@ class Question:
     stale_evidence: list[StateRef] = field(default_factory=list)
     visual_only: bool = False
     set_name: str = ""
+    probe_kind: str = ""
+    """For a mechanical probe question (../shared/tools/probe_questions.py): the page unit it asks about (table,
+    count, message, field, switch), so that excerpt recall is reported per kind."""
 
     @property
     def category(self) -> str:
@@ -104,8 +107,11 @@ class QuestionSet:
         return list(dict.fromkeys(q.haystack for q in self.questions))
 
 
-def load_question_set(path: str | Path, *, tier: str = "small", limit: int | None = None) -> QuestionSet:
-    """Read a question file (or a folder holding questions.jsonl) in whichever of the three layouts it is."""
+def load_question_set(
+    path: str | Path, *, tier: str = "small", limit: int | None = None, data: Path | None = None
+) -> QuestionSet:
+    """Read a question file (or a folder holding questions.jsonl) in whichever of the three layouts it is; `data`:
+    where the sets a dev-layout question names are, when they are not beside the file."""
     path = Path(path)
     if path.is_dir():
         path = path / "questions.jsonl"
@@ -121,7 +127,7 @@ def load_question_set(path: str | Path, *, tier: str = "small", limit: int | Non
     if whole_file:
         whole = Haystack(whole_file, name=root.name)
         return QuestionSet(path, "generated", [_question(r, whole, root, path) for r in rows])
-    return QuestionSet(path, "dev", _dev_questions(rows, root, path))
+    return QuestionSet(path, "dev", _dev_questions(rows, root, path, data))
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
@@ -166,18 +172,20 @@ def _lme_questions(rows: list[dict], root: Path, tier: str) -> list[Question]:
     return questions
 
 
-def _dev_questions(rows: list[dict], root: Path, path: Path) -> list[Question]:
+def _dev_questions(rows: list[dict], root: Path, path: Path, data: Path | None = None) -> list[Question]:
     haystacks: dict[str, Haystack] = {}
     questions = []
     for n, row in enumerate(rows, 1):
         name: Any = row.get("set")  # as the JSON has it: a folder name
         folder = root / str(name) if name else None
+        if folder is not None and not folder.is_dir() and data is not None:
+            folder = data / str(name)
         source = _trajectory_file(folder) if folder and folder.is_dir() else None
         if source is None:
             raise InputError(
                 f"question {row.get('id')!r}: its set {name!r} names no folder with "
-                f"trajectories.jsonl(.gz) beside the question file; neither is there a "
-                f"trajectories file or a haystacks/ folder beside it",
+                f"trajectories.jsonl(.gz) beside the question file{' or under ' + str(data) if data else ''}; "
+                f"neither is there a trajectories file or a haystacks/ folder beside it",
                 path=str(path),
                 line=n,
             )
@@ -217,6 +225,7 @@ def _question(row: dict, haystack: Haystack, image_root: Path, path: Path) -> Qu
         stale_evidence=_refs(row.get("stale_evidence")),
         visual_only=bool(row.get("visual_only")),
         set_name=str(row.get("set") or haystack.name),
+        probe_kind=str(row.get("probe_kind") or ""),
     )
 
 

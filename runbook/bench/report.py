@@ -74,6 +74,7 @@ class RunSummary:
             "stale_led": rf.get("stale_led"),
             "premise_flagged": rf.get("premise_flagged"),
             "excerpt_recall": rf.get("excerpt_recall"),
+            "answer_depth": rf.get("answer_depth_median"),
             "items_avg": m.get("context_spend", {}).get("items_avg"),
             "furniture_tokens_avg": m.get("context_spend", {}).get("furniture_tokens_avg"),
             "repeat_tokens_avg": m.get("context_spend", {}).get("repeat_tokens_avg"),
@@ -213,8 +214,8 @@ def table(report: Report):
     Each column says which way is better: ↑ higher, ↓ lower, – neither (a count or a mark). Failures are counted
     in questions: READ (evidence never reached the context), UTIL (it did, the reader was still wrong), STALE (an
     older value came first), WRITE (an evidence state missing from the store). `excerpt`: phrases found where a
-    gold state is cited; `items` and `furn/rep tok`: items, and tokens on the site's furniture and on repeated
-    views, per context.
+    gold state is cited; `depth`: the median tokens read before every answer phrase has appeared; `items` and
+    `furn/rep tok`: items, and tokens on the site's furniture and on repeated views, per context.
     """
     from rich.table import Table
 
@@ -246,9 +247,11 @@ _COLUMNS = (
     "stale ↓",
     "premise ↑",
     "excerpt ↑",
+    "depth ↓",
     "items –",
     "furn/rep tok ↓",
     "avg lat ↓",
+    "p50 ↓",
     "p95 ↓",
     "tokens ↓",
     "R/U/S/W ↓",
@@ -275,14 +278,44 @@ def _table_row(run: RunSummary, point: OperatingPoint, interval: Any, on_front: 
         _pct(row["stale_led"]),
         _pct(row["premise_flagged"]),
         _pct(row["excerpt_recall"]),
+        _count(row["answer_depth"]),
         _count(row["items_avg"]),
         f"{_count(row['furniture_tokens_avg'])}/{_count(row['repeat_tokens_avg'])}",
         _seconds(run.metrics["memory_query"]["avg_seconds"]),
+        _seconds(row["p50_s"]),
         _seconds(row["p95_s"]),
         "-" if row["avg_tokens"] is None else f"{row['avg_tokens']:.0f}",
         failures,
         "*" if on_front else "",
     ]
+
+
+def kinds_table(report: Report):
+    """Excerpt recall and answer phrases per probe kind (the page unit a mechanical probe question asks about),
+    one row per run, or None when no run has probe questions."""
+    from rich.table import Table
+
+    kinds = sorted({k for r in report.runs for k in r.metrics.get("reader_free", {}).get("by_probe_kind", {})})
+    if not kinds:
+        return None
+    t = Table(
+        title="probe questions per kind: excerpt recall % (n cited) / answer phrases % / depth p50, ↑ ↑ ↓",
+        title_justify="left",
+    )
+    t.add_column("run", no_wrap=True)
+    for kind in kinds:
+        t.add_column(kind, justify="right", no_wrap=True)
+    for run in report.runs:
+        by = run.metrics.get("reader_free", {}).get("by_probe_kind", {})
+        cells = []
+        for kind in kinds:
+            b = by.get(kind) or {}
+            cells.append(
+                f"{_pct(b.get('excerpt_recall'))} ({b.get('excerpt_recall_count', 0)}) / "
+                f"{_pct(b.get('answer_phrases'))} / {_count(b.get('answer_depth_median'))}"
+            )
+        t.add_row(run.label, *cells)
+    return t
 
 
 def _counts(runs: list[RunSummary], figure: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .answering import answer_question, make_memory, new_query_lock
-from .config import BenchConfig, RunPoint
+from .config import BenchConfig, QuestionSource, RunPoint
 from .grading import Grader, build_grader, model_names
 from .progress import Progress, SilentProgress
 from .questions import Haystack, Question, load_question_set
@@ -162,12 +162,11 @@ def _answer_here(
 
 
 def _questions(config: BenchConfig, options: RunOptions) -> list[Question]:
-    sources: list[tuple[Path, str, int | None]] = [(path, "small", None) for path in options.questions] or [
-        (s.path, s.tier, s.limit) for s in config.questions
-    ]
+    sources = [QuestionSource(path) for path in options.questions] or config.questions
     out: list[Question] = []
-    for path, tier, limit in sources:
-        out += load_question_set(path.resolve(), tier=tier, limit=options.limit or limit).questions
+    for source in sources:
+        limit = options.limit or source.limit
+        out += load_question_set(source.path.resolve(), tier=source.tier, limit=limit, data=source.data).questions
     seen: set[str] = set()
     for q in out:
         if q.id in seen:

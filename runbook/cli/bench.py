@@ -95,7 +95,7 @@ def run(config, jobs, limit, only, question_files, fresh, no_reader, max_context
     from rich.console import Console
 
     from ..bench.config import load_config
-    from ..bench.report import build_report, table
+    from ..bench.report import build_report, kinds_table, table
     from ..bench.runner import RunOptions, run_bench
 
     cfg = load_config(config)
@@ -116,7 +116,10 @@ def run(config, jobs, limit, only, question_files, fresh, no_reader, max_context
     with _RichProgress(console) as progress:
         results = run_bench(cfg, options, progress)
     folders = [r.folder for r in results]
-    _console().print(table(build_report(folders)))
+    built = build_report(folders)
+    _console().print(table(built))
+    if kinds_table(built) is not None:
+        _console().print(kinds_table(built))
     click.echo(f"runs: {', '.join(str(f) for f in folders)}")
     click.echo(f"chart: runbook bench report {cfg.runs_dir / cfg.name}")
 
@@ -159,10 +162,12 @@ def report(runs, out, score, tier, no_chart):
         runbook bench report eval/runs/dev
         runbook bench report eval/runs/dev/r-8k eval/runs/dev/c-offline-8k --out /tmp/chart --score evidence
     """
-    from ..bench.report import build_report, table, write_outputs
+    from ..bench.report import build_report, kinds_table, table, write_outputs
 
     result = build_report(list(runs), score)
     _console().print(table(result))
+    if kinds_table(result) is not None:
+        _console().print(kinds_table(result))
     if result.left_out_line():
         click.echo(result.left_out_line())
     gain = result.lafs_gain(tier)

@@ -81,3 +81,31 @@ def test_diagnosis():
     assert diagnose(found, missing_states=0, reader_score=1.0).utilization_failure is False
     assert diagnose(found, missing_states=0, reader_score=None).utilization_failure is None
     assert diagnose(found, missing_states=1, reader_score=None).write_failure
+
+
+def test_answer_depth_is_the_tokens_read_before_every_phrase_has_appeared():
+    from runbook.budget import count_tokens
+
+    filler = "the grid lists other products and their prices " * 20
+    context = Context(
+        "q", 8000, analysis="Question kind: dynamic.", items=[item("a", 0, filler), item("new", 2, "Now $32.88 each")]
+    )
+    scores = score_context(question(), context)
+    read = context.to_text()
+    head = read[: read.index("32.88") + len("32.88")]
+    assert scores.answer_depth == count_tokens(head)
+    assert count_tokens(filler) < scores.answer_depth < count_tokens(read)
+    assert score_context(question(), Context("q", 100, items=[item("a", 0, filler)])).answer_depth is None
+
+
+def test_probe_questions_are_scored_per_kind():
+    from runbook.bench.metrics import reader_free_scores
+
+    records = [
+        {"question_type": "static-environment", "probe_kind": kind, "reader_free": {"answer_phrases": ok,
+         "excerpt_recall": ok, "answer_depth": 100 if ok else None}, "memory_query_duration_seconds": 0.1}
+        for kind, ok in (("table", True), ("table", False), ("switch", True))
+    ]  # fmt: skip
+    by = reader_free_scores(records)["by_probe_kind"]
+    assert by["table"]["excerpt_recall"] == 0.5 and by["table"]["excerpt_recall_count"] == 2
+    assert by["switch"]["answer_depth_median"] == 100

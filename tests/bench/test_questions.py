@@ -71,3 +71,19 @@ def test_a_malformed_line_is_named(tmp_path):
     (tmp_path / "questions.jsonl").write_text('{"id": "a"}\n{broken\n')
     with pytest.raises(InputError, match=r"questions.jsonl:2: malformed JSON"):
         load_question_set(tmp_path)
+
+
+def test_questions_drawn_elsewhere_find_their_sets_under_the_data_folder(tmp_path):
+    """Probe questions (../shared/tools/probe_questions.py --out anywhere) name the sets of ../shared/data."""
+    from tests.conftest import require_shared
+
+    data = require_shared()
+    row = {"id": "probe-1", "set": "webarena", "question_type": "static-environment", "probe_kind": "table",
+           "question": "What is the Country of Origin?", "eval_function": "norm_phrase_set_match",
+           "answer_phrases": ["USA"]}  # fmt: skip
+    path = tmp_path / "probes.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(InputError, match="names no folder"):
+        load_question_set(path)
+    (question,) = load_question_set(path, data=data).questions
+    assert question.haystack.source.parent == data / "webarena" and question.probe_kind == "table"

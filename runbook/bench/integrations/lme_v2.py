@@ -54,6 +54,7 @@ from typing import Any
 
 from ...budget import parse_budget
 from ...context import Context, pack
+from ...core.question import analyze
 from ...errors import InputError
 from ...memory import get_memory
 from ...reader_tokens import ReaderCounter, fit_context
@@ -84,9 +85,17 @@ def trajectory_of(obj: dict, screenshot_root: str | None) -> Trajectory:
     return trajectory_from_dict(obj, base_dir=screenshot_root, lenient=True)
 
 
-def is_visual(question: str, image: str | None) -> bool:
-    """A question that carries an image or asks about what a page looks like."""
-    return image is not None or bool(_VISUAL.search(question))
+def is_visual(question: str, image: str | None, context: Context | None = None) -> bool:
+    """A question that carries an image, asks about what a page looks like, or asks for something no text of its
+    context names (a key term found nowhere in it: 'what number does the count badge show?' where no page text says
+    'badge'; the screenshot may show it)."""
+    if image is not None or _VISUAL.search(question):
+        return True
+    if context is None:
+        return False
+    text = " ".join([context.analysis, *(item.text for item in context.items)]).lower()
+    terms = [t for t in analyze(question).terms if len(t) > 2 and not t.isdigit()]
+    return any(not re.search(rf"\b{re.escape(term)}", text) for term in terms)
 
 
 class RunbookLMEMemory:
@@ -163,7 +172,7 @@ class RunbookLMEMemory:
     def query(self, query: str, query_image: str | None = None) -> list[dict[str, str]]:
         entry = self._ready()
         context = entry.memory.query(query, budget=self.counter.cap(self.budget), image=query_image)
-        if is_visual(query, query_image):
+        if is_visual(query, query_image, context):
             context = self._with_screenshots(context, entry)
         context = fit_context(context, self.counter.cap(self.budget), self.counter)
         self._point_images_at_sources(context, entry)
@@ -171,18 +180,20 @@ class RunbookLMEMemory:
         return [item for item in context.to_lme_items() if item["value"].strip()]
 
     def _with_screenshots(self, context: Context, entry: StoreEntry) -> Context:
-        """The leading items' own screenshots right after their text, budgeted like text (the tail is cut)."""
+        """The leading state items' own screenshots right after their text, each screenshot once, budgeted like text
+        (the tail is cut). A note or an event spans a run: its first state's screenshot shows none of its evidence."""
         items = [dataclasses.replace(item) for item in context.items]
-        added = 0
+        added, shown = 0, set()
         for item in items:
-            if added == VISUAL_SCREENSHOTS:
-                break
-            if item.screenshot:
-                added += 1
+            if item.kind not in ("state", "span"):
+                item.screenshot = None
                 continue
-            shot = _stored_screenshot(entry, item.trajectory_id, item.state_index, item.end_state_index)
-            if shot:
-                item.screenshot = shot
+            if added < VISUAL_SCREENSHOTS and not item.screenshot:
+                item.screenshot = _stored_screenshot(entry, item.trajectory_id, item.state_index, item.end_state_index)
+            if item.screenshot in shown or added == VISUAL_SCREENSHOTS:
+                item.screenshot = None
+            elif item.screenshot:
+                shown.add(item.screenshot)
                 added += 1
         if not added:
             return context

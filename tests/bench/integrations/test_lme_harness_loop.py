@@ -191,7 +191,8 @@ def test_a_visual_question_shows_screenshots_right_after_their_text_and_they_sur
         items = row["memory_context"]
         assert not row["memory_context_was_truncated"]
         first = next(n for n, i in enumerate(items) if i["type"] == "image")
-        assert first <= 3 and items[first - 1]["type"] == "text"
+        states = [n for n, i in enumerate(items) if re.match(r"\[(?:state|span)\] ", i["value"])]
+        assert first == states[0] + 1  # right after the first state's text (a note's run shows no one state)
         cited = items[first - 1]["value"].split("\n", 1)[0]
         owner = Path(items[first]["value"]).parent.name
         assert f"trajectory {owner}," in cited
@@ -217,3 +218,28 @@ def test_a_state_index_that_is_not_the_position_is_read_as_the_harness_reads_it(
     assert "Are you sure you want to cancel this order?" in json.dumps(rows[0]["memory_context"])
     cited = re.findall(r"t-cancel, state (\d+)", json.dumps(rows[0]["memory_context"]))
     assert cited and all(int(n) < len(trajectory_map["t-cancel"]["states"]) for n in cited)  # by position
+
+
+def test_image_items_are_the_leading_states_own_screenshots_each_once(tmp_path, data_root, trajectory_map, reader):
+    """Issue 34, items 11 and 12: R's notes span a run and got its first state's screenshot (none of an evidence
+    state, the same file twice); and a question asking for what no page text names gets screenshots too."""
+    visual = questions()[0] | {"question": "How is an order canceled, and what does the dialog look like?"}
+    unnamed = questions()[0] | {
+        "id": "q-badge",
+        "question": "What number does the badge beside the cancel dialog show?",
+    }
+    rows = harness.run(
+        memory_config=config(data_root, tmp_path, budget=3000, tokenizer=str(reader)),
+        output_dir=tmp_path / "out",
+        **one_haystack([visual, unnamed], trajectory_map, reader, max_tokens=3000),
+    )
+    for row in rows:
+        items = row["memory_context"]
+        images = [n for n, i in enumerate(items) if i["type"] == "image"]
+        assert images, row["question_id"]
+        assert len({items[n]["value"] for n in images}) == len(images)  # each screenshot once
+        for n in images:
+            owner_state = re.match(r"\[(?:state|span)\] trajectory ([\w-]+), states? (\d+)", items[n - 1]["value"])
+            assert owner_state, items[n - 1]["value"][:80]  # right after a state's own text, not a note's
+            tid, index = owner_state.groups()
+            assert Path(items[n]["value"]) == data_root / "screenshots" / tid / f"{index}.png"
