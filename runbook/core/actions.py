@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import re
 
+from .page import parse_page
 from .text import clean_line
 
 _CALL = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*\((.*)\)\s*$", re.S)
 _BID = re.compile(r"^\s*(?:index\s*=\s*)?['\"]?(\d+)['\"]?")
-_LINE_ID = re.compile(r"^(\s*)\*?\[(\d+)\]")
+_LINE_ID = re.compile(r"^(\s*)(?:\|SHADOW\(\w+\)\|)?\*?\[(\d+)\]")
 _LABEL = re.compile(
     r"""(?:text|value|keys|url|options?)\s*=\s*(['"])(.*?)\1|^\s*['"]?\d+['"]?\s*,\s*(['"])(.*?)\3""", re.S
+)
+_STATE_PROPS = re.compile(
+    r",\s*(?:focused|required|disabled=\S+|hasPopup=\S+|expanded=\S+|autocomplete=\S+|multiline=\S+|"
+    r"orientation=\S+|controls=\S+|describedby=\S+|live=\S+|atomic|relevant=\S+)(?=,|$)"
 )
 _ERROR_KEEP = re.compile(
     r"intercepts pointer events|not visible|not enabled|not editable|detached|outside of the "
@@ -61,12 +66,16 @@ def typed_value(action: str) -> str | None:
 
 
 def control_label(page_text: str, bid: str) -> str:
-    """What element `bid` is on the page: "button 'Cancel'" (accessibility tree) or "a: Notifications" (DOM text)."""
+    """What element `bid` is on the page: "button 'Cancel'", "combobox 'Show … per page'" (a form control as the
+    page's structure names it, core.page), "switch 'Spell check'" (DOM text)."""
     lines = page_text.splitlines()
     for pos, line in enumerate(lines):
         match = _LINE_ID.match(line)
         if not match or match.group(2) != bid:
             continue
+        named = _field_named(page_text, pos)
+        if named:
+            return named
         own = clean_line(line).strip().lstrip("*").strip()
         if own.startswith("<"):  # browser-use DOM text: the element's words sit on the deeper lines below it
             tag = re.match(r"<(\w+)", own)
@@ -74,11 +83,21 @@ def control_label(page_text: str, bid: str) -> str:
             attrs = re.findall(r"(?:placeholder|aria-label|title|name|id)=([^ />]+)", own)
             label = words or (attrs[0] if attrs else "")
             return f"{tag.group(1) if tag else 'element'} '{label}'" if label else (tag.group(1) if tag else own)
+        own = _STATE_PROPS.sub("", own)  # 'focused', "hasPopup='menu'": how the control was, not what it is
         if own.endswith("''") or "'" not in own:  # an unnamed element: its children carry the words
             words = _child_text(lines, pos, len(match.group(1)))
             if words:
                 own = own.removesuffix("''").strip() + f" '{words}'"
         return own[:120]
+    return ""
+
+
+def _field_named(page_text: str, line: int) -> str:
+    """The form control on page line `line` as the parsed page names it, without its value: its label may come from
+    the words beside it (a select with no label of its own, a DOM switch whose name is the line above)."""
+    for block in parse_page(page_text).blocks:
+        if block.kind == "field" and block.start <= line <= block.end and ": " not in block.text.split(" = ")[0]:
+            return block.text.split(" = ")[0].split(" › ")[-1][:120]
     return ""
 
 

@@ -22,6 +22,9 @@ _AX_PROP = re.compile(r"""(\w+)=('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^,\s]+)"""
 _GLYPHS = re.compile(r"\\u[0-9a-fA-F]{4}|[\ue000-\uf8ff]")
 _ESCAPED_SPACE = re.compile(r"(?:\\xa0|\xa0)+")
 _NEEDS_CLEANING = re.compile(r"\\|\xa0|[\ue000-\uf8ff]")
+_WORDS = re.compile(r"[^\W_]+")
+NEIGHBOUR_CHARS = 30
+"""A text this short beside a control with no label names it ('per page')."""
 _FLAGS = re.compile(r"(?:^|[,\s])(focused|required|selected|expanded|checked)(?=,|$)")
 
 REGION_ROLES = {
@@ -34,6 +37,9 @@ FIELD_ROLES = frozenset({"textbox", "searchbox", "combobox", "spinbutton", "chec
 CELL_ROLES = frozenset({"gridcell", "cell", "columnheader", "rowheader"})
 CONTROL_ROLES = frozenset({"link", "button", "menuitem", "tab", "option", "treeitem"})
 TEXT_ROLES = frozenset({"StaticText", "text", "ListMarker", "LineBreak"})
+CHOICE_ROLES = frozenset({"tab", "radio", "option"})
+PANEL_ROLES = frozenset({"tabpanel", "group", "region", "generic", "Section"})
+"""What a tab list or radio group holds besides its choices: walked as page content, not folded into the choices."""
 
 
 def parse_page(text: str) -> Page:
@@ -165,6 +171,7 @@ class _AxRenderer:
             self.text(node.name, node.line, region)
             return
         if role == "RootWebArea":
+            _name_by_neighbours(node.children)
             for child in node.children:
                 self.walk(child, "main")
             self.flush()
@@ -186,6 +193,10 @@ class _AxRenderer:
             kind = "choice" if selected and role in ("tab", "option", "treeitem") else "control"
             self.add(kind, f"{role} '{label}'" + (" (selected)" if kind == "choice" else ""), region, node.line,
                      node.end())  # fmt: skip
+        elif role == "time":  # '4 hours ago' on the page, the moment itself in its name: both say when
+            shown = " ".join(_leaf_texts(node))
+            when = f"{shown} ({node.name})" if shown and node.name and node.name != shown else shown or node.name
+            self.text(when, node.line, region)
         elif role == "image":
             if has_words(node.name):
                 self.add("image", f"image '{node.name}'", region, node.line, node.line)
@@ -195,6 +206,7 @@ class _AxRenderer:
         else:
             if role in ("paragraph", "listitem", "article", "Section", "group") and node.children:
                 self.flush()  # a paragraph's text is its own block
+            _name_by_neighbours(node.children)
             for child in node.children:
                 self.walk(child, region)
             if role in ("paragraph", "listitem", "article", "caption", "DescriptionListTerm"):
@@ -239,13 +251,26 @@ class _AxRenderer:
                  node.line, node.end())  # fmt: skip
 
     def choices(self, node: _Node, region: str) -> None:
-        parts = []
-        for child in _descendants(node):
-            if child.role in ("tab", "radio", "option"):
+        """A tab list or radio group as one line of its choices, the selected one marked; what the group also holds
+        (a tab's panel, with the page's details and tables) is walked as the page it is."""
+        parts, panels = [], []
+        for child in node.children:
+            if child.role in CHOICE_ROLES:
                 on = child.props.get("selected") == "True" or child.props.get("checked") in ("True", "true")
                 parts.append(f"{_node_text(child)}{' (selected)' if on else ''}")
-        kind = "choice" if any("(selected)" in p for p in parts) else "control"
-        self.add(kind, f"{node.role}: " + " · ".join(parts), region, node.line, node.end())
+            else:
+                inner = [c for c in _descendants(child) if c.role in CHOICE_ROLES]
+                if inner and child.role not in PANEL_ROLES:  # choices wrapped in a group of their own
+                    parts += [
+                        _node_text(c) + (" (selected)" if c.props.get("selected") == "True" else "") for c in inner
+                    ]
+                else:
+                    panels.append(child)
+        if parts:
+            kind = "choice" if any("(selected)" in p for p in parts) else "control"
+            self.add(kind, f"{node.role}: " + " · ".join(parts), region, node.line, node.line)
+        for panel in panels:
+            self.walk(panel, region)
 
 
 def _descendants(node: _Node) -> Iterator[_Node]:
@@ -254,7 +279,26 @@ def _descendants(node: _Node) -> Iterator[_Node]:
         yield from _descendants(child)
 
 
+def _leaf_texts(node: _Node) -> list[str]:
+    """The words of a node's leaves, in page order, a repeat of the one before left out."""
+    out: list[str] = []
+    for child in _descendants(node):
+        if not child.children and child.name and has_words(child.name) and (not out or out[-1] != child.name):
+            out.append(child.name)
+    return out
+
+
 def _cell_text(cell: _Node) -> str:
+    leaves = " ".join(_leaf_texts(cell))
+    if (
+        cell.name
+        and leaves
+        and len(leaves) > len(cell.name)
+        and (_words_of(cell.name) <= _words_of(leaves) or cell.name.replace(" ", "") == leaves.replace(" ", ""))
+    ):
+        # the name is the cell's text with its live values left out ('Distance: . Time: .') or its parts run together
+        # ('View OrderReorder'): the leaves say it all
+        return leaves.replace("|", "/")
     text = cell.name if cell.name and has_words(cell.name) else ""
     inner = [_node_text(c) for c in cell.children if c.role not in TEXT_ROLES]
     inner = [t for t in inner if t and t not in text]
@@ -263,6 +307,22 @@ def _cell_text(cell: _Node) -> str:
     elif inner and len(inner) > 1:
         text = ", ".join(inner)
     return text.replace("|", "/")
+
+
+def _name_by_neighbours(children: list[_Node]) -> None:
+    """A form control with no label of its own takes the short words beside it: 'Show' [combobox ''] 'per page' is
+    the control "combobox 'Show … per page'"."""
+    for n, child in enumerate(children):
+        if child.role not in FIELD_ROLES or child.name or child.props.get("placeholder"):
+            continue
+        near = [children[k] for k in (n - 1, n + 1) if 0 <= k < len(children)]
+        words = [_node_text(c) for c in near if c.role not in FIELD_ROLES and 0 < len(_node_text(c)) <= NEIGHBOUR_CHARS]
+        if words:
+            child.name = " … ".join(words)
+
+
+def _words_of(text: str) -> set[str]:
+    return set(_WORDS.findall(text.lower()))
 
 
 def _axtree_blocks(lines: list[str]) -> list[Block]:

@@ -62,7 +62,7 @@ def test_actions_are_described_by_their_controls():
     assert describe("click('1151')", tree) == "click LabelText 'Set yourself as busy'"
     dom = "[29]<button id=save />\n\tSave changes\n[16]<input type=text placeholder=Name />"
     assert describe("click(index=29)", dom) == "click button 'Save changes'"
-    assert describe("input(index=16, text='Jordan', clear=True)", dom) == "input input 'Name' with 'Jordan'"
+    assert describe("input(index=16, text='Jordan', clear=True)", dom) == "input textbox 'Name' with 'Jordan'"
 
 
 def test_error_gist_keeps_the_reason():

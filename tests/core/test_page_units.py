@@ -1,0 +1,101 @@
+"""Each unit a reader follows is kept whole, on real pages of every site in ../shared/data: a table row inside a tab
+panel, a date with its moment, a value in a cell whose name is a template, a control named by the words beside it,
+and on browser-use DOM text a setting with its name and description, a row of switches under its column names, a
+label with the value that follows it; and what a page said back to an action, marked as a message."""
+
+from __future__ import annotations
+
+import pytest
+
+from runbook.core.messages import messages, with_replies
+from runbook.core.page import parse_page
+from tests.conftest import shared_runs
+
+RUNS = {
+    "product": ("wa-shopping-588", 12),  # a storefront product page: its details sit in a tab panel
+    "commits": ("wa-gitlab-791", 23),  # GitLab: 'authored 4 hours ago' with the moment in the time element's name
+    "directions": ("wa-map-10", 5),  # OSM directions: 'Distance: . Time: .' with the values in live regions
+    "orders": ("wa-shopping-191", 10),  # the storefront's orders table: 'View OrderReorder' as one cell name
+    "preferences": ("inf-linear-account-settings-20260219_022152-e4", 2),  # Linear: settings, switches, selects
+    "notifications": ("inf-linear-account-settings-20260219_022152-e10", 1),  # Linear: a grid of switches
+    "targets": ("inf-shopify-web-performance-20260219_023258-h7", 8),  # Shopify: number inputs under their metric
+}
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, dict]:
+    return shared_runs(*{tid for tid, _ in RUNS.values()}, "inf-linear-account-settings-20260219_022152-e3")
+
+
+def texts(runs: dict, name: str) -> list[str]:
+    tid, index = RUNS[name]
+    return [b.text for b in parse_page(runs[tid]["states"][index]["accessibility_tree"]).blocks]
+
+
+def test_a_tab_panels_details_table_is_read_row_by_row(runs):
+    shown = texts(runs, "product")
+    assert "Country of Origin | USA" in shown and "Item Weight | 1 pounds" in shown
+    assert "tablist: Details · Reviews" in shown  # the tabs stay one line
+
+
+def test_a_time_shows_what_the_page_says_and_the_moment_it_stands_for(runs):
+    assert any("4 hours ago (Dec 19, 2025 9:45am GMT)" in t for t in texts(runs, "commits"))
+
+
+def test_a_cell_whose_name_leaves_its_values_out_reads_from_its_words(runs):
+    assert any(t.startswith("Distance: 11km . Time: 0:18") for t in texts(runs, "directions"))
+    assert any(t.endswith("| View Order Reorder") for t in texts(runs, "orders"))
+
+
+def test_a_dom_setting_is_its_name_value_and_description_under_its_group(runs):
+    shown = texts(runs, "preferences")
+    assert (
+        "Interface and theme › switch 'Pointer cursor on interactive elements' = off "
+        "(Show a pointer cursor when hovering over clickable elements)" in shown
+    )
+    assert "Default home view: Active issues" in shown and "Theme: System preference" in shown
+
+
+def test_a_row_of_switches_is_one_line_under_its_column_names(runs):
+    shown = texts(runs, "notifications")
+    assert (
+        "switches 'Cycle updates': Desktop = off · Mobile = off · Email = on · Slack = off "
+        "(Cycle starts, ends, and progress summaries)" in shown
+    )
+    assert "switch 'Mobile' = off (Receive push notifications on your mobile device)" in shown
+
+
+def test_number_inputs_carry_the_metric_they_sit_under(runs):
+    shown = texts(runs, "targets")
+    assert any(t.startswith("LCP (Largest Contentful Paint) › textbox 'Target (ms)' = ") for t in shown), shown
+
+
+def test_what_a_page_said_back_in_place_is_a_message(runs):
+    run = runs["inf-linear-account-settings-20260219_022152-e3"]
+    states = run["states"]
+    pages = [parse_page(s["accessibility_tree"]) for s in states]
+    marked = with_replies(pages, [s["url"] for s in states], [bool(s["action"]) for s in states])
+    assert messages(marked[1]) == ["Pronouns updated"]
+    assert messages(pages[1]) == []  # the parsed page itself (shared, cached) is not changed
+
+
+def test_a_banner_on_every_page_is_no_reply_to_an_action():
+    from runbook.core.messages import replies
+
+    banner = "\t\t[2] alert ''\n\t\t\tStaticText 'Failed to synchronize data to the service.'"
+    before = parse_page("RootWebArea 'Products'\n\t[1] main ''\n" + banner)
+    after = parse_page("RootWebArea 'Products'\n\t[1] main ''\n" + banner + "\n\t\tStaticText 'You saved the product.'")
+    assert replies([before, after]) == [["Failed to synchronize data to the service."], ["You saved the product."]]
+
+
+def test_a_confirmation_left_unanswered_is_found_and_an_answered_one_is_not():
+    from runbook.core.messages import unanswered_dialogs
+
+    left, answered = "inf-linear-account-settings-20260219_022152-h4", "inf-linear-account-settings-20260219_022152-m5"
+    found = {}
+    for tid, run in shared_runs(left, answered).items():
+        states = run["states"]
+        pages = [parse_page(s["accessibility_tree"]) for s in states]
+        found[tid] = unanswered_dialogs(pages, [s["accessibility_tree"] for s in states], [s["action"] for s in states])
+    assert [(d.index, d.buttons) for d in found[left]] == [(1, ["Cancel", "Disconnect"])]
+    assert found[answered] == []  # the agent clicked the dialog's own 'Disconnect'
