@@ -11,14 +11,20 @@ from dataclasses import dataclass, field
 
 from ..core.actions import describe, error_gist, split_actions
 from ..core.blocks import page_record
+from ..core.messages import OpenDialog, replies, unanswered_dialogs, with_replies
 from ..core.page import parse_page
 from ..core.text import line_hash
 from ..trajectory.model import Trajectory
-from .diff import diff_pages
+from .diff import PageDiff, diff_pages
 from .notes import hints_note, procedure_note, short_url
 
 EVENT_LINES = 12
 """Appeared/disappeared lines kept in an event's stored text (all of them are indexed)."""
+APPEARED_KEPT, APPEARED_CHARS = 80, 200
+"""Of an event whose page gained more lines than it shows, this many (cut to this length) are kept for the question
+to pick from: a table that appeared is not elided to its first rows."""
+MESSAGES_SHOWN = 3
+"""Messages of the page an action led to, shown in its event."""
 
 
 @dataclass(slots=True)
@@ -62,11 +68,16 @@ def trajectory_docs(trajectory: Trajectory, dirname: str, note_writer=None) -> T
     base = {"t": trajectory.id, "d": dirname, "s": trajectory.site, "n": len(trajectory.states)}
     out = TrajectoryDocs(trajectory.id)
     described = [[describe(a, s.text) for a in split_actions(s.action)] for s in trajectory.states]
-    parsed = [parse_page(s.text) for s in trajectory.states]
+    states = trajectory.states
+    parsed = with_replies(
+        [parse_page(s.text) for s in states], [s.url for s in states], [bool(s.action) for s in states]
+    )
+    said = replies(parsed)
+    dialogs = unanswered_dialogs(parsed, [s.text for s in states], [s.action or "" for s in states])
     lines = [page.lines() for page in parsed]
     hashes: dict[str, int] = {}  # states of one run share most lines: hash each distinct line once
     for state in trajectory.states:
-        out.slices.append(_slice(trajectory, state.index, described, base))
+        out.slices.append(_slice(trajectory, state.index, described, base, said[state.index]))
         header = {"title": state.title, "action": state.action or "", "error": state.action_error or "",
                   "thought": state.thought or ""}  # fmt: skip
         out.pages.append(page_record(header, parsed[state.index]))
@@ -76,17 +87,17 @@ def trajectory_docs(trajectory: Trajectory, dirname: str, note_writer=None) -> T
             sorted(hashes.get(line) or hashes.setdefault(line, line_hash(line, trajectory.site)) for line in distinct)
         )
     for state in trajectory.states:
-        event = _event(trajectory, state.index, described, base, lines)
+        event = _event(trajectory, state.index, described, base, lines, said)
         if event is not None:
             out.events.append(event)
-    out.notes = _notes(trajectory, base, note_writer)
+    out.notes = _notes(trajectory, base, note_writer, said, dialogs)
     return out
 
 
-def _slice(trajectory: Trajectory, i: int, described: list[list[str]], base: dict) -> PoolDoc:
+def _slice(trajectory: Trajectory, i: int, described: list[list[str]], base: dict, said: list[str]) -> PoolDoc:
     state = trajectory.states[i]
     meta = dict(base, i=i, u=state.url, ti=state.title, ts=state.timestamp)
-    around = []
+    around = list(said)  # what the page says counts as much as what the agent did there
     if i > 0:
         around.append("; ".join(described[i - 1]))
     around.append("; ".join(described[i]))
@@ -98,7 +109,12 @@ def _slice(trajectory: Trajectory, i: int, described: list[list[str]], base: dic
 
 
 def _event(
-    trajectory: Trajectory, i: int, described: list[list[str]], base: dict, page_lines: list[list[str]]
+    trajectory: Trajectory,
+    i: int,
+    described: list[list[str]],
+    base: dict,
+    page_lines: list[list[str]],
+    said: list[list[str]],
 ) -> PoolDoc | None:
     """The transition out of state i (to i+1); the last state's action is an event without a next page."""
     state = trajectory.states[i]
@@ -108,32 +124,15 @@ def _event(
     lines = [f"action: {'; '.join(described[i]) or '(none)'}"]
     if state.action_error:
         lines.append(f"error: {error_gist(state.action_error)}")
-    indexed_extra = ""
-    if nxt is not None:
+    if nxt is not None and said[i + 1]:
+        lines.append("page said: " + " | ".join(said[i + 1][:MESSAGES_SHOWN]))
+    change = diff_pages(page_lines[i], page_lines[i + 1]) if nxt is not None else None
+    if nxt is not None and change is not None:
         if nxt.url != state.url:
             lines.append(f"url: {short_url(state.url)} -> {short_url(nxt.url)}")
         if nxt.title != state.title:
             lines.append(f"title: {state.title} -> {nxt.title}")
-        change = diff_pages(page_lines[i], page_lines[i + 1])
-        if change.appeared:
-            lines.append(
-                "appeared: "
-                + " | ".join(change.appeared[:EVENT_LINES])
-                + (f" | (+{len(change.appeared) - EVENT_LINES} more)" if len(change.appeared) > EVENT_LINES else "")
-            )
-        if change.disappeared:
-            lines.append(
-                "disappeared: "
-                + " | ".join(change.disappeared[:EVENT_LINES])
-                + (
-                    f" | (+{len(change.disappeared) - EVENT_LINES} more)"
-                    if len(change.disappeared) > EVENT_LINES
-                    else ""
-                )
-            )
-        if change.empty and not state.action_error:
-            lines.append("page unchanged")
-        indexed_extra = "\n".join(change.appeared[EVENT_LINES:200] + change.disappeared[EVENT_LINES:100])
+        lines += _change_lines(change, bool(state.action_error))
     else:
         lines.append("(final action of the run)")
     text = "\n".join(lines)
@@ -147,19 +146,39 @@ def _event(
         ts=(nxt or state).timestamp or state.timestamp,
         text=text,
     )
+    indexed_extra = ""
+    if change is not None:
+        indexed_extra = "\n".join(change.appeared[EVENT_LINES:200] + change.disappeared[EVENT_LINES:100])
+        if len(change.appeared) > EVENT_LINES:  # the question picks which of them the event shows (core.recall)
+            meta["a"] = [line[:APPEARED_CHARS] for line in change.appeared[:APPEARED_KEPT]]
     return PoolDoc(meta=meta, fields={"event": f"{text}\n{indexed_extra}"})
 
 
-def _notes(trajectory: Trajectory, base: dict, note_writer) -> list[PoolDoc]:
-    writer = note_writer or _deterministic
+def _change_lines(change: PageDiff, failed: bool) -> list[str]:
+    """What appeared and disappeared on the page, the first EVENT_LINES of each and how many more."""
+    out = []
+    for name, lines in (("appeared", change.appeared), ("disappeared", change.disappeared)):
+        if lines:
+            more = f" | (+{len(lines) - EVENT_LINES} more)" if len(lines) > EVENT_LINES else ""
+            out.append(f"{name}: " + " | ".join(lines[:EVENT_LINES]) + more)
+    if change.empty and not failed:
+        out.append("page unchanged")
+    return out
+
+
+def _notes(
+    trajectory: Trajectory, base: dict, note_writer, said: list[list[str]], dialogs: list[OpenDialog]
+) -> list[PoolDoc]:
     last = len(trajectory.states) - 1
     meta = dict(base, i=0, j=last, u=trajectory.start_url, ts=trajectory.last_timestamp, ok=trajectory.succeeded)
     docs = []
-    for kind, text in writer(trajectory):
+    for kind, text in note_writer(trajectory) if note_writer else _deterministic(trajectory, said, dialogs):
         if text:
             docs.append(PoolDoc(meta=dict(meta, kind=kind, text=text), fields={"note": text}))
     return docs
 
 
-def _deterministic(trajectory: Trajectory) -> list[tuple[str, str | None]]:
-    return [("procedure", procedure_note(trajectory)), ("hints", hints_note(trajectory))]
+def _deterministic(
+    trajectory: Trajectory, said: list[list[str]], dialogs: list[OpenDialog]
+) -> list[tuple[str, str | None]]:
+    return [("procedure", procedure_note(trajectory, said)), ("hints", hints_note(trajectory, said, dialogs))]

@@ -5,9 +5,13 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from ..core.actions import action_name, describe, error_gist, split_actions, typed_value
+from ..core.messages import OpenDialog
 from ..trajectory.model import Trajectory
 
 FINAL_ACTIONS = {"send_msg_to_user", "done", "report_infeasible", "stop", "answer"}
+REPLY_CHARS = 160
+REPLIES_SHOWN = 8
+"""What the pages said back: shown at most this many times in a hints note, each cut to REPLY_CHARS."""
 NAVIGATION_NOISE = {"scroll", "noop", "wait", "take_note", "calculate", "find_elements", "search_page"}
 
 
@@ -29,15 +33,21 @@ def outcome_word(trajectory: Trajectory) -> str:
     return "successful run" if ok else ("failed run" if ok is False else "run of unknown outcome")
 
 
-def step_lines(trajectory: Trajectory) -> list[tuple[int, str]]:
-    """(state index, readable action) for every action taken, repeats folded into one line with a count."""
+def step_lines(trajectory: Trajectory, said: list[list[str]] | None = None) -> list[tuple[int, str]]:
+    """(state index, readable action) for every action taken, repeats folded into one line with a count; `said[i]`:
+    the messages of state i's page, so a step shows what the page answered ('→ page: You saved the product.')."""
     out: list[tuple[int, str]] = []
     last_url = None
-    for state in trajectory.states:
-        for action in split_actions(state.action):
+    states = trajectory.states
+    for state in states:
+        actions = split_actions(state.action)
+        for n, action in enumerate(actions):
             text = describe(action, state.text)
             if state.action_error:
                 text += f"  !! {error_gist(state.action_error, 160)}"
+            reply = said[state.index + 1] if said and n == len(actions) - 1 and state.index + 1 < len(states) else []
+            if reply:
+                text += "  → page: " + " | ".join(m[:REPLY_CHARS] for m in reply[:2])
             where = short_url(state.url)
             if where != last_url:
                 text = f"@ {where}  {text}"
@@ -48,29 +58,40 @@ def step_lines(trajectory: Trajectory) -> list[tuple[int, str]]:
     return out
 
 
-def procedure_note(trajectory: Trajectory) -> str:
-    """The condensed action path with the controls used, and how the run ended."""
+def procedure_note(trajectory: Trajectory, said: list[list[str]] | None = None) -> str:
+    """The condensed action path with the controls used (and what the page answered), and how the run ended."""
     head = [
         f"procedure note ({outcome_word(trajectory)}, outcome: {trajectory.outcome or 'unknown'})",
         f"goal: {trajectory.goal}",
     ]
     steps = [
         f"  s{idx}: {text}"
-        for idx, text in step_lines(trajectory)
-        if action_name(text.split("  ")[-1]) not in NAVIGATION_NOISE
+        for idx, text in step_lines(trajectory, said)
+        if action_name(text.split("  ")[-1]) not in NAVIGATION_NOISE  # a step with an error or a reply stays
     ]
     final = _final_message(trajectory)
     tail = [f"final answer/message: {final}"] if final else []
     return "\n".join(head + ["steps:"] + steps + tail)
 
 
-def hints_note(trajectory: Trajectory) -> str | None:
-    """Errors, retries, dead ends and (for a failed run) how it ended; None when the run shows none of these."""
+def hints_note(
+    trajectory: Trajectory, said: list[list[str]] | None = None, dialogs: list[OpenDialog] | None = None
+) -> str | None:
+    """Errors, what the pages said back, dialogs left unanswered, retries, dead ends and (for a failed run) how it
+    ended; None when the run shows none of these."""
     lines = []
     for state in trajectory.states:
         if state.action_error:
             what = "; ".join(describe(a, state.text) for a in split_actions(state.action)) or "an empty action"
             lines.append(f"- s{state.index} error on {what}: {error_gist(state.action_error)}")
+    lines += _replies(trajectory, said or [])
+    for dialog in dialogs or []:
+        state = trajectory.states[dialog.index]
+        nxt = "; ".join(describe(a, state.text) for a in split_actions(state.action)) or "no action"
+        lines.append(
+            f"- s{dialog.index}: a dialog asked '{dialog.text}' ({' / '.join(dialog.buttons)}); the next step, "
+            f"{nxt[:120]}, was outside it: the dialog was left unanswered"
+        )
     lines += _retries(trajectory)
     lines += _dead_ends(trajectory)
     if trajectory.succeeded is False:
@@ -82,6 +103,22 @@ def hints_note(trajectory: Trajectory) -> str | None:
         f"goal: {trajectory.goal}",
     ]
     return "\n".join(head + lines)
+
+
+def _replies(trajectory: Trajectory, said: list[list[str]]) -> list[str]:
+    """What the pages said back to the run's actions (an alert, a validation line, 'You saved the rule.'), each
+    with the step it answered."""
+    out = []
+    for state in trajectory.states[1:]:
+        reply = said[state.index] if state.index < len(said) else []
+        before = trajectory.states[state.index - 1]
+        if reply and before.action:
+            what = "; ".join(describe(a, before.text) for a in split_actions(before.action))
+            out.append(
+                f"- after s{before.index} {what[:160]}, the page said: "
+                + " | ".join(m[:REPLY_CHARS] for m in reply[:2])
+            )
+    return out[:REPLIES_SHOWN]
 
 
 def _retries(trajectory: Trajectory) -> list[str]:

@@ -1,0 +1,30 @@
+"""A run's notes carry the page's words: what the page said back to a step, and a control with no label of its own
+named by the words beside it (real runs from ../shared/data)."""
+
+from __future__ import annotations
+
+from runbook.pools.documents import trajectory_docs
+from runbook.trajectory.model import trajectory_from_dict
+from tests.conftest import shared_runs
+
+
+def notes_of(tid: str) -> dict[str, str]:
+    run = trajectory_from_dict(shared_runs(tid)[tid], check_screenshots=False)
+    return {doc.meta["kind"]: doc.meta["text"] for doc in trajectory_docs(run, tid).notes}
+
+
+def test_the_notes_say_what_the_page_answered_a_step():
+    notes = notes_of("inf-linear-account-settings-20260219_022152-e3")
+    assert "the page said: Pronouns updated" in notes["hints"]
+    assert "→ page: Pronouns updated" in notes["procedure"]
+
+
+def test_a_select_without_a_label_is_named_by_the_words_beside_it():
+    notes = notes_of("wa-shopping-332")
+    assert "select_option combobox 'Show … per page' with '50'" in notes["procedure"]
+
+
+def test_a_dialog_the_run_left_unanswered_is_in_its_hints():
+    hints = notes_of("inf-linear-account-settings-20260219_022152-h4")["hints"]
+    assert "s1: a dialog asked 'Disconnect account · Are you sure you want to disconnect your Figma account" in hints
+    assert "(Cancel / Disconnect); the next step, click a 'Security & Access', was outside it" in hints
