@@ -96,3 +96,20 @@ def clean_env(monkeypatch, tmp_path):
     monkeypatch.delenv(CONFIG_ENV, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("RUNBOOK_TRANSCRIPTS", str(tmp_path / "transcripts"))
+
+
+def shared_runs(*ids: str) -> dict[str, dict]:
+    """The real trajectories with these ids, as the shared data sets hold them (JSON objects), read in one pass."""
+    import gzip
+
+    wanted, out = set(ids), {}
+    for name in ("webarena", "infinity"):
+        with gzip.open(require_shared() / name / "trajectories.jsonl.gz", "rt", encoding="utf-8") as fh:
+            for line in fh:
+                tid = line[8 : line.index('"', 8)] if line.startswith('{"id": "') else json.loads(line)["id"]
+                if tid in wanted:
+                    out[tid] = json.loads(line)
+                    if len(out) == len(wanted):
+                        return out
+    assert len(out) == len(wanted), sorted(wanted - set(out))
+    return out

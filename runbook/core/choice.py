@@ -17,6 +17,7 @@ Choices per question kind (a question image's look-alike screenshots always come
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .scanout import Run, Scan, ScoredState, find_hit, json_lines
@@ -33,6 +34,8 @@ PROCEDURE_RUN_STATES = 10
 """A procedure's best run is returned whole up to this length; a longer one is cut around its best states."""
 RUNNER_UP, RUNNER_UP_STATES = 0.85, 6
 """A second run scoring this close to the best is added too, cut to this many states around its best ones."""
+RECALL_BOOST = 1.0
+"""A run whose note method R ranks first scores twice as much when a run is picked, the second 1.5 times, ..."""
 GOTCHA_RUN_STATES = 8
 GOTCHA_STATES = 12
 GOTCHA_BEST = 2
@@ -75,14 +78,16 @@ class Choice:
         return True
 
 
-def choose(kind: str, wants_latest: bool, scan: Scan) -> Choice:
-    """The states to hand back for a question of `kind`, from what the scan found."""
+def choose(kind: str, wants_latest: bool, scan: Scan, recall_runs: Sequence[str] = ()) -> Choice:
+    """The states to hand back for a question of `kind`, from what the scan found; `recall_runs`: the runs whose
+    notes method R ranks best for the question, best first (their ranking weighs in when a run is picked)."""
     choice = Choice()
     pick_images(scan, choice)
+    boost = _recall_boost(recall_runs)
     if kind == "procedure":
-        pick_procedure(scan, choice)
+        pick_procedure(scan, choice, boost)
     elif kind == "gotcha":
-        pick_gotcha(scan, choice)
+        pick_gotcha(scan, choice, boost)
     elif wants_latest or kind == "dynamic":
         pick_latest(scan, choice)
     else:
@@ -150,29 +155,45 @@ def pick_latest(scan: Scan, choice: Choice) -> None:
             choice.notes[key] = "older"
 
 
-def pick_procedure(scan: Scan, choice: Choice) -> None:
-    """The run that best shows the workflow (goal, pages, success, few errors), whole; then the best other states."""
+def _recall_boost(recall_runs: Sequence[str]) -> dict[str, float]:
+    """{run: factor} for the runs whose notes method R ranks best: its notes' words (goal, controls, what the pages
+    said) found them, the scan's goal and pages another way; both count."""
+    out: dict[str, float] = {}
+    for rank, run in enumerate(dict.fromkeys(recall_runs)):
+        out.setdefault(run, 1 + RECALL_BOOST / (1 + rank))
+    return out
+
+
+def pick_procedure(scan: Scan, choice: Choice, boost: dict[str, float] | None = None) -> None:
+    """The run that best shows the workflow (goal, pages, success, few errors, R's note ranking), whole; then the
+    best other states."""
     best_states = max((r.s for r in scan.runs), default=0.0)
-    ranked = sorted(scan.runs, key=lambda r: -r.workflow_score(best_states))
+    boost = boost or {}
+
+    def score(r: Run) -> float:
+        return r.workflow_score(best_states) * boost.get(r.t, 1.0)
+
+    ranked = sorted(scan.runs, key=lambda r: -score(r))
     if ranked:
         choice.runs.append(ranked[0])
         for i in run_window(scan, ranked[0], PROCEDURE_RUN_STATES):
             choice.add((ranked[0].t, i))
-    if len(ranked) > 1 and ranked[1].workflow_score(best_states) >= RUNNER_UP * ranked[0].workflow_score(best_states):
+    if len(ranked) > 1 and score(ranked[1]) >= RUNNER_UP * score(ranked[0]):
         choice.runs.append(ranked[1])  # a close second may be the workflow meant
         for i in run_window(scan, ranked[1], RUNNER_UP_STATES):
             choice.add((ranked[1].t, i))
     pick_best(scan.states, choice, len(choice.keys) + 2)
 
 
-def pick_gotcha(scan: Scan, choice: Choice) -> None:
+def pick_gotcha(scan: Scan, choice: Choice, boost: dict[str, float] | None = None) -> None:
     """The run that best matches the question (its steps show what was in the way even without an error), then the
     one that best matches among those that failed or hit errors, whole when short, else its errors with the state
     after each and its last state; then the best other states (already ranked for trouble). States of other runs
     that outscore every state of the runs walked through lead."""
     best_states = max((r.s for r in scan.runs), default=0.0)
-    run = max(scan.runs, key=lambda r: r.trouble_score(best_states), default=None)
-    matched = max(scan.runs, key=lambda r: r.workflow_score(best_states), default=None)
+    boost = boost or {}
+    run = max(scan.runs, key=lambda r: r.trouble_score(best_states) * boost.get(r.t, 1.0), default=None)
+    matched = max(scan.runs, key=lambda r: r.workflow_score(best_states) * boost.get(r.t, 1.0), default=None)
     walked = {r.t for r in (run, matched) if r is not None}
     walked_best = max((h.s for h in scan.states if h.t in walked), default=0.0)
     for hit in scan.states[:GOTCHA_BEST]:

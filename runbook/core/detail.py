@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .actions import describe, error_gist, split_actions
 from .catalog import Catalog, load_catalog
 from .files import open_regular
 from .layout import state_relpath
@@ -19,6 +20,7 @@ from .statefile import parse_state
 LINE_WIDTH = 200
 QUOTE_WIDTH = 480
 ERROR_WIDTH = 300
+ACTION_WIDTH = 400
 FURNITURE_PAGES, FURNITURE_SHARE = 3, 0.5
 """A line on at least 3 of the pages read together, and on half of them, is a menu or a header."""
 _IDS = re.compile(r"\[\d+\]")
@@ -35,7 +37,6 @@ _AX_NAME = re.compile(r"^(?:\[\d+\]\s*)?[A-Za-z]+ '(.*?)'(?:,|$)")
 _TAG_ID = re.compile(r"\bid=[\w-]+")
 _BARE = re.compile(r"(?:\*?\[\d+\]\s*)?<[^>]*>|(?:\[\d+\]\s*)?\w+ ''(?:, \w+=\S+)*|\|[A-Z]+\([a-z]+\)\|.*")
 """A page line that carries no text of its own: a DOM tag, an unnamed accessibility node."""
-_TARGET = re.compile(r"""(?:\(\s*['"]?|index=)(\d+)""")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -142,12 +143,6 @@ def compact_line(line: str) -> str:
     return text
 
 
-def compact_error(error: str) -> str:
-    """An error on one line: its distinct lines joined, cut to a readable length."""
-    parts = list(dict.fromkeys(part.strip(" -") for part in error.splitlines() if part.strip(" -")))
-    return " ⏎ ".join(parts)[:ERROR_WIDTH]
-
-
 def cut_line(line: str, compiled: list[re.Pattern]) -> str:
     if len(line) <= LINE_WIDTH:
         return line
@@ -156,39 +151,13 @@ def cut_line(line: str, compiled: list[re.Pattern]) -> str:
     return ("…" if start else "") + line[start : start + LINE_WIDTH] + ("…" if start + LINE_WIDTH < len(line) else "")
 
 
-def target_label(lines: list[str], element: str) -> str:
-    """What an action's element id shows on the page: `button 'Cancel'`, or a DOM tag and the text under it."""
-    mark = f"[{element}]"
-    for n, line in enumerate(lines):
-        at = line.find(mark)
-        if at < 0:
-            continue
-        rest = line[at + len(mark) :].strip()
-        if "'" in rest or '"' in rest:
-            return rest[:80]
-        depth = len(line) - len(line.lstrip("\t "))
-        texts = []
-        for nxt in lines[n + 1 : n + 6]:
-            if len(nxt) - len(nxt.lstrip("\t ")) <= depth and nxt.strip():
-                break
-            word = nxt.strip()
-            if word and not word.startswith(("*[", "[", "<", "|")):
-                texts.append(word)
-        tag = re.sub(r"\s.*", "", rest).strip("<>/ ") or "element"
-        return f"{tag} '{' '.join(texts)[:60]}'" if texts else rest[:80]
-    return ""
-
-
 def described_action(action: str, lines: list[str]) -> str:
-    """The action with each element id followed by what the page showed for it."""
+    """The action with the controls it used as the page's structure names them ("click link 'SALES'",
+    "select_option combobox 'Show … per page' with '50'"), as the notes describe a run's steps."""
     if not action:
         return ""
-    out = action[:240]
-    for element in dict.fromkeys(_TARGET.findall(action)):
-        label = target_label(lines, element)
-        if label:
-            out += f"  [{element} = {label}]"
-    return out
+    page = "\n".join(lines)
+    return "; ".join(describe(one, page) for one in split_actions(action))[:ACTION_WIDTH]
 
 
 @dataclass
@@ -245,7 +214,7 @@ def detail_output(params: DetailParams, catalog: Catalog | None = None) -> Print
             "url": m[1][:100],
             "title": m[2][:80],
             "act": described_action(m[3], lines),
-            "err": compact_error(m[4]),
+            "err": error_gist(m[4], ERROR_WIDTH),
         }
         if want_lines:
             kept = [line if _IDS.sub("", line).strip() not in common else "" for line in lines]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from dataclasses import replace
 
 import numpy as np
@@ -22,7 +23,7 @@ import numpy as np
 from .blocks import Block, Page, shown_line
 from .boilerplate import LineCounts
 from .page import parse_page
-from .text import line_hash
+from .text import line_hash, stem, tokenize
 
 HEAD_SHARE = 0.25
 """Share of an excerpt kept for what the page is (heading, counts, messages, selected tab)."""
@@ -33,12 +34,21 @@ TOP_BLOCKS, TOP_SHARE = 2, 0.6
 """The blocks that match a page best (`Excerpter.best_lines`): at most this many, scoring this share of the best."""
 FURNITURE_FACTOR = 0.3
 """A match in the site's furniture counts this much: shown only when nothing better matches."""
+NAMED_FACTOR = 0.25
+"""A word of a question's phrase that names the page (the phrase is in the page's title) counts this much inside
+that page: it says which page the question is about, not which of its lines. On the page 'Greaton ... Box Spring',
+asked for the Country of Origin, the product's name is on every option of its page; the row that answers is
+'Country of Origin | USA'."""
 MIN_IDF = 1.0
+MAX_TERMS, MAX_PHRASES = 64, 32
+"""Terms and phrases a page is searched for (the heaviest): a 10,000-character question took 6 s on 60 pages."""
 BLOCK_TOKENS = 120
 """A block is shown cut to this many tokens (a long paragraph's match is shown around it)."""
 DIALOG_BLOCKS = 14
 """An opened dialog or menu (what appeared after an action) is shown whole up to this many blocks."""
 AFTER = 2
+DIFF_KINDS = {"message": 0, "count": 1, "field": 2, "choice": 3, "row": 4, "heading": 5}
+"""What a view folded into another shows of its own first, after the lines that match the question."""
 """Blocks kept after a matching one: values follow their labels, a post's text follows its title."""
 
 
@@ -70,8 +80,13 @@ class Excerpter:
 
     def __init__(self, query: dict[str, float], phrases: list[str], idf: dict[str, float], lines_df: LineCounts | None):
         # terms on most pages (idf under MIN_IDF) would mark half the page as matching: they only count in BM25
-        self.weights = {t: w * idf.get(t, 1.0) for t, w in query.items() if idf.get(t, 1.0) >= MIN_IDF}
-        self.phrases = [p for p in phrases if len(p) >= 2]
+        weights = {t: w * idf.get(t, 1.0) for t, w in query.items() if idf.get(t, 1.0) >= MIN_IDF}
+        # a page is searched once per term: a question of thousands of words keeps its rarest ones
+        self.weights = dict(sorted(weights.items(), key=lambda tw: -tw[1])[:MAX_TERMS])
+        self.phrases = [p for p in phrases if len(p) >= 2][:MAX_PHRASES]
+        self.naming = [p for p in self.phrases if " " in p.strip() or any(c.isdigit() for c in p)]
+        """Phrases that can name a page (a title, a product, an id; not one word such as 'Magento', the site's name):
+        found in a page's title, their words say which page the question is about, not which of its lines."""
         self.bonus = 2.0 * (max(self.weights.values()) if self.weights else 1.0)
         self.lines_df = lines_df
         self._common: dict[tuple[str, str], bool] = {}
@@ -93,20 +108,67 @@ class Excerpter:
             self._common.update(((self.site, t), bool(v)) for t, v in zip(missing, verdicts))
         return [self._common[(self.site, t)] for t in texts]
 
-    def excerpt(self, page: Page | str, max_tokens: int, site: str = "") -> tuple[str, float]:
-        """(excerpt, match score) of one page of `site` within about `max_tokens`."""
+    def excerpt(self, page: Page | str, max_tokens: int, site: str = "", title: str = "") -> tuple[str, float]:
+        """(excerpt, match score) of one page of `site` within about `max_tokens`; `title`: the page's own title, whose
+        words name the page rather than a line of it."""
         self.site = site
         if isinstance(page, str):
             page = parse_page(page)
         blocks = page.blocks
         furniture = self._furniture(blocks)
-        scores = self._scores(blocks, furniture)
+        scores, match = self._scores(blocks, furniture, title)
         chosen = self._choose(blocks, scores, furniture, max_tokens)
         best = sorted(scores, key=lambda n: -scores[n])
         self.best_lines = [blocks[n].text for n in best[:TOP_BLOCKS] if scores[n] >= TOP_SHARE * scores[best[0]]]
         self.furniture_tokens = sum(tokens_of(blocks[n].text) for n in chosen if furniture[n])
-        top = [scores[n] for n in best[:5]]
-        return render(blocks, chosen), float(sum(top))
+        return render(blocks, chosen), match
+
+    def pick_lines(self, lines: list[str], k: int, site: str = "") -> list[str]:
+        """`k` of `lines` (an event's appeared lines) in their order: those that match the question, then the first
+        ones; '(+N more)' when some are left out."""
+        self.site = site
+        blocks = [Block("text", line, "main", n, n) for n, line in enumerate(lines)]
+        scores, _ = self._scores(blocks, self._furniture(blocks))
+        best = sorted(scores, key=lambda n: (-scores[n], n))[:k]
+        fill = [n for n in range(len(lines)) if n not in best][: k - len(best)]
+        more = [f"(+{len(lines) - k} more)"] if len(lines) > k else []
+        return [lines[n] for n in sorted(set(best) | set(fill))] + more
+
+    def whole(self, page: Page, max_tokens: int, site: str = "", title: str = "") -> str:
+        """The page minus the site's furniture when that fits in `max_tokens` (a page among the best few is read
+        whole: what answers may not be what matches), else its excerpt within `max_tokens`."""
+        self.site = site
+        furniture = self._furniture(page.blocks)
+        own = {n for n, b in enumerate(page.blocks) if not furniture[n]}
+        if own and sum(min(tokens_of(page.blocks[n].text), BLOCK_TOKENS) for n in own) <= max_tokens:
+            self.furniture_tokens = 0
+            return render(page.blocks, own)
+        return self.excerpt(page, max_tokens, site, title)[0]
+
+    def differences(self, page: Page, other: Page, max_tokens: int, site: str = "", title: str = "") -> list[str]:
+        """The lines of `page` that `other` (another view of it, shown already) lacks: those that match the question
+        first, then what the page says (messages, counts, fields set), in page order within each, about `max_tokens`
+        in all. A view folded into another shows what only it has."""
+        self.site = site
+        blocks = page.blocks
+        furniture = self._furniture(blocks)
+        left = Counter(b.text for b in other.blocks)
+        new = []
+        for n, block in enumerate(blocks):
+            if left[block.text] > 0:
+                left[block.text] -= 1
+            elif not furniture[n]:
+                new.append(n)
+        scores, _ = self._scores(blocks, furniture, title)
+        new.sort(key=lambda n: (-scores.get(n, 0.0), DIFF_KINDS.get(blocks[n].kind, len(DIFF_KINDS)), n))
+        out, spent = [], 0
+        for n in new:
+            cost = min(tokens_of(blocks[n].text), BLOCK_TOKENS)
+            if spent + cost > max_tokens:
+                break
+            out.append(n)
+            spent += cost
+        return [shown_line(blocks[n]) for n in sorted(out)]
 
     def furniture_in(self, page: Page, site: str = "") -> int:
         """Tokens of the page's furniture when it is shown whole."""
@@ -122,23 +184,39 @@ class Excerpter:
         common = self.common([b.text for b in blocks])
         return [b.furniture or c for b, c in zip(blocks, common)]
 
-    def _scores(self, blocks: list[Block], furniture: list[bool]) -> dict[int, float]:
+    def _scores(self, blocks: list[Block], furniture: list[bool], title: str = "") -> tuple[dict[int, float], float]:
+        """(each matching block's score for choosing lines, the page's match score for ranking pages). Words of the
+        page's own title count less in the first (they name the page) and fully in the second (they find it)."""
         low = "\n".join(b.text for b in blocks).lower()
+        named = title.lower()
         # block number of a character offset: newline positions found in C, looked up in one batch per pattern
         newlines = np.flatnonzero(np.frombuffer(low.encode("utf-32-le"), dtype=np.uint32) == 10)
         scores: dict[int, float] = {}
+        full: dict[int, float] = {}
+
+        def add(blocks_hit: set[int] | list[int], weight: float, factor: float) -> None:
+            for n in blocks_hit:
+                full[n] = full.get(n, 0.0) + weight
+                scores[n] = scores.get(n, 0.0) + weight * factor
+
+        naming = (
+            {stem(t) for p in self.naming if phrase_pattern(p).search(named) for t in tokenize(p)} if named else set()
+        )
         for term, weight in self.weights.items():
+            in_title = term in naming
             starts = [m.start() for m in term_pattern(term).finditer(low) if _word_start(low, m.start())]
-            for n in set(np.searchsorted(newlines, starts).tolist()):
-                scores[n] = scores.get(n, 0.0) + weight
+            add(set(np.searchsorted(newlines, starts).tolist()), weight, NAMED_FACTOR if in_title else 1.0)
         for phrase in self.phrases:
+            in_title = phrase in self.naming and phrase_pattern(phrase).search(named) is not None
             starts = [m.start() for m in phrase_pattern(phrase).finditer(low)]
-            for n in np.searchsorted(newlines, starts).tolist():
-                scores[n] = scores.get(n, 0.0) + self.bonus
-        for n in scores:
-            if furniture[n]:
-                scores[n] *= FURNITURE_FACTOR  # the site's furniture: shown only when nothing better matches
-        return scores
+            # the page's name: its heading leads the excerpt anyway
+            add(np.searchsorted(newlines, starts).tolist(), self.bonus, 0.0 if in_title else 1.0)
+        for n in full:
+            if furniture[n]:  # the site's furniture: shown only when nothing better matches
+                full[n] *= FURNITURE_FACTOR
+                scores[n] *= FURNITURE_FACTOR
+        best = sorted(full.values(), reverse=True)[:5]
+        return {n: v for n, v in scores.items() if v > 0}, float(sum(best))
 
     def _choose(self, blocks: list[Block], scores: dict[int, float], furniture: list[bool], max_tokens: int
                 ) -> set[int]:  # fmt: skip

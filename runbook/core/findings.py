@@ -18,6 +18,7 @@ them over the states it chose, in the sandbox.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from .actions import error_gist
@@ -39,6 +40,7 @@ _UNFILTERED = re.compile(
 _LABELLED = re.compile(  # 'LCP: +320ms' as one of a block's ' · ' parts
     r"(?:^|(?<= · ))([A-Za-z][\w ()%/-]{0,28}):\s*([-+]?\$?\d[\d,]*(?:\.\d+)?\s?[A-Za-z%]{0,3})(?= · |$)"
 )
+_FIELD_LABEL = re.compile(r"^\w+ '(.*)'$")
 _FILTER_TEXT = re.compile(r"(?i)^active filters\b|^keyword:|^filters?:|^search(?:ing)? for\b")
 
 
@@ -102,6 +104,37 @@ def recovery_findings(failures: list[list[Attempt]]) -> list[str]:
     return out
 
 
+COMPARED_STEPS = 4
+"""Steps shown of each side when two runs of one task are compared."""
+_ENDING = re.compile(r"^(?:send_msg_to_user|done|report_infeasible|stop|answer|scroll|noop|wait)\b")
+
+
+def run_comparison(failed: list[Attempt], succeeded: list[Attempt], goal: str) -> list[str]:
+    """What a failed run and a successful run of the same task did differently: the steps only one of them took
+    (a value typed, a button clicked, a dialog confirmed), in each run's order; none when they took the same steps."""
+
+    def steps(run: list[Attempt]) -> list[Attempt]:
+        return [a for a in run if a.action and not _ENDING.match(a.action)]
+
+    mine, theirs = steps(failed), steps(succeeded)
+    done_ok = Counter(a.action for a in theirs)
+    done_failed = Counter(a.action for a in mine)
+    only_ok = [a for a in theirs if done_failed[a.action] == 0][:COMPARED_STEPS]
+    only_failed = [a for a in mine if done_ok[a.action] == 0][:COMPARED_STEPS]
+    if not only_ok and not only_failed:
+        return []
+
+    def shown(run: list[Attempt]) -> str:
+        return "; ".join(f"s{a.state_index} {a.action[:140]}" + (" (error)" if a.error else "") for a in run) or "-"
+
+    head = failed[0] if failed else succeeded[0]
+    other = succeeded[0] if succeeded else failed[0]
+    return [
+        f"Compared, same task ('{goal[:120]}'): failed run {head.trajectory_id} and successful run "
+        f"{other.trajectory_id}. Only the successful run: {shown(only_ok)}. Only the failed run: {shown(only_failed)}"
+    ]
+
+
 def findings(analysis: QuestionAnalysis, views: list[View]) -> list[str]:
     """The findings this question's kind calls for, best first (none when nothing can be worked out: a finding
     leads the context, so one that is not grounded in the question's own words is worse than none)."""
@@ -112,13 +145,14 @@ def findings(analysis: QuestionAnalysis, views: list[View]) -> list[str]:
             [v for v in views if about(v, names)],
             unfiltered=bool(_UNFILTERED.search(analysis.question)),
             named=page_words([list(path) for path in analysis.menu_paths]),
+            moments=analysis.moments,
         )
     extreme = _EXTREME.search(analysis.question)
     if extreme and analysis.kind != "procedure":
         out += extreme_findings(analysis, views, largest=bool(extreme.group(1)))
     strong = strong_phrases(analysis)
     if (analysis.wants_latest or analysis.kind == "dynamic") and not out and strong:
-        out += latest_findings(views, strong)
+        out += change_findings(views, strong) + latest_findings(views, strong, analysis.moments)
     return out
 
 
@@ -144,14 +178,25 @@ def _words(text: str) -> set[str]:
     return {w.lower().rstrip("s") for w in re.findall(r"[A-Za-z]{3,}", text)}
 
 
-def count_findings(views: list[View], *, unfiltered: bool = False, named: list | None = None) -> list[str]:
-    """The count lines of the best pages, each with the filters or search its page had set. The views of the page
-    the question's menu path names (`named`, as scoring.page_words: 'Sales > Orders' is the page titled 'Orders / …',
-    not an order's own page or the Orders Report) come first; with `unfiltered` (the question asks for the count with
-    nothing set), then the views with nothing set."""
+def count_findings(
+    views: list[View],
+    *,
+    unfiltered: bool = False,
+    named: list | None = None,
+    moments: tuple[tuple[str, str], ...] = (),
+) -> list[str]:
+    """The count lines of the best pages, each with the filters or search its page had set. The views of the moment
+    the question names come first; then those of the page the question's menu path names (`named`, as
+    scoring.page_words: 'Sales > Orders' is the page titled 'Orders / …', not an order's own page or the Orders
+    Report); with `unfiltered` (the question asks for the count with nothing set), then the views with nothing set."""
     settings_of = {id(v): page_settings(v.page) for v in views}
     views = sorted(
-        views, key=lambda v: (not is_named_page(v.title, named or []), unfiltered and bool(settings_of[id(v)]))
+        views,
+        key=lambda v: (
+            bool(moments) and not any(at_moment(v.timestamp, day, minute) for day, minute in moments),
+            not is_named_page(v.title, named or []),
+            unfiltered and bool(settings_of[id(v)]),
+        ),
     )
     seen: set[tuple[str, str, str]] = set()
     out = []
@@ -196,16 +241,23 @@ def _is_search(field_text: str) -> bool:
     return any(word in low for word in ("search", "keyword", "filter", "query")) and not low.endswith("= ")
 
 
-def latest_findings(views: list[View], phrases: tuple[str, ...]) -> list[str]:
+def latest_findings(
+    views: list[View], phrases: tuple[str, ...], moments: tuple[tuple[str, str], ...] = ()
+) -> list[str]:
     """The best-matching line that shows one of the question's phrases on the newest views, newest first, each with
-    its time: the current value, then what it was before (one line per distinct value)."""
+    its time: the current value, then what it was before (one line per distinct value). With `moments` (the question
+    names when), the views of that moment lead."""
     # case kept: a quoted label or a name is written as the page writes it ('Yours', not 'apply to yours')
     patterns = [re.compile(rf"(?<!\w){re.escape(p)}(?!\w)") for p in phrases if len(p) >= 2]
     timed = sorted((v for v in views if v.best and v.timestamp), key=lambda v: v.timestamp, reverse=True)
+    at = [v for v in timed if any(at_moment(v.timestamp, day, minute) for day, minute in moments)]
+    timed = at + [v for v in timed if v not in at]
     seen: set[str] = set()
     out = []
     for view in timed:
-        line = next((b for b in view.best if any(p.search(b) for p in patterns)), None)
+        named = [b for b in view.best if any(p.search(b) for p in patterns)]
+        # a line that carries a value ("textbox 'Store Email' = x@y") before one that only names it ('Store Email')
+        line = next((b for b in named if _carries_value(b, phrases)), named[0] if named else None)
         if line is None or line in seen:
             continue
         seen.add(line)
@@ -214,10 +266,56 @@ def latest_findings(views: list[View], phrases: tuple[str, ...]) -> list[str]:
             break
     if not out:
         return []
-    lines = [f"Newest view: {out[0]}"]
+    lines = [f"{'At the time asked' if at else 'Newest view'}: {out[0]}"]
     if len(out) > 1:
-        lines.append("Earlier: " + "; ".join(out[1:]))
+        lines.append(("Other views: " if at else "Earlier: ") + "; ".join(out[1:]))
     return lines
+
+
+def at_moment(timestamp: str, day: str, minute: str = "") -> bool:
+    """Whether an ISO timestamp falls on `day` ('2025-12-16', or '--12-16' for any year) and, given, at `minute`."""
+    on_day = timestamp[4:10] == day[1:] if day.startswith("--") else timestamp[:10] == day
+    return on_day and (not minute or timestamp[11:16] == minute)
+
+
+def _carries_value(line: str, phrases: tuple[str, ...]) -> bool:
+    """Whether the line says more than the phrase it shows: a field's value, a label's value, a row's cells."""
+    bare = line.strip().lower()
+    return not any(bare == p.lower() for p in phrases) and (" = " in line or ": " in line or " | " in line)
+
+
+def change_findings(views: list[View], phrases: tuple[str, ...]) -> list[str]:
+    """For a value that changes: the fields of the newest view of the page a phrase names that read otherwise on the
+    view of that page just before ('Price' 19.00 -> 16.15), with both times: what was changed, and when."""
+    low = [p.lower() for p in phrases]
+    named = [v for v in views if v.timestamp and any(p in v.title.lower() for p in low)]
+    if not named:
+        return []
+    newest = max(named, key=lambda v: v.timestamp)
+    before = sorted((v for v in views if v.title == newest.title and v.timestamp and v.timestamp < newest.timestamp),
+                    key=lambda v: v.timestamp, reverse=True)  # fmt: skip
+    now = field_values(newest.page)
+    for earlier in before:
+        then = field_values(earlier.page)
+        changed = [
+            (label, then[label], value) for label, value in now.items() if label in then and then[label] != value
+        ]
+        if changed:
+            parts = "; ".join(f"'{label}' {old[:60]} -> {new[:60]}" for label, old, new in changed[:MAX_FINDINGS])
+            return [f"Changed on {short_title(newest.title)}: {parts} (between {earlier.cite()} and {newest.cite()})"]
+    return []
+
+
+def field_values(page: Page) -> dict[str, str]:
+    """{label: value} of the page's form fields ("textbox 'Price' = 16.15", "switch 'Spell check' = on")."""
+    out: dict[str, str] = {}
+    for block in page.blocks:
+        if block.kind == "field" and " = " in block.text and not block.furniture:
+            head, value = block.text.split(" = ", 1)
+            named = _FIELD_LABEL.match(head.rsplit(" › ", 1)[-1])
+            label = named.group(1) if named else head
+            out.setdefault(label, value.split(" (options:")[0].split(" (")[0].strip())
+    return out
 
 
 def extreme_findings(analysis: QuestionAnalysis, views: list[View], *, largest: bool) -> list[str]:

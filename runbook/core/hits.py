@@ -51,6 +51,8 @@ class Hit:
     """A slice's state header (title, action, error, ...)."""
     same_as: str | None = None
     """The id of an earlier slice whose excerpt is identical."""
+    differs: list[str] = field(default_factory=list)
+    """A slice folded into an earlier one (`same_as`): the lines only its own page shows."""
     sighting_of: str | None = None
     """The id of the best page whose line this slice shows too."""
     packed: bool = False

@@ -15,6 +15,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -22,7 +23,16 @@ from dataclasses import asdict, dataclass, field
 from .catalog import Catalog, load_catalog
 from .choice import Choice, choice_record, choose
 from .detail import DetailParams, described_action, detail_output, read_state
-from .findings import COUNT_QUESTION, RECOVERY_AHEAD, Attempt, View, findings, recovery_findings, strong_phrases
+from .findings import (
+    COUNT_QUESTION,
+    RECOVERY_AHEAD,
+    Attempt,
+    View,
+    findings,
+    recovery_findings,
+    run_comparison,
+    strong_phrases,
+)
 from .layout import POOLS_DIR
 from .pools import PoolError, PoolSnapshot
 from .question import QuestionAnalysis
@@ -33,6 +43,11 @@ from .scoring import names_page, page_words
 
 FINDING_STATES = 40
 """States whose pages the findings read: the chosen ones, then the best the scan ranked."""
+COMPARED_RUNS, RUN_STEPS = 5, 40
+STEP_CHARS = 160
+"""Room the detail output gets for each step of a walked-through run beyond the states chosen."""
+"""Runs looked at for a run of the same task with the other outcome (the walked-through ones, then the scan's best);
+steps of each read."""
 RECOVERY_STATES = 8
 """Failed steps a gotcha's recovery finding follows (the scan's best that failed): at most MAX_FINDINGS are shown,
 the rest stand in for failures already shown."""
@@ -53,6 +68,8 @@ class PlanRequest:
     analysis: dict | None = None
     """The question as the host analysed it (QuestionAnalysis's fields): what the findings work from."""
     recall_states: list[list] = field(default_factory=list)
+    recall_runs: list[str] = field(default_factory=list)
+    """The runs whose notes method R ranks best for the question, best first: they weigh in when a run is picked."""
     """[trajectory id, state index] of the pages method R's evidence shows, best first: the findings read them too
     (R ranks pages by their words, the scan by the question's patterns; each finds pages the other misses)."""
 
@@ -69,6 +86,7 @@ class PlanRequest:
             detail=DetailParams.from_dict(obj.get("detail") or {}),
             analysis=obj.get("analysis"),
             recall_states=[[str(t), int(i)] for t, i in obj.get("recall_states") or []],
+            recall_runs=[str(t) for t in obj.get("recall_runs") or []],
         )
 
 
@@ -78,9 +96,11 @@ def plan(request: PlanRequest) -> None:
     scanned = scan_output(request.scan, catalog)
     # chosen on exactly the lines printed, so every run and state it names is in the output
     scan = read_scan("\n".join(scanned.lines))
-    choice = choose(request.kind, request.wants_latest, scan)
+    choice = choose(request.kind, request.wants_latest, scan, request.recall_runs)
     print(json.dumps(choice_record(choice), ensure_ascii=False))
     texts = plan_findings(request, choice, scan, catalog, scanned.matched)
+    if request.kind in ("gotcha", "procedure"):
+        texts = compared_runs(choice, scan, catalog) + texts
     if request.kind == "gotcha":
         texts += recovery_findings(failed_steps(scan, catalog))
     for text in texts:
@@ -88,6 +108,47 @@ def plan(request: PlanRequest) -> None:
     scanned.flush()
     if choice.keys:
         detail_output(detail_request(choice, scan, request), catalog).flush()
+
+
+def compared_runs(choice: Choice, scan: Scan, catalog: Catalog) -> list[str]:
+    """For the best runs the scan found (those walked through first): a run of the same task with the other outcome,
+    and what the two did differently (core.findings.run_comparison)."""
+    rows, by_id, _ = catalog
+    by_task: dict[str, list[dict]] = {}
+    for row in rows.values():
+        by_task.setdefault(task_key(row["goal"]), []).append(row)
+    for run in list(dict.fromkeys([r.t for r in choice.runs] + [r.t for r in scan.runs[:COMPARED_RUNS]])):
+        found_row = rows.get(by_id.get(run) or "")
+        if found_row is None or found_row["success"] not in (0, 1):
+            continue
+        row = found_row
+        other = next((r for r in by_task.get(task_key(row["goal"]), []) if r["success"] == 1 - row["success"]), None)
+        if other is None:
+            continue
+        failed, succeeded = (row, other) if row["success"] == 0 else (other, row)
+        found = run_comparison(run_steps(failed, catalog), run_steps(succeeded, catalog), row["goal"])
+        if found:
+            return found
+    return []
+
+
+def task_key(goal: str) -> str:
+    """A goal as the same task in another run reads it: case, spacing and punctuation aside."""
+    return " ".join(re.findall(r"[a-z0-9@.]+", goal.lower()))
+
+
+def run_steps(row: dict, catalog: Catalog) -> list[Attempt]:
+    """Every step of a run, each described by the controls it used."""
+    _, _, meta = catalog
+    root = default_store_dir()
+    steps = []
+    for i in range(min(int(row["n"] or 0), RUN_STEPS)):
+        m = meta.get((row["dir"], i))
+        if m is None:
+            break
+        _, lines = read_state(root, row["dir"], i)
+        steps.append(Attempt(row["id"], i, m[0], described_action(m[3], lines), m[4]))
+    return steps
 
 
 def failed_steps(scan: Scan, catalog: Catalog) -> list[list[Attempt]]:
@@ -186,10 +247,15 @@ def detail_request(choice: Choice, scan: Scan, request: PlanRequest) -> DetailPa
     through their best lines, quoted with weights by rarity."""
     walked = {run.t for run in choice.runs}
     states = [[t, i, request.quote_lines if t not in walked else 0] for t, i in choice.keys]
+    extra = []
+    if choice.run is not None:  # the run walked through first is read whole, every step (its actions only)
+        extra = [
+            [choice.run.t, i, 0] for i in range(min(choice.run.n, RUN_STEPS)) if (choice.run.t, i) not in choice.keys
+        ]
     return DetailParams(
-        states=states,
+        states=states + extra,
         patterns=weighted(request.scan.patterns, scan),
-        max_chars=request.detail.max_chars,
+        max_chars=request.detail.max_chars + STEP_CHARS * len(extra),
         after=request.detail.after,
     )
 

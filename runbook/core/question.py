@@ -11,7 +11,8 @@ the same way:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 KINDS = ("static", "dynamic", "procedure", "gotcha")
 
@@ -26,7 +27,7 @@ these they this those through to too under until up very was wasn't we were were
 which while who whom why will with won't would wouldn't you your yours yourself yourselves
 one ones also via per does shown show shows showing list lists listed displayed display displays use used uses using
 get got make made currently current now latest still anymore recently most last time times agent agent's page app
-here there thing things way without
+here there thing things way without must might shall
 """.split()
 )
 """Function words, question words, and words every question about a memory of web pages carries."""
@@ -54,8 +55,24 @@ _GOTCHA = re.compile(
     r"(?:first|before))",
     re.I,
 )
+_TASK = re.compile(
+    r"(?:please\s+)?(?:set|change|update|create|add|delete|remove|enable|disable|turn (?:on|off)|assign|cancel|edit|"
+    r"rename|invite|post|reply|subscribe|unsubscribe|install|uninstall|revoke|disconnect|connect|reduce|increase|"
+    r"apply|mark|archive|fork|star|follow|upload|register|reset|publish|duplicate|move|draft|submit|approve|reject|"
+    r"reorder|rate|review|book|schedule|configure|switch|leave|join|open (?:a|an|the|new))\b",
+    re.I,
+)
+"""A task's goal ('Set 'Store Email' to x in Settings.'): an agent asks with it to learn how the task is done."""
 _DYNAMIC = re.compile(r"\b(changed?|updated?|set to|now|after the agent|most recently|anymore|still)\b", re.I)
 
+_MONTHS = {m: n for n, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_DAY = re.compile(
+    rf"\b(?:(?P<iso>20\d\d-[01]\d-[0-3]\d)|(?P<mon>{_MONTH}) (?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,? (?P<y>20\d\d))?"
+    rf"|(?P<d2>\d{{1,2}}) (?P<mon2>{_MONTH})(?:,? (?P<y2>20\d\d))?)(?![\w-])",
+    re.I,
+)
+_MINUTE = re.compile(r",?(?: at)? ([01]?\d|2[0-3]):([0-5]\d)\b")
 _QUOTED = re.compile(r"'([^']{2,80})'(?!\w)|\"([^\"]{2,80})\"|‘([^’]{2,80})’|“([^”]{2,80})”")
 _URL = re.compile(r"\bhttps?://[^\s'\"<>)]+|(?<![\w/])/[A-Za-z0-9_.~-]+(?:/[A-Za-z0-9_.~#=-]*)*")
 # the digit an id needs is looked for at most ID_DIGIT_REACH characters ahead: an unbounded look-ahead, retried at
@@ -122,6 +139,9 @@ class QuestionAnalysis:
     """Presuppositions to verify (the named thing exists, the option exists, a reply came): hints, not verdicts."""
     menu_paths: tuple[tuple[str, ...], ...] = field(default=())
     """'Sales > Orders' as ('Sales', 'Orders'): navigation the question names."""
+    moments: tuple[tuple[str, str], ...] = field(default=())
+    """The days (and minutes) the question names, as (day, minute): ('2025-12-16', '19:39') for 'on 2025-12-16 at
+    19:39 UTC', ('--12-18', '') for 'on Dec 18' (no year given); times are UTC, as stored."""
 
     @classmethod
     def from_dict(cls, obj: dict) -> QuestionAnalysis:
@@ -134,7 +154,18 @@ class QuestionAnalysis:
             wants_latest=bool(obj.get("wants_latest")),
             possible_false_premise=tuple(obj.get("possible_false_premise") or ()),
             menu_paths=tuple(tuple(p) for p in obj.get("menu_paths") or ()),
+            moments=tuple((str(d), str(m)) for d, m in obj.get("moments") or ()),
         )
+
+    def confirmed(self, present: Callable[[str], bool]) -> QuestionAnalysis:
+        """This analysis without the hints that a quoted label exists for the labels `present` finds (a context or a
+        scan that shows the label answers that doubt; leaving it would tell the reader the premise may be false)."""
+        kept = tuple(
+            hint
+            for hint, label in zip(self.possible_false_premise, _hint_labels(self.possible_false_premise))
+            if label is None or not present(label)
+        )
+        return self if kept == self.possible_false_premise else replace(self, possible_false_premise=kept)
 
     def summary(self) -> str:
         """One line for a Context's analysis."""
@@ -162,13 +193,58 @@ def analyze(question: str) -> QuestionAnalysis:
         wants_latest=wants_latest,
         possible_false_premise=tuple(_premise_hints(text, phrases)),
         menu_paths=tuple(menus),
+        moments=tuple(moments_in(text)),
     )
+
+
+def moments_in(text: str) -> list[tuple[str, str]]:
+    """The days a text names, each with the minute it gives right after it ('on 2025-12-16 at 19:39 UTC', 'Dec 18',
+    'December 18, 2025', '18 Dec'): (day as 'YYYY-MM-DD', or '--MM-DD' without a year; 'HH:MM' or '')."""
+    out: list[tuple[str, str]] = []
+    for m in _DAY.finditer(text):
+        if m.group("iso"):
+            day = m.group("iso")
+        else:
+            month = _MONTHS[(m.group("mon") or m.group("mon2"))[:3].lower()]
+            number = int(m.group("d") or m.group("d2"))
+            if not 1 <= number <= 31:
+                continue
+            year = m.group("y") or m.group("y2")
+            day = f"{year or '-'}-{month:02d}-{number:02d}" if year else f"--{month:02d}-{number:02d}"
+        after = _MINUTE.match(text, m.end())
+        minute = f"{int(after.group(1)):02d}:{after.group(2)}" if after else ""
+        if (day, minute) not in out:
+            out.append((day, minute))
+    return out
+
+
+_PART_BREAK = re.compile(
+    r"\?\s+(?=\S)|;\s+|,?\s+and\s+(?=(?:what|how|which|why|where|when|who|whom|whose|did|does|do|is|are|was|were|"
+    r"can|could|should|would)\b)",
+    re.I,
+)
+
+
+def question_parts(question: str) -> list[str]:
+    """The parts of a question that asks several things ('Where is the view centered when a task starts, and why
+    does that matter?' -> 'Where is the view centered when a task starts', 'why does that matter?'), each with a
+    word worth searching for; [] for a question that asks one thing."""
+    parts = [p.strip(" ,") for p in _PART_BREAK.split(" ".join(question.split())) if p.strip(" ,")]
+    parts = [p for p in parts if _terms(p)]
+    return parts if len(parts) >= 2 else []
+
+
+def part_query(part: str, whole: QuestionAnalysis) -> str:
+    """A part of a question as a query of its own: the part, with the names the whole question gives that the part
+    only points at ('what is its rule ID?' of the rule the question names)."""
+    missing = [p for p in whole.phrases if p.lower() not in part.lower()]
+    return " ".join([part, *(f"'{p}'" for p in missing)])
 
 
 def _kind(text: str, wants_latest: bool) -> str:
     if _GOTCHA.search(text):
         return "gotcha"
-    if _PROCEDURE.search(text):
+    if _PROCEDURE.search(text) or _TASK.match(text):
         return "procedure"
     if wants_latest or _DYNAMIC.search(text):
         return "dynamic"
@@ -275,12 +351,22 @@ def _phrases(text: str, menus: list[tuple[str, ...]]) -> list[str]:
             and (len(word) > 2 or word.isupper())
         ):
             add(word)  # a Capitalised word mid-sentence names something: Karaoke, GitLab, OSM, Super_Awesome_Robot
-    return [p for p in found if p not in _LEADING_CAPS]
+    quoted = {label.lower() for label in quoted_labels(text)}
+    # a quoted label is the page's own words ('From', 'All', 'Status'): kept even when it reads like a question word
+    return [p for p in found if p not in _LEADING_CAPS or p.lower() in quoted]
 
 
 def quoted_labels(text: str) -> list[str]:
     """The labels a question quotes ('Yours', "Pending"): the page's own words, kept even when they are stop words."""
     return [next(g for g in m.groups() if g).strip() for m in _QUOTED.finditer(text)]
+
+
+_LABEL_HINT = re.compile(r"^assumes '(.*)' exists; confirm it appears in a state$")
+
+
+def _hint_labels(hints: tuple[str, ...]) -> list[str | None]:
+    """The quoted label each hint doubts (None for a hint of another kind)."""
+    return [m.group(1) if (m := _LABEL_HINT.match(hint)) else None for hint in hints]
 
 
 def _premise_hints(text: str, phrases: list[str]) -> list[str]:

@@ -25,6 +25,7 @@ from .blocks import Page
 from .bm25 import DEFAULT_FIELDS, BM25Index, idf, load_index, query_terms
 from .boilerplate import LineCounts, load_line_counts
 from .excerpt import Excerpter
+from .findings import at_moment
 from .fusion import collapse_duplicates, latest_first, rrf
 from .hits import Hit
 from .layout import POOLS_DIR, TRAJECTORIES_DIR
@@ -37,6 +38,23 @@ SIGHTING_SOURCES = 3
 MAX_SIGHTINGS = 12
 MIN_SIGHTING_CHARS = 8
 """Shorter lines ('Search', a bare number) say too little to corroborate anything."""
+MOMENT_CANDIDATES, MOMENT_FLOOR, MOMENT_WEIGHT = 3000, 0.5, 1.5
+"""For a question that names a day or minute: the states at that moment among this many BM25 candidates that score
+at least this share of the best, fused with this weight (the question says when; BM25 cannot)."""
+WHOLE_PAGES, WHOLE_FACTOR = 1, 2.0
+"""The best pages are shown whole (their own content, the site's furniture aside) when that fits in this many times
+a slice's share, else excerpted to it: breadth gives way to depth where the answer most likely is."""
+PART_WEIGHT = 0.5
+"""Weight of one part's ranking against the whole question's, for a question that asks several things."""
+MATCH_WEIGHT = 0.5
+"""Weight of the pages' own match (their best lines) against the fused ranking (BM25, events, the page a phrase
+names, the moment asked about, recency) when the best pages are ordered."""
+TITLE_WEIGHT = 1.0
+"""Weight of the states whose title holds a phrase of the question (it names their page)."""
+EVENT_APPEARED = 12
+"""Lines an event shows of what appeared after its action: those that match the question, the rest in page order."""
+DIFFER_TOKENS = 60
+"""A view folded into an earlier one shows at most this many tokens of the lines only it has."""
 RECENT_FLOOR = 0.5
 """For 'current value' questions, states scoring at least this share of the best BM25 score are ranked by time."""
 KIND_PREFIX = {"notes": "n", "events": "e", "slices": "s"}
@@ -180,12 +198,43 @@ class Recall:
                     via_events.append(d)
         rankings.append(via_events)
         weights.append(0.5)
+        naming = [
+            p.lower() for p in analysis.phrases if len(p) >= 4 and (" " in p.strip() or any(c.isdigit() for c in p))
+        ]
+        if naming and scored:
+            # a phrase of the question is a state's title, or part of it: the page the question names
+            rankings.append(self.titled(naming, query, scored[0][1]))
+            weights.append(TITLE_WEIGHT)
+        if analysis.moments and scored:
+            # the question names when ('on 2025-12-16 at 19:39'): the views of that moment that match it well enough
+            rankings.append(self.at_moments(analysis.moments, query, scored[0][1]))
+            weights.append(MOMENT_WEIGHT)
         if wants_time(analysis) and scored:
             # the current value sits on the newest page that matches about as well as the best one
             near_best = [d for d, score in scored if score >= RECENT_FLOOR * scored[0][1]]
             rankings.append(sorted(near_best, key=lambda d: docs[d].get("ts") or "", reverse=True))
             weights.append(1.0 if analysis.wants_latest else 0.5)
         return rrf(rankings, weights)
+
+    def titled(self, phrases: list[str], query: dict[str, float], best: float) -> list[int]:
+        """The states whose title holds one of `phrases`, among the BM25 candidates that match at least
+        MOMENT_FLOOR as well as the best, best first."""
+        docs = self._loaded().docs("slices")
+        scored = self.indexes["slices"].top(query, MOMENT_CANDIDATES)
+        floor = MOMENT_FLOOR * best
+        return [
+            d for d, score in scored if score >= floor and any(p in (docs[d].get("ti") or "").lower() for p in phrases)
+        ]
+
+    def at_moments(self, moments: tuple[tuple[str, str], ...], query: dict[str, float], best: float) -> list[int]:
+        """The states recorded at the days (and minutes) a question names, among those that match it at least
+        MOMENT_FLOOR as well as the best, best first: the minute's views when there are any, else the day's."""
+        docs = self._loaded().docs("slices")
+        scored = self.indexes["slices"].top(query, MOMENT_CANDIDATES)
+        floor = MOMENT_FLOOR * best
+        timed = [(d, docs[d].get("ts") or "") for d, score in scored if score >= floor]
+        to_minute = [d for d, ts in timed if any(m and at_moment(ts, day, m) for day, m in moments)]
+        return to_minute or [d for d, ts in timed if any(at_moment(ts, day) for day, _ in moments)]
 
     def find(self, question: str | QuestionAnalysis, *, slice_chars: int = 1500) -> Found:
         """Ranked notes, events and state slices for `question`; slices are cut to about `slice_chars`."""
@@ -198,6 +247,27 @@ class Recall:
         found.notes = self.note_hits(analysis, query)
         found.events = self.event_hits(analysis, query)
         found.slices = self.slice_hits(analysis, query, slice_chars)
+        return found
+
+    def find_parts(
+        self, analysis: QuestionAnalysis, parts: list[QuestionAnalysis], *, slice_chars: int = 1500
+    ) -> Found:
+        """Ranked hits for a question that asks several things: the question's own ranking fused with each part's
+        (reciprocal ranks, a part weighing PART_WEIGHT), so that the best evidence of every part is near the top.
+        A part's slice is kept as the part cut it; its folded views and sightings are left to the question's own."""
+        found = self.find(analysis, slice_chars=slice_chars)
+        if not parts:
+            return found
+        pieces = [self.find(part, slice_chars=slice_chars) for part in parts]
+        for pool in POOLS:
+            rankings = [getattr(found, pool)]
+            rankings += [[h for h in getattr(piece, pool) if not (h.same_as or h.sighting_of)] for piece in pieces]
+            by_id: dict[str, Hit] = {}
+            for ranking in rankings:
+                for hit in ranking:
+                    by_id.setdefault(hit.id, hit)
+            fused = rrf([[h.id for h in ranking] for ranking in rankings], [1.0] + [PART_WEIGHT] * len(pieces))
+            setattr(found, pool, [by_id[hit_id] for hit_id, _ in fused])
         return found
 
     def note_hits(self, analysis: QuestionAnalysis, query: dict[str, float]) -> list[Hit]:
@@ -216,10 +286,13 @@ class Recall:
 
     def event_hits(self, analysis: QuestionAnalysis, query: dict[str, float]) -> list[Hit]:
         docs = self._loaded().docs("events")
-        hits = [
-            Hit.from_doc(docs[d], f"e{d}", "events", score=round(score, 3))
-            for d, score in self.indexes["events"].top(query, self.settings.events)
-        ]
+        excerpter = Excerpter(query, list(analysis.phrases), self.idf("slices", query), self.lines)
+        hits = []
+        for d, score in self.indexes["events"].top(query, self.settings.events):
+            hit = Hit.from_doc(docs[d], f"e{d}", "events", score=round(score, 3))
+            if docs[d].get("a"):  # more appeared than its text shows: the lines that match the question first
+                hit.text = with_appeared(hit.text, excerpter.pick_lines(docs[d]["a"], EVENT_APPEARED, hit.site))
+            hits.append(hit)
         return latest_first(hits, hit_page, reorder=wants_time(analysis))
 
     def slice_hits(self, analysis: QuestionAnalysis, query: dict[str, float], slice_chars: int) -> list[Hit]:
@@ -234,18 +307,26 @@ class Recall:
                 header, page = snapshot.page(d)  # the structure parsed at insert
             except (OSError, PoolError):
                 continue  # a page that cannot be read safely is left out, not guessed at
-            hit.excerpt, hit.match = excerpter.excerpt(page, slice_chars // 3, hit.site)
+            hit.excerpt, hit.match = excerpter.excerpt(
+                page, slice_chars // 3, hit.site, header.get("title") or hit.title
+            )
             hit.page, hit.furniture_tokens = page, excerpter.furniture_tokens
             hit.best_lines = excerpter.best_lines
             hit.match += excerpter.header_score(f"{hit.url}\n{hit.title}")
             hit.header, hit.score = header, round(fused_score, 5)
             hits.append(hit)
         by_match = sorted(range(len(hits)), key=lambda n: -hits[n].match)
-        hits = [hits[n] for n, _ in rrf([list(range(len(hits))), by_match])]
+        hits = [hits[n] for n, _ in rrf([list(range(len(hits))), by_match], [1.0, MATCH_WEIGHT])]
         hits = latest_first(hits, hit_page, reorder=wants_time(analysis))
         for hit, dup in zip(hits, collapse_duplicates([h.excerpt for h in hits])):
             if dup is not None:
                 hit.same_as = hits[dup].id
+                first = hits[dup].page
+                if hit.page is not None and first is not None:
+                    hit.differs = excerpter.differences(hit.page, first, DIFFER_TOKENS, hit.site, hit.title)
+        for hit in [h for h in hits if h.same_as is None and h.page is not None][:WHOLE_PAGES]:
+            hit.excerpt = excerpter.whole(hit.page, int(slice_chars // 3 * WHOLE_FACTOR), hit.site, hit.title)  # type: ignore[arg-type]
+            hit.furniture_tokens = excerpter.furniture_tokens
         if analysis.kind in ("static", "dynamic"):
             hits = self.with_sightings(hits, newest_first=wants_time(analysis))
         return hits
@@ -343,6 +424,13 @@ def runs_first(items: list[T], view_of: Callable[[T], tuple], taken: list[tuple]
                 runs.add(t)
                 grew = True
     return [items[n] for n in sorted(chosen)] + [items[n] for n in range(len(items)) if n not in chosen]
+
+
+def with_appeared(text: str, lines: list[str]) -> str:
+    """An event's stored text with its 'appeared:' line made of `lines` instead of the first ones."""
+    out = [line for line in text.split("\n") if not line.startswith("appeared: ")]
+    at = next((n for n, line in enumerate(out) if line.startswith("disappeared: ")), len(out))
+    return "\n".join([*out[:at], "appeared: " + " | ".join(lines), *out[at:]])
 
 
 def wants_time(analysis: QuestionAnalysis) -> bool:

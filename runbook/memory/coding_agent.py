@@ -195,7 +195,7 @@ class CodingAgentMemory:
         (in R's order), then the rest of what it ranked. Pools that cannot be read (an older format, none at all
         in a store with trajectories, a planted link) raise StoreError, as they do for R: C without R's evidence
         would answer worse without saying why."""
-        found = self.retriever.find(question, budget, analysis)
+        found = self.retriever.find_parts(question, budget, analysis)
         whole = self.retriever.pack(found, budget)  # R's own context, in R's order
         room = int(budget * RECALL_SHARE)
         for hit, item in whole:  # its head, leaving the agent a share of the budget

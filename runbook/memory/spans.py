@@ -83,7 +83,11 @@ class SpanExpander:
             parsed = self.pages(row.id, index) if self.pages else None
             if parsed is not None:
                 blocks = parsed[1]
-                slots.append(PageSlot(state_header(index, header), blocks.shown(), blocks, row.site or ""))
+                slots.append(
+                    PageSlot(
+                        state_header(index, header), blocks.shown(), blocks, row.site or "", header.get("title", "")
+                    )
+                )
             else:
                 slots.append(PageSlot(state_header(index, header), page))
         item = EvidenceItem(
@@ -130,10 +134,10 @@ class PageSlot:
     """One state inside an item: its header lines and its page text (which fit_pages may cut), and the page's
     structure when the pools hold it (then the text is its blocks, and a cut keeps what the excerpt keeps)."""
 
-    __slots__ = ("blocks", "furniture_tokens", "header", "page", "site")
+    __slots__ = ("blocks", "furniture_tokens", "header", "page", "site", "title")
 
-    def __init__(self, header: str, page: str, blocks: Page | None = None, site: str = ""):
-        self.header, self.page, self.blocks, self.site = header, page, blocks, site
+    def __init__(self, header: str, page: str, blocks: Page | None = None, site: str = "", title: str = ""):
+        self.header, self.page, self.blocks, self.site, self.title = header, page, blocks, site, title
         self.furniture_tokens = 0
 
 
@@ -194,7 +198,7 @@ def fit_pages(
     for slot, size in zip(slots, sizes):
         if slot.blocks is not None and excerpter is not None:
             if cap is not None and size > cap:
-                slot.page = excerpter.excerpt(slot.blocks, cap, slot.site)[0]
+                slot.page = excerpter.excerpt(slot.blocks, cap, slot.site, slot.title)[0]
                 slot.furniture_tokens = excerpter.furniture_tokens
             else:
                 slot.furniture_tokens = excerpter.furniture_in(slot.blocks, slot.site)

@@ -17,7 +17,7 @@ from ..core.hits import Hit
 from ..core.layout import state_relpath
 from ..core.pools import PoolError, undo_fingerprints
 from ..core.pools import read_manifest as core_read_manifest
-from ..core.question import QuestionAnalysis, analyze
+from ..core.question import QuestionAnalysis, analyze, part_query, question_parts
 from ..core.recall import Found, Recall, RecallSettings
 from ..core.text import tokenize
 from ..errors import StoreError
@@ -27,8 +27,11 @@ from .storage import safe_opener, store_error
 log = logging.getLogger(__name__)
 
 _ANSWER = re.compile(r"\s*(?:send_msg_to_user|done|answer|stop|report_infeasible)\(")
-FINDING_VIEWS = 30
+FINDING_VIEWS = 60
 """The best slices whose pages the findings read."""
+FACT_KINDS, LEAD_SLICES = ("static", "dynamic"), 3
+"""For a question about a fact on a page, the best state slices lead the context, before notes and events: the
+answer is read first (measured: the notes and events ahead of them put it 1-2k tokens deep)."""
 SHARES = {"procedure": (0.20, 0.15), "gotcha": (0.25, 0.20), "static": (0.05, 0.05), "dynamic": (0.05, 0.10)}
 """Budget shares (notes, events) per question kind; the rest, and whatever they leave unused, goes to slices."""
 
@@ -179,7 +182,9 @@ class Retriever:
         found = generation.recall.find(analysis or analyze(question), slice_chars=self.slice_cap(budget) * 3)
         items = [item for _, item in self.pack(found, budget, generation=generation)]
         left_out = len(found.notes) + len(found.events) + len(found.slices) - len(items)
-        return Search(items, found.analysis, left_out, self.findings(found))
+        shown = "\n".join(item.text for item in items).lower()
+        analysis = found.analysis.confirmed(lambda label: label.lower() in shown)
+        return Search(items, analysis, left_out, self.findings(found))
 
     def findings(self, found: Found) -> list[str]:
         """What can be worked out from the best slices' pages (core.findings: counts, the latest value, the
@@ -187,13 +192,20 @@ class Retriever:
         views = [
             View(h.trajectory_id, h.state_index, h.timestamp or "", h.title, h.page, h.best_lines)
             for h in found.slices[:FINDING_VIEWS]
-            if h.page is not None and not h.same_as
+            if h.page is not None
         ]
         return findings(found.analysis, views)
 
     def find(self, question: str, budget: int, analysis: QuestionAnalysis | None = None) -> Found:
         """The ranked hits of every pool for `question` (slices cut for a context of `budget` tokens)."""
         return self._load().recall.find(analysis or analyze(question), slice_chars=self.slice_cap(budget) * 3)
+
+    def find_parts(self, question: str, budget: int, analysis: QuestionAnalysis | None = None) -> Found:
+        """As `find`, with the rankings of each part of a question that asks several things fused in (method C's
+        recall: a ranking per part costs what R's latency cannot pay)."""
+        analysis = analysis or analyze(question)
+        parts = [analyze(part_query(part, analysis)) for part in question_parts(question)]
+        return self._load().recall.find_parts(analysis, parts, slice_chars=self.slice_cap(budget) * 3)
 
     def page_of(self, trajectory_id: str, index: int) -> tuple[dict[str, str], Page] | None:
         """(header, page) of one state as parsed at insert; None when the pools hold none for it."""
@@ -225,6 +237,8 @@ class Retriever:
         events = _fill([(h, self.event_item(h)) for h in found.events], int(budget * event_share))
         used = sum(item.tokens for _, item in notes + events)
         slices = _fill([(h, self.slice_item(h, generation)) for h in found.slices], budget - used - reserve)
+        if found.analysis.kind in FACT_KINDS:  # a fact is on a page: the best pages come before the runs' notes
+            return slices[:LEAD_SLICES] + notes + events + slices[LEAD_SLICES:]
         return notes + events + slices
 
     def item(self, hit: Hit) -> EvidenceItem:
@@ -267,8 +281,9 @@ class Retriever:
             first = generation.recall.doc(hit.same_as or "")
             where = f"trajectory {first.trajectory_id} state {first.state_index}" if first else "a state"
             action = (hit.header.get("action") or "").strip()
-            body = f"(the same page as {where} above)" + (f"\nnext action: {action[:300]}" if _ANSWER.match(action)
-                                                          else "")  # fmt: skip
+            body = f"(the same page as {where} above" + (", and here also:)\n" + "\n".join(hit.differs) if hit.differs
+                                                         else ")")  # fmt: skip
+            body += f"\nnext action: {action[:300]}" if _ANSWER.match(action) else ""
         if hit.sighting_of:  # a corroborating view: its line is the point, kept short
             body = f"page: {hit.title}\n{hit.excerpt}"
         return EvidenceItem(

@@ -75,3 +75,14 @@ def test_an_opened_dialog_is_shown_whole():
     text, _ = excerpter("liquid").excerpt(page, 200)
     assert all(f"button '{label}'" in text for label in ("Slideshow", "Newsletter", "Custom Liquid", "Map"))
     assert excerpter("liquid").excerpt(page, 200)[0] == text  # the same cut every time
+
+
+def test_a_question_of_thousands_of_words_searches_each_page_for_its_heaviest_ones():
+    """Issue 33, item 8: a 9,987-character question of three-letter words took 6.5 s with R (each page was searched
+    once per word). The excerpter keeps the heaviest MAX_TERMS words and the first MAX_PHRASES phrases."""
+    from runbook.core.excerpt import MAX_PHRASES, MAX_TERMS, Excerpter
+
+    query = {f"w{n:04d}": 1.0 + n / 10_000 for n in range(3000)}
+    excerpter = Excerpter(query, [f"Name {n}" for n in range(100)], {}, None)
+    assert len(excerpter.weights) == MAX_TERMS and "w2999" in excerpter.weights and "w0000" not in excerpter.weights
+    assert len(excerpter.phrases) == MAX_PHRASES

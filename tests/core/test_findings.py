@@ -153,3 +153,88 @@ def test_a_failed_step_comes_with_the_steps_its_run_took_next():
     assert "element is not visible" in lines[0]
     assert "next: s4 press('741', 'ArrowDown')  [741 = combobox 'Period'] ran without error" in lines[0]
     assert lines[1].endswith("the run ended there")
+
+
+def product(price: str) -> str:
+    return "\n".join(
+        [
+            "RootWebArea 'Quartz Thermal Pant / Products / Inventory / Catalog / Acme Admin'",
+            "\t[5] main ''",
+            "\t\t[6] LabelText ''",
+            "\t\t\tStaticText 'Product Name'",
+            "\t\t[7] textbox 'Product Name' value='Quartz Thermal Pant'",
+            "\t\t[8] textbox 'Price' value='" + price + "'",
+            "\t\t[9] textbox 'Quantity' value='31'",
+        ]
+    )
+
+
+def test_a_changed_value_is_told_with_what_it_was_and_when_it_changed():
+    analysis = analyze("What does Quartz Thermal Pant cost now?")
+    title = "Quartz Thermal Pant / Products / Inventory / Catalog / Acme Admin"
+    name = ("textbox 'Product Name' = Quartz Thermal Pant",)
+    views = [
+        view("run", 7, "2026-01-12T14:57", product("16.15"), name, title),
+        view("run", 5, "2026-01-12T14:56", product("19.00"), name, title),
+    ]
+    lines = findings(analysis, views)
+    assert lines[0] == (
+        "Changed on Quartz Thermal Pant / Products / Inventory / Catalog: 'Price' 19.00 -> 16.15 "
+        "(between run state 5, 2026-01-12 14:56 and run state 7, 2026-01-12 14:57)"
+    )
+
+
+def test_the_newest_view_shows_the_line_with_the_value_not_the_bare_label():
+    page = "\n".join(
+        [
+            "RootWebArea 'Configuration / Settings / Acme Admin'",
+            "\t[5] main ''",
+            "\t\tStaticText 'Store Email'",
+            "\t\t[7] textbox 'Store Email' value='support@acme.example'",
+        ]
+    )
+    best = ("Store Email", "textbox 'Store Email' = support@acme.example")
+    lines = findings(
+        analyze("What is the Store Email currently set to?"), [view("r", 4, "2026-01-15T17:31", page, best)]
+    )
+    assert lines == ["Newest view: 'textbox 'Store Email' = support@acme.example' (r state 4, 2026-01-15 17:31)"]
+
+
+def test_the_view_of_the_moment_asked_about_leads_a_value_question():
+    analysis = analyze("What was 'Store Email' set to when the agent was there on 2025-12-16?")
+    page = "RootWebArea 'Configuration'\n\t[7] textbox 'Store Email' value='{}'"
+    views = [
+        view("new", 1, "2025-12-20T10:00", page.format("b@x.example"), ("textbox 'Store Email' = b@x.example",)),
+        view("old", 1, "2025-12-16T10:00", page.format("a@x.example"), ("textbox 'Store Email' = a@x.example",)),
+    ]
+    lines = findings(analysis, views)
+    assert lines[0].startswith("At the time asked: 'textbox 'Store Email' = a@x.example' (old state 1")
+
+
+def test_a_count_asked_at_a_moment_leads_with_that_moments_view():
+    analysis = analyze("How many records did the Sales > Orders grid list when the agent viewed it on 2025-12-16?")
+    views = [view("a", 1, "2025-12-17T10:00:00Z", grid(310)), view("b", 2, "2025-12-16T09:00:00Z", grid(308))]
+    assert findings(analysis, views)[0].startswith(
+        "Counts shown: '308 records found' on Orders / Operations / Sales (b"
+    )
+
+
+def test_two_runs_of_one_task_are_compared_by_the_steps_only_one_took():
+    from runbook.core.findings import Attempt, run_comparison
+
+    failed = [
+        Attempt("f", 0, "", "fill textbox 'Email' with 'emma@example.com'"),
+        Attempt("f", 1, "", "click button 'Go'"),
+        Attempt("f", 2, "", "send_msg_to_user('done')"),
+    ]
+    succeeded = [
+        Attempt("s", 0, "", "fill textbox 'Email' with 'emma@gmail.com'"),
+        Attempt("s", 1, "", "click button 'Go'"),
+    ]
+    (line,) = run_comparison(failed, succeeded, "Subscribe to the newsletter")
+    assert line == (
+        "Compared, same task ('Subscribe to the newsletter'): failed run f and successful run s. Only the successful "
+        "run: s0 fill textbox 'Email' with 'emma@gmail.com'. Only the failed run: s0 fill textbox 'Email' with "
+        "'emma@example.com'"
+    )
+    assert run_comparison(failed[1:], succeeded[1:], "x") == []  # the same steps: nothing to tell

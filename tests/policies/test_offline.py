@@ -516,7 +516,8 @@ def test_a_gotchas_plan_follows_each_failed_step_to_what_the_run_did_next(tmp_pa
     assert failed, findings
     option = next(f for f in failed if "wa-shopping_admin-499 state 7" in f)
     assert "option 'United States Postal Service'" in option and "element is not visible" in option
-    assert 'next: s8 press("1043", "ArrowDown")' in option and "ran without error" in option
+    # the next step named by its control, as the notes name steps
+    assert "next: s8 press combobox '' value='Custom Value' with 'ArrowDown' ran without error" in option
 
 
 def test_a_scoped_plan_is_the_same_whatever_the_processs_hash_seed(tmp_path):
@@ -548,7 +549,8 @@ def test_detail_names_what_an_action_clicked(sample_store):
     trajectory = next(iter(read_jsonl(SAMPLE / "trajectories.jsonl")))
     index = next(i for i, s in enumerate(trajectory.states) if s.action and "click" in s.action)
     out = run_program(sample_store, "detail", {"states": [[trajectory.id, index, 2]], "patterns": []})
-    assert out[0]["t"] == trajectory.id and " = " in out[0]["act"]
+    action = trajectory.states[index].action
+    assert out[0]["t"] == trajectory.id and out[0]["act"].startswith("click link '") and action not in out[0]["act"]
 
 
 def test_the_plan_program_details_the_states_the_planner_chooses_from_its_output(sample_store):
@@ -718,3 +720,37 @@ def test_a_gotcha_whose_run_typed_a_value_searches_for_it():
     finish = policy.next(messages, []).tool_calls[0]
     assert finish.name == "finish" and "emma.lopez@gmail.com" in finish.arguments["analysis"]
     assert {"trajectory_id": "acct", "start_state_index": 1, "end_state_index": 1} in finish.arguments["spans"]
+
+
+def test_a_typed_value_is_read_from_a_step_described_by_its_control():
+    from runbook.core.scanout import Step
+    from runbook.policies.offline.probe import typed_values
+
+    steps = [Step("r", 0, act="fill textbox 'Sign Up for Our Newsletter:' with 'emma.lopez@example.com'"),
+             Step("r", 1, act="input(index=16, text='Jordan R', clear=True)")]  # fmt: skip
+    assert typed_values(steps, "r") == ["emma.lopez@example.com", "Jordan R"]
+
+
+def test_a_gotchas_plan_compares_a_failed_run_with_a_successful_run_of_the_same_task(tmp_path):
+    """Two real Linear runs of one task (the same goal), one failed and one succeeded: the plan says what only each
+    did."""
+    from tests.conftest import shared_runs
+
+    runs = shared_runs(
+        "inf-linear-account-settings-20260219_022152-e6", "inf-linear-account-settings-20260219_023910-e6"
+    )
+    source = tmp_path / "runs.jsonl"
+    source.write_text("".join(json.dumps({**run, "states": [{**s, "screenshot": None} for s in run["states"]]}) + "\n"
+                              for run in runs.values()))  # fmt: skip
+    store = Store(tmp_path / "store", create=True)
+    insert_paths(store, [source])
+    goal = runs["inf-linear-account-settings-20260219_022152-e6"]["goal"]
+    policy = OfflinePlanner()
+    policy.begin(Task(f"Why did one run of the task '{goal}' fail?"))
+    findings = [
+        r["text"] for r in run_program(store, "plan", policy.plan_request().to_json()) if r["type"] == "finding"
+    ]
+    compared = [f for f in findings if f.startswith("Compared, same task")]
+    assert compared, findings
+    assert "failed run inf-linear-account-settings-20260219_022152-e6" in compared[0]
+    assert "successful run inf-linear-account-settings-20260219_023910-e6" in compared[0]

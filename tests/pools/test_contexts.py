@@ -6,6 +6,7 @@ from __future__ import annotations
 from runbook.ingest import insert_paths
 from runbook.memory import get_memory
 from runbook.pools import insert_listener
+from runbook.trajectory import Trajectory
 from tests.conftest import make_trajectory, write_jsonl
 
 GRID = "\n".join(
@@ -61,3 +62,53 @@ def test_the_sandbox_reader_gives_a_pages_blocks_and_tables(store, tmp_path):
     assert page.index == 1 and page.form == "axtree"
     assert any(b.kind == "count" and b.text == "345 records found" for b in page.blocks)
     assert page.tables == [[["Nickname", "Review"], ["Lumaflex fan", "Great band for stretching"]]]
+
+
+def _grid_run(tid: str, day: int, count: int, note: str = "") -> Trajectory:
+    text = GRID.replace("345", str(count)) + (f"\n\t\t[99] paragraph ''\n\t\t\tStaticText '{note}'" if note else "")
+    run = make_trajectory(tid, 2, texts=[text, text], goal="Look at the reviews")
+    for state in run.states:
+        state.title = "Reviews / Customer Reviews / Marketing / Magento Admin"
+        state.timestamp = f"2025-12-{day:02d}T0{state.index}:00:00.000Z"
+    return run
+
+
+def test_a_question_that_names_a_day_gets_that_days_view_first(store, tmp_path):
+    runs = [_grid_run(f"run-{day}", day, 300 + day) for day in (16, 17, 18, 19, 20)]
+    insert_paths(store, [write_jsonl(tmp_path / "in.jsonl", runs)], listeners=[insert_listener(store)], workers=1)
+    question = "How many records did the Marketing > Reviews grid list when the agent viewed it on 2025-12-17?"
+    states = [i for i in get_memory("r", store).query(question, budget=3000).items if i.kind == "state"]
+    assert states[0].trajectory_id == "run-17" and "317 records found" in states[0].text
+
+
+def test_a_view_folded_into_another_shows_the_lines_only_it_has(store, tmp_path):
+    runs = [_grid_run("run-a", 16, 345), _grid_run("run-b", 17, 345, note="Synced with the warehouse at noon")]
+    insert_paths(store, [write_jsonl(tmp_path / "in.jsonl", runs)], listeners=[insert_listener(store)], workers=1)
+    items = get_memory("r", store).query("What did the reviewer 'Lumaflex fan' write?", budget=3000).items
+    folded = [i for i in items if i.kind == "state" and i.trajectory_id == "run-b"]
+    assert folded and all(i.text.startswith("(the same page as trajectory run-a state") for i in folded)
+    assert any("Synced with the warehouse at noon" in i.text for i in folded)
+
+
+def test_a_fact_questions_best_page_leads_whole_before_the_notes(store, tmp_path):
+    runs = [_grid_run("run-a", 16, 345), _grid_run("run-b", 17, 345)]
+    insert_paths(store, [write_jsonl(tmp_path / "in.jsonl", runs)], listeners=[insert_listener(store)], workers=1)
+    question = "When the agent looked at the reviews, what did the reviewer 'Lumaflex fan' write?"
+    context = get_memory("r", store).query(question, budget=3000)
+    first = context.items[0]
+    assert first.kind == "state" and any(item.kind == "note" for item in context.items[1:])
+    # read whole (its own lines, the site's menus aside), not cut to the lines that match the question
+    assert "Lumaflex fan | Great band for stretching" in first.text and "Filler link 39" in first.text
+    assert "MARKETING" not in first.text
+
+
+def test_an_event_shows_the_lines_that_appeared_which_the_question_asks_about(store, tmp_path):
+    before = "RootWebArea 'Orders'\n\t[5] main ''\n\t\t[6] button 'Load orders'"
+    rows = "\n".join(
+        f"\t\t[{100 + n}] paragraph ''\n\t\t\tStaticText 'Order {1000 + n} shipped to city {n}'" for n in range(40)
+    )
+    run = make_trajectory("run-load", 2, texts=[before, before + "\n" + rows], goal="Load the orders")
+    insert_paths(store, [write_jsonl(tmp_path / "in.jsonl", [run])], listeners=[insert_listener(store)], workers=1)
+    found = get_memory("r", store).retriever.find("Where was order 1033 shipped after the agent loaded orders?", 3000)
+    event = next(hit for hit in found.events if hit.trajectory_id == "run-load")
+    assert "Order 1033 shipped to city 33" in event.text and "(+28 more)" in event.text

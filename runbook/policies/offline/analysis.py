@@ -70,6 +70,7 @@ def write_analysis(
         return " ".join(parts)
     if wants_latest or kind == "dynamic":
         parts.append(sightings(choice, scan, by_key))
+        parts = [part for part in parts if part]
     for run in choice.runs:
         parts.append(run_walkthrough(run, by_key, error_width=ERROR_WIDTH[kind == "gotcha"]))
     for typed, seen, (t, i), time in choice.contrasts:
@@ -94,6 +95,8 @@ def sightings(choice: Choice, scan: Scan, by_key: dict[tuple[str, int], Step]) -
         + (f" [{choice.notes[(t, i)]}]" if choice.notes.get((t, i)) in ("latest sighting", "older") else "")
         for when, (t, i) in seen[:6]
     ]
+    if not listed:  # nothing shows the value more than once: no timeline to give
+        return ""
     return "The value may have changed over time; where it shows, newest first: " + "; ".join(listed) + "."
 
 

@@ -42,12 +42,14 @@ from .probe import probe_pattern, read_probe, typed_values
 from .spans import SPAN_GAP, spans_of
 from .terms import patterns_for, without_common
 
-OUTPUT_VIEW_TOKENS = 5_000
+OUTPUT_VIEW_TOKENS = 8_000
 """Tokens of one tool output the planner reads: more than the loop's default for models, because it has no context
 window to spare and reads the whole of its one program call (choice, scan and detail: about 3,800 tokens)."""
 SCOPE_SITES = 2
 """The scan reads only the states of the sites method R's evidence comes from, when they are this few."""
 RECALL_FINDING_STATES = 30
+RECALL_RUNS = 5
+"""Runs of method R's best notes passed to the choice of a run (procedures, gotchas)."""
 """Method R's best pages that rbplan's findings read besides the states it chose and scanned (as many as R's own
 findings read)."""
 
@@ -142,6 +144,7 @@ class OfflinePlanner:
             wants_latest=plan.analysis.wants_latest,
             analysis=asdict(plan.analysis),
             recall_states=recalled[:RECALL_FINDING_STATES],
+            recall_runs=[hit.trajectory_id for hit in plan.recall if hit.pool == "notes"][:RECALL_RUNS],
         )
 
     def probe_arguments(self) -> dict[str, Any] | None:
@@ -186,7 +189,8 @@ class OfflinePlanner:
             weak_missing=_weak_labels(plan.patterns),
             premise_only=doubt,
             unquoted=shown,
-            premise_hints=plan.analysis.possible_false_premise,
+            # a quoted label the scan found in some state is no doubt: only the ones found nowhere stay
+            premise_hints=plan.analysis.confirmed(lambda label: label not in scan.missing).possible_false_premise,
         )
         if plan.findings and not doubt:  # worked out from the pages: it leads
             analysis = "\n".join([*plan.findings, analysis])

@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from ...core.ripgrep import escape_regex
 from ...core.scanout import Step
 
-_TYPED = re.compile(r"""\b(?:fill|type|input|input_text|send_keys)\((?:[^,]*?,\s*)?(?:text=)?(['"])(.+?)\1""")
+_TYPED = re.compile(
+    r"""\b(?:fill|type|input|input_text|send_keys)(?:\((?:[^,]*?,\s*)?(?:text=)?| .*? with )(['"])(.+?)\1(?=$|;|\)|,)"""
+)
+"""A typed value, in a step described by its control ("fill textbox 'Email' with 'a@b.c'") or as the raw call."""
 _HEADING = re.compile(r"^(\S+) state (\d+) @ (\S+)")
 _HIT = re.compile(r"^\s+L\d+[:-]\s?(.*)$")
 MIN_TOKEN = 3
