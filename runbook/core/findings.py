@@ -41,6 +41,7 @@ _LABELLED = re.compile(  # 'LCP: +320ms' as one of a block's ' · ' parts
     r"(?:^|(?<= · ))([A-Za-z][\w ()%/-]{0,28}):\s*([-+]?\$?\d[\d,]*(?:\.\d+)?\s?[A-Za-z%]{0,3})(?= · |$)"
 )
 _FIELD_LABEL = re.compile(r"^\w+ '(.*)'$")
+_GENERATED_ID = re.compile(r"^[A-Za-z]+[-_][\w-]*\d[\w-]*$|^$")
 _FILTER_TEXT = re.compile(r"(?i)^active filters\b|^keyword:|^filters?:|^search(?:ing)? for\b")
 
 
@@ -314,6 +315,8 @@ def field_values(page: Page) -> dict[str, str]:
             head, value = block.text.split(" = ", 1)
             named = _FIELD_LABEL.match(head.rsplit(" › ", 1)[-1])
             label = named.group(1) if named else head
+            if _GENERATED_ID.match(label):
+                continue  # 'notice-CL2HLXU': an id the page generates per visit, no label a reader knows
             out.setdefault(label, value.split(" (options:")[0].split(" (")[0].strip())
     return out
 

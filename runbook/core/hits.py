@@ -4,7 +4,7 @@ they become a Hit at the boundary, once, so that nothing above reads `doc["t"]`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .blocks import Page
@@ -49,6 +49,8 @@ class Hit:
     best_lines: list[str] = field(default_factory=list)
     header: dict[str, Any] = field(default_factory=dict)
     """A slice's state header (title, action, error, ...)."""
+    reply: list[str] = field(default_factory=list)
+    """A slice: what the next page said back to this state's action ('You saved the product.')."""
     same_as: str | None = None
     """The id of an earlier slice whose excerpt is identical."""
     differs: list[str] = field(default_factory=list)
@@ -80,8 +82,14 @@ class Hit:
             text=doc.get("text") or "",
             kind=doc.get("kind") or "",
             succeeded=doc.get("ok"),
+            reply=list(doc.get("r") or ()),
             **extra,
         )
+
+    def unfolded(self) -> Hit:
+        """This slice shown as its own page when the view it was folded into is not shown (its excerpt is its own:
+        the fold only hid it)."""
+        return replace(self, same_as=None, differs=[])
 
     @property
     def key(self) -> tuple[str, int]:

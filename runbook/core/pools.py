@@ -33,8 +33,9 @@ try:  # faster where installed (the host); the sandbox has the standard library'
 except ImportError:  # pragma: no cover - depends on the environment
     _loads = json.loads
 
-FORMAT = 2
-"""2: pages parsed into blocks at insert (slices/pages.*), line counts over block texts."""
+FORMAT = 3
+"""2: pages parsed into blocks at insert (slices/pages.*), line counts over block texts. 3: what each page said back
+to an action (messages) in slices, events and notes; a slice keeps the reply to its own action."""
 MANIFEST = "manifest.json"
 TERMS = "terms.txt"
 LINES = "lines.bin"

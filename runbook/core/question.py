@@ -73,7 +73,7 @@ _DAY = re.compile(
     re.I,
 )
 _MINUTE = re.compile(r",?(?: at)? ([01]?\d|2[0-3]):([0-5]\d)\b")
-_QUOTED = re.compile(r"'([^']{2,80})'(?!\w)|\"([^\"]{2,80})\"|‘([^’]{2,80})’|“([^”]{2,80})”")
+_QUOTED = re.compile(r"'([^']{2,160})'(?!\w)|\"([^\"]{2,160})\"|‘([^’]{2,160})’|“([^”]{2,160})”")
 _URL = re.compile(r"\bhttps?://[^\s'\"<>)]+|(?<![\w/])/[A-Za-z0-9_.~-]+(?:/[A-Za-z0-9_.~#=-]*)*")
 # the digit an id needs is looked for at most ID_DIGIT_REACH characters ahead: an unbounded look-ahead, retried at
 # every word boundary of one long token, made a long question cost quadratic time
@@ -167,6 +167,12 @@ class QuestionAnalysis:
         )
         return self if kept == self.possible_false_premise else replace(self, possible_false_premise=kept)
 
+    @property
+    def wants_newest(self) -> bool:
+        """Whether the newest view of a page answers: the question asks for a current value ('now', 'currently'),
+        or about a value that changes without naming when; one that names a day or minute asks for that moment."""
+        return self.wants_latest or (self.kind == "dynamic" and not self.moments)
+
     def summary(self) -> str:
         """One line for a Context's analysis."""
         parts = [f"question kind: {self.kind}"]
@@ -216,29 +222,6 @@ def moments_in(text: str) -> list[tuple[str, str]]:
         if (day, minute) not in out:
             out.append((day, minute))
     return out
-
-
-_PART_BREAK = re.compile(
-    r"\?\s+(?=\S)|;\s+|,?\s+and\s+(?=(?:what|how|which|why|where|when|who|whom|whose|did|does|do|is|are|was|were|"
-    r"can|could|should|would)\b)",
-    re.I,
-)
-
-
-def question_parts(question: str) -> list[str]:
-    """The parts of a question that asks several things ('Where is the view centered when a task starts, and why
-    does that matter?' -> 'Where is the view centered when a task starts', 'why does that matter?'), each with a
-    word worth searching for; [] for a question that asks one thing."""
-    parts = [p.strip(" ,") for p in _PART_BREAK.split(" ".join(question.split())) if p.strip(" ,")]
-    parts = [p for p in parts if _terms(p)]
-    return parts if len(parts) >= 2 else []
-
-
-def part_query(part: str, whole: QuestionAnalysis) -> str:
-    """A part of a question as a query of its own: the part, with the names the whole question gives that the part
-    only points at ('what is its rule ID?' of the rule the question names)."""
-    missing = [p for p in whole.phrases if p.lower() not in part.lower()]
-    return " ".join([part, *(f"'{p}'" for p in missing)])
 
 
 def _kind(text: str, wants_latest: bool) -> str:
@@ -364,9 +347,32 @@ def quoted_labels(text: str) -> list[str]:
 _LABEL_HINT = re.compile(r"^assumes '(.*)' exists; confirm it appears in a state$")
 
 
+def names_label(text: str, label: str) -> bool:
+    """Whether `text` shows `label` as words of its own, case aside ('relations' is not in 'relationship_advice')."""
+    return re.search(rf"(?<![\w]){re.escape(label)}(?![\w])", text, re.I) is not None
+
+
 def _hint_labels(hints: tuple[str, ...]) -> list[str | None]:
     """The quoted label each hint doubts (None for a hint of another kind)."""
     return [m.group(1) if (m := _LABEL_HINT.match(hint)) else None for hint in hints]
+
+
+_AGENT_DID = re.compile(
+    r"\b(?:the agent|it|they)\s+(?:had\s+|has\s+)?(renamed|created|added|deleted|removed|changed|gave|posted|wrote|"
+    r"edited|updated|moved|archived|forked|uploaded|published|duplicated|enabled|disabled|revoked|cancell?ed|replied|"
+    r"sent|ordered|bought|reviewed|rated|subscribed|joined|picked|chose|assigned|invited)\b"
+    r"|(?<!how )(?<!why )\bdid (?:the agent|it|they) (rename|create|add|delete|remove|change|give|post|write|edit|"
+    r"update|move|archive|fork|upload|publish|duplicate|enable|disable|revoke|cancel|reply|send|order|buy|review|"
+    r"rate|subscribe|join|pick|choose|assign|invite)\b",
+    re.I,
+)
+"""A step the question takes for granted ('the name the agent gave X when it renamed it'): a question can only ask
+about it if the step was taken, so the context should show the step, not only the thing."""
+
+_PAST = {"give": "gave", "write": "wrote", "send": "sent", "buy": "bought", "choose": "chose", "pick": "picked",
+         "add": "added", "post": "posted", "edit": "edited", "fork": "forked", "cancel": "cancelled",
+         "reply": "replied", "order": "ordered", "join": "joined", "assign": "assigned"}  # fmt: skip
+"""The past of the verbs `_AGENT_DID` finds after 'did' that do not take a plain -d."""
 
 
 def _premise_hints(text: str, phrases: list[str]) -> list[str]:
@@ -376,6 +382,13 @@ def _premise_hints(text: str, phrases: list[str]) -> list[str]:
         if match:
             groups = ["" if g is None else g for g in match.groups()]
             hints.append(template.format(match.group(0), *groups))
+    did = _AGENT_DID.search(text)
+    if did and not any(h.startswith("assumes the agent ") for h in hints):
+        # the clause as the question says it, up to its end ('the agent posted its relationship questions')
+        rest = re.split(r"[,.;?!]| (?:and|but|because|when|while|so) ", text[did.end() :], maxsplit=1)[0].split()
+        verb = (did.group(1) or _PAST.get(did.group(2).lower(), did.group(2) + "d")).lower()
+        clause = " ".join(["the agent", verb, *rest[:8]])
+        hints.append(f"assumes that {clause} (a step the question takes for granted); check that a state shows it")
     for name in quoted_labels(text)[:3]:
         hints.append(f"assumes '{name}' exists; confirm it appears in a state")
     return hints

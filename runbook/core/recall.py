@@ -44,8 +44,6 @@ at least this share of the best, fused with this weight (the question says when;
 WHOLE_PAGES, WHOLE_FACTOR = 1, 2.0
 """The best pages are shown whole (their own content, the site's furniture aside) when that fits in this many times
 a slice's share, else excerpted to it: breadth gives way to depth where the answer most likely is."""
-PART_WEIGHT = 0.5
-"""Weight of one part's ranking against the whole question's, for a question that asks several things."""
 MATCH_WEIGHT = 0.5
 """Weight of the pages' own match (their best lines) against the fused ranking (BM25, events, the page a phrase
 names, the moment asked about, recency) when the best pages are ordered."""
@@ -249,27 +247,6 @@ class Recall:
         found.slices = self.slice_hits(analysis, query, slice_chars)
         return found
 
-    def find_parts(
-        self, analysis: QuestionAnalysis, parts: list[QuestionAnalysis], *, slice_chars: int = 1500
-    ) -> Found:
-        """Ranked hits for a question that asks several things: the question's own ranking fused with each part's
-        (reciprocal ranks, a part weighing PART_WEIGHT), so that the best evidence of every part is near the top.
-        A part's slice is kept as the part cut it; its folded views and sightings are left to the question's own."""
-        found = self.find(analysis, slice_chars=slice_chars)
-        if not parts:
-            return found
-        pieces = [self.find(part, slice_chars=slice_chars) for part in parts]
-        for pool in POOLS:
-            rankings = [getattr(found, pool)]
-            rankings += [[h for h in getattr(piece, pool) if not (h.same_as or h.sighting_of)] for piece in pieces]
-            by_id: dict[str, Hit] = {}
-            for ranking in rankings:
-                for hit in ranking:
-                    by_id.setdefault(hit.id, hit)
-            fused = rrf([[h.id for h in ranking] for ranking in rankings], [1.0] + [PART_WEIGHT] * len(pieces))
-            setattr(found, pool, [by_id[hit_id] for hit_id, _ in fused])
-        return found
-
     def note_hits(self, analysis: QuestionAnalysis, query: dict[str, float]) -> list[Hit]:
         docs = self._loaded().docs("notes")
         prefer = {"procedure": "procedure", "gotcha": "hints"}.get(analysis.kind)
@@ -318,6 +295,7 @@ class Recall:
         by_match = sorted(range(len(hits)), key=lambda n: -hits[n].match)
         hits = [hits[n] for n, _ in rrf([list(range(len(hits))), by_match], [1.0, MATCH_WEIGHT])]
         hits = latest_first(hits, hit_page, reorder=wants_time(analysis))
+        hits = at_named_minute_first(hits, analysis.moments)
         for hit, dup in zip(hits, collapse_duplicates([h.excerpt for h in hits])):
             if dup is not None:
                 hit.same_as = hits[dup].id
@@ -426,6 +404,16 @@ def runs_first(items: list[T], view_of: Callable[[T], tuple], taken: list[tuple]
     return [items[n] for n in sorted(chosen)] + [items[n] for n in range(len(items)) if n not in chosen]
 
 
+def at_named_minute_first(hits: list[Hit], moments: tuple[tuple[str, str], ...]) -> list[Hit]:
+    """The hits recorded at a minute the question names ('on 2025-12-16 at 08:32 UTC') first, in their order: a
+    minute points at one visit, which the words of a page visited every day cannot tell from the others."""
+    minutes = [(day, minute) for day, minute in moments if minute]
+    if not minutes:
+        return hits
+    named = [h for h in hits if h.timestamp and any(at_moment(h.timestamp, day, m) for day, m in minutes)]
+    return named + [h for h in hits if h not in named] if named else hits
+
+
 def with_appeared(text: str, lines: list[str]) -> str:
     """An event's stored text with its 'appeared:' line made of `lines` instead of the first ones."""
     out = [line for line in text.split("\n") if not line.startswith("appeared: ")]
@@ -434,7 +422,7 @@ def with_appeared(text: str, lines: list[str]) -> str:
 
 
 def wants_time(analysis: QuestionAnalysis) -> bool:
-    return analysis.wants_latest or analysis.kind == "dynamic"
+    return analysis.wants_newest
 
 
 def doc_view(doc: dict) -> tuple:

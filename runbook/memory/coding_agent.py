@@ -195,7 +195,7 @@ class CodingAgentMemory:
         (in R's order), then the rest of what it ranked. Pools that cannot be read (an older format, none at all
         in a store with trajectories, a planted link) raise StoreError, as they do for R: C without R's evidence
         would answer worse without saying why."""
-        found = self.retriever.find_parts(question, budget, analysis)
+        found = self.retriever.find(question, budget, analysis)
         whole = self.retriever.pack(found, budget)  # R's own context, in R's order
         room = int(budget * RECALL_SHARE)
         for hit, item in whole:  # its head, leaving the agent a share of the budget
@@ -270,9 +270,10 @@ class CodingAgentMemory:
                 f"the ones it looked at most; they were not checked as an answer."
             )
             label = NOT_CHOSEN
-        by_id = {hit.id: item for hit, item in recall}
-        kept = [by_id[i] for i in run.recall if i in by_id]
-        rest = [item for hit, item in recall if hit.id not in set(run.recall)]
+        by_id = {hit.id: (hit, item) for hit, item in recall}
+        chosen = [by_id[i] for i in run.recall if i in by_id]
+        pairs = self.without_dangling_folds(chosen + [pair for pair in recall if pair[0].id not in set(run.recall)])
+        kept, rest = [item for _, item in pairs[: len(chosen)]], [item for _, item in pairs[len(chosen) :]]
         for item in rest:
             item.label = "; ".join(filter(None, [UNCHECKED, item.label]))
         question_analysis = question_analysis or analyze(question)
@@ -301,6 +302,18 @@ class CodingAgentMemory:
             recall=list(run.recall),
         )
         return context
+
+    def without_dangling_folds(self, pairs: list[tuple[Hit, EvidenceItem]]) -> list[tuple[Hit, EvidenceItem]]:
+        """The recall hits in this order, a view folded into one that does not come before it shown as its own
+        page: 'the same page as ... above' must point at a page the context shows above."""
+        out, before = [], set()
+        for hit, item in pairs:
+            if hit.same_as and hit.same_as not in before:
+                hit = hit.unfolded()
+                item = self.retriever.item(hit)
+            out.append((hit, item))
+            before.add(hit.id)
+        return out
 
     def seen_spans(self, seen: list[tuple[str, int]]) -> list[Span]:
         """Single-state spans of what the agent looked at most, valid ones only, up to the states limit."""

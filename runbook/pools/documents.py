@@ -77,7 +77,8 @@ def trajectory_docs(trajectory: Trajectory, dirname: str, note_writer=None) -> T
     lines = [page.lines() for page in parsed]
     hashes: dict[str, int] = {}  # states of one run share most lines: hash each distinct line once
     for state in trajectory.states:
-        out.slices.append(_slice(trajectory, state.index, described, base, said[state.index]))
+        reply = said[state.index + 1] if state.index + 1 < len(states) and state.action else []
+        out.slices.append(_slice(trajectory, state.index, described, base, said[state.index], reply))
         header = {"title": state.title, "action": state.action or "", "error": state.action_error or "",
                   "thought": state.thought or ""}  # fmt: skip
         out.pages.append(page_record(header, parsed[state.index]))
@@ -94,9 +95,15 @@ def trajectory_docs(trajectory: Trajectory, dirname: str, note_writer=None) -> T
     return out
 
 
-def _slice(trajectory: Trajectory, i: int, described: list[list[str]], base: dict, said: list[str]) -> PoolDoc:
+def _slice(
+    trajectory: Trajectory, i: int, described: list[list[str]], base: dict, said: list[str], reply: list[str]
+) -> PoolDoc:
+    """State i's document; `said`: what its page said back to the action before it; `reply`: what the next page
+    said back to state i's own action (shown beside that action: what it led to)."""
     state = trajectory.states[i]
     meta = dict(base, i=i, u=state.url, ti=state.title, ts=state.timestamp)
+    if reply:
+        meta["r"] = [m[:APPEARED_CHARS] for m in reply[:MESSAGES_SHOWN]]
     around = list(said)  # what the page says counts as much as what the agent did there
     if i > 0:
         around.append("; ".join(described[i - 1]))

@@ -17,7 +17,7 @@ from ..core.hits import Hit
 from ..core.layout import state_relpath
 from ..core.pools import PoolError, undo_fingerprints
 from ..core.pools import read_manifest as core_read_manifest
-from ..core.question import QuestionAnalysis, analyze, part_query, question_parts
+from ..core.question import QuestionAnalysis, analyze, names_label
 from ..core.recall import Found, Recall, RecallSettings
 from ..core.text import tokenize
 from ..errors import StoreError
@@ -182,8 +182,8 @@ class Retriever:
         found = generation.recall.find(analysis or analyze(question), slice_chars=self.slice_cap(budget) * 3)
         items = [item for _, item in self.pack(found, budget, generation=generation)]
         left_out = len(found.notes) + len(found.events) + len(found.slices) - len(items)
-        shown = "\n".join(item.text for item in items).lower()
-        analysis = found.analysis.confirmed(lambda label: label.lower() in shown)
+        shown = "\n".join(item.text for item in items)
+        analysis = found.analysis.confirmed(lambda label: names_label(shown, label))
         return Search(items, analysis, left_out, self.findings(found))
 
     def findings(self, found: Found) -> list[str]:
@@ -199,13 +199,6 @@ class Retriever:
     def find(self, question: str, budget: int, analysis: QuestionAnalysis | None = None) -> Found:
         """The ranked hits of every pool for `question` (slices cut for a context of `budget` tokens)."""
         return self._load().recall.find(analysis or analyze(question), slice_chars=self.slice_cap(budget) * 3)
-
-    def find_parts(self, question: str, budget: int, analysis: QuestionAnalysis | None = None) -> Found:
-        """As `find`, with the rankings of each part of a question that asks several things fused in (method C's
-        recall: a ranking per part costs what R's latency cannot pay)."""
-        analysis = analysis or analyze(question)
-        parts = [analyze(part_query(part, analysis)) for part in question_parts(question)]
-        return self._load().recall.find_parts(analysis, parts, slice_chars=self.slice_cap(budget) * 3)
 
     def page_of(self, trajectory_id: str, index: int) -> tuple[dict[str, str], Page] | None:
         """(header, page) of one state as parsed at insert; None when the pools hold none for it."""
@@ -236,10 +229,25 @@ class Retriever:
         notes = _fill([(h, self.note_item(h)) for h in found.notes], int(budget * note_share))
         events = _fill([(h, self.event_item(h)) for h in found.events], int(budget * event_share))
         used = sum(item.tokens for _, item in notes + events)
-        slices = _fill([(h, self.slice_item(h, generation)) for h in found.slices], budget - used - reserve)
+        slices = self.fill_slices(found.slices, budget - used - reserve, generation)
         if found.analysis.kind in FACT_KINDS:  # a fact is on a page: the best pages come before the runs' notes
             return slices[:LEAD_SLICES] + notes + events + slices[LEAD_SLICES:]
         return notes + events + slices
+
+    def fill_slices(self, hits: list[Hit], budget: int, generation: Generation) -> list[tuple[Hit, EvidenceItem]]:
+        """As _fill, for slices: a view folded into one that is not packed before it is shown as its own page (a
+        pointer 'the same page as ... above' to a page the budget left out would show nothing)."""
+        out, spent, shown = [], 0, set()
+        for hit in hits:
+            if hit.same_as and hit.same_as not in shown:
+                hit = hit.unfolded()
+            item = self.slice_item(hit, generation)
+            cost = item.measure()
+            if spent + cost <= budget:
+                out.append((hit, item))
+                spent += cost
+                shown.add(hit.id)
+        return out
 
     def item(self, hit: Hit) -> EvidenceItem:
         """The evidence item of one recall hit, whatever its pool."""
@@ -311,6 +319,8 @@ def _action_lines(hit: Hit) -> str:
     lines = []
     if header.get("action"):
         lines.append(f"next action: {header['action'][:300]}")
+        if hit.reply:  # what the action led to: the next page's message, whether or not that page is shown
+            lines.append("the page then said: " + " | ".join(hit.reply))
     if header.get("error"):
         lines.append(f"error: {header['error'].splitlines()[0][:200]}")
     return "\n".join(lines)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from runbook.core.question import KINDS, analyze, normalize_term
+from runbook.core.question import KINDS, analyze, names_label, normalize_term
 
 
 @pytest.mark.parametrize(
@@ -191,6 +191,35 @@ def test_a_tasks_goal_asks_how_it_is_done():
 
 def test_a_label_shown_somewhere_is_no_doubt_about_the_premise():
     analysis = analyze("What is 'Store Email' set to, and did the agent change 'Fax Number'?")
-    assert len(analysis.possible_false_premise) == 2
+    assert len(analysis.possible_false_premise) == 3  # the step ('did the agent change') and the two labels
     kept = analysis.confirmed(lambda label: label == "Store Email").possible_false_premise
-    assert kept == ("assumes 'Fax Number' exists; confirm it appears in a state",)
+    assert kept[1:] == ("assumes 'Fax Number' exists; confirm it appears in a state",)
+    assert kept[0].startswith("assumes that the agent changed 'Fax Number'")
+
+
+def test_a_step_the_question_takes_for_granted_is_a_premise_to_check():
+    hints = analyze("What new label did the agent give the 'CI/CD Pipeline' API key when it renamed it?")
+    assert hints.possible_false_premise[0].startswith("assumes that the agent gave the 'CI/CD Pipeline' API key ")
+    assert "'CI/CD Pipeline' exists" in hints.possible_false_premise[1]
+    # the cue that names the created thing already says it: no second hint for the same step
+    created = analyze("How many subscribers does the Karaoke forum that the agent created have?")
+    assert created.possible_false_premise == ("assumes the agent created 'Karaoke forum' and that it still exists",)
+    assert analyze("What is the price of the Quartz Thermal Pant?").possible_false_premise == ()
+
+
+def test_a_label_is_shown_only_as_words_of_its_own():
+    assert names_label("page: /f/relationship_advice", "relations") is False
+    assert names_label("link 'Relations' · 12 posts", "relations") is True
+    assert names_label("Sale badge shape: Rectangle · Circle", "Pill") is False
+    assert names_label("key 'CI/CD Pipeline' created", "CI/CD Pipeline") is True
+
+
+def test_a_long_quoted_page_title_is_one_phrase():
+    title = "Ajax Full-Zip Sweatshirt -XL-Red / Products / Inventory / Catalog / Magento Admin"
+    assert title in analyze(f"What was 'SKU' set to on the Magento admin page '{title}'?").phrases
+
+
+def test_a_question_that_names_when_asks_for_that_moment_not_the_newest_view():
+    assert analyze("What is the Store Email set to?").wants_newest
+    assert not analyze("What was the Store Email set to when the agent was there on 2025-12-17?").wants_newest
+    assert analyze("What is the Store Email currently set to, after the change on 2025-12-17?").wants_newest

@@ -112,3 +112,60 @@ def test_an_event_shows_the_lines_that_appeared_which_the_question_asks_about(st
     found = get_memory("r", store).retriever.find("Where was order 1033 shipped after the agent loaded orders?", 3000)
     event = next(hit for hit in found.events if hit.trajectory_id == "run-load")
     assert "Order 1033 shipped to city 33" in event.text and "(+28 more)" in event.text
+
+
+def _saved_run(tid: str) -> Trajectory:
+    """A product form saved with Enter: the page after it says 'You saved the product.' above the same form."""
+    form = "\n".join(
+        ["RootWebArea 'Bella Tank / Products / Magento Admin'", "\t[5] main ''", "\t\t[6] heading 'Bella Tank'"]
+        + [f"\t\t[{10 + n}] textbox 'Field {n}' value='v{n}'" for n in range(30)]
+        + ["\t\t[90] button 'Save'"]
+    )
+    saved = form.replace("\t[5] main ''", "\t[5] main ''\n\t\t[7] alert ''\n\t\t\tStaticText 'You saved the product.'")
+    run = make_trajectory(tid, 3, texts=[form, form, saved], goal="Edit the Bella Tank description")
+    run.states[1].action = "press('90', 'Enter')"
+    for state in run.states:
+        state.title = "Bella Tank / Products / Magento Admin"
+        state.url = "http://localhost:7780/admin/catalog/product/edit/id/1684/"
+    return run
+
+
+def test_a_states_action_shows_what_the_page_said_back(store, tmp_path):
+    source = write_jsonl(tmp_path / "in.jsonl", [_saved_run("run-s")])
+    insert_paths(store, [source], listeners=[insert_listener(store)], workers=1)
+    found = get_memory("r", store).retriever.find("What did the page say after the agent pressed Enter on Save?", 3000)
+    before = next(hit for hit in found.slices if hit.state_index == 1)
+    assert before.reply == ["You saved the product."]
+    item = get_memory("r", store).retriever.slice_item(before)
+    assert "next action: press('90', 'Enter')\nthe page then said: You saved the product." in item.text
+
+
+def test_a_view_folded_into_one_the_budget_leaves_out_is_shown_as_its_own_page(store, tmp_path):
+    runs = [_grid_run("run-a", 16, 345), _grid_run("run-b", 17, 345)]
+    insert_paths(store, [write_jsonl(tmp_path / "in.jsonl", runs)], listeners=[insert_listener(store)], workers=1)
+    retriever = get_memory("r", store).retriever
+    found = retriever.find("What did the reviewer 'Lumaflex fan' write?", 3000)
+    folded = next(hit for hit in found.slices if hit.same_as)
+    target = next(hit for hit in found.slices if hit.id == folded.same_as)
+    # the view it repeats is not packed (the budget had no room for it): the fold must not point at it
+    packed = retriever.fill_slices([h for h in found.slices if h is not target], 3000, retriever._load())
+    shown = next(item for hit, item in packed if hit.id == folded.id)
+    assert not shown.text.startswith("(the same page as") and "Lumaflex fan" in shown.text
+    with_target = retriever.fill_slices(found.slices, 3000, retriever._load())
+    assert next(item for hit, item in with_target if hit.id == folded.id).text.startswith("(the same page as")
+
+
+def test_a_question_that_names_a_minute_gets_that_visit_first_and_not_the_newest(store, tmp_path):
+    runs = [_grid_run(f"run-{day}", day, 300 + day) for day in (16, 17, 18)]
+    # other days' pages that match the question's words better than the grid does
+    wordy = "\n".join(f"\t\t[{200 + n}] StaticText 'The Reviews grid count shown by the agent {n}'" for n in range(12))
+    runs += [_grid_run(f"run-w{day}", day, 400 + day, note="count") for day in (19, 20, 21, 22)]
+    for run in runs[3:]:
+        for state in run.states:
+            state.text += "\n" + wordy
+    insert_paths(store, [write_jsonl(tmp_path / "in.jsonl", runs)], listeners=[insert_listener(store)], workers=1)
+    for minute in (0, 1):  # two visits of one day: the minute tells them apart
+        question = f"What count did the Reviews grid show when the agent viewed it on 2025-12-17 at 0{minute}:00 UTC?"
+        states = [i for i in get_memory("r", store).query(question, budget=3000).items if i.kind == "state"]
+        assert (states[0].trajectory_id, states[0].state_index) == ("run-17", minute), minute
+        assert "317 records found" in states[0].text
