@@ -26,7 +26,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .catalog import Catalog, load_catalog
+from .catalog import Catalog, StateKey, StateMeta, TrajectoryRow, load_catalog
 from .images import nearest_screenshots
 from .layout import STATE_GLOB, TRAJECTORIES_DIR, trajectory_relpath
 from .patterns import label, pattern_regex, python_regex
@@ -35,7 +35,6 @@ from .ripgrep import ripgrep_binary
 from .scoring import (
     FILLERS,
     Scores,
-    StateKey,
     anchor_patterns,
     complements,
     newest_strong,
@@ -104,11 +103,11 @@ def assign(found: dict[StateKey, Counter[str]], compiled: list[re.Pattern]) -> d
 
 
 # -- scoring ---------------------------------------------------------------------------------------------------
-def in_scope(rows: dict[str, dict], sites: Iterable[str] | None) -> set[str] | None:
+def in_scope(rows: dict[str, TrajectoryRow], sites: Iterable[str] | None) -> set[str] | None:
     """The trajectory folders of `sites` (None when no scope is asked for, or it names no stored site)."""
     if not sites:
         return None
-    dirs = {d for d, row in rows.items() if row["site"] in set(sites)}
+    dirs = {d for d, row in rows.items() if row.site in set(sites)}
     return dirs or None
 
 
@@ -199,7 +198,8 @@ def scan_output(params: ScanParams, catalog: Catalog | None = None) -> Printer:
     regexes = [pattern_regex(item) for item in items]
     compiled = [python_regex(rx) for rx in regexes]
     trouble = len(items) if params.prefer == "trouble" else None
-    rows, by_id, meta = catalog or load_catalog(root)
+    catalog = catalog or load_catalog(root)
+    rows, by_id, meta = catalog.rows, catalog.folder_of, catalog.states
     scope = in_scope(rows, params.scope_sites)
     longest_first = [regexes[k] for k in sorted(range(len(items)), key=lambda k: -len(items[k]["text"]))]
     tfs = assign(
@@ -236,11 +236,11 @@ def scan_output(params: ScanParams, catalog: Catalog | None = None) -> Printer:
     )
 
     if params.image:
-        looks = nearest_screenshots(root, rows, meta, params.image, params.image_top)
+        looks = nearest_screenshots(root, catalog, params.image, params.image_top)
         for rec in looks:
             out.add(rec)
         if looks and looks[0].get("t") and not sites:  # the pictured app is the one asked about
-            sites = {rows[by_id[looks[0]["t"]]]["site"]: 1.0}
+            sites = {rows[by_id[looks[0]["t"]]].site: 1.0}
     anchors = anchor_patterns(items, compiled, df, rows)
     scores = score_states(
         tfs, meta, rows, compiled, idf, sites, items, params.answers, anchors, page_words(params.pages)
@@ -248,7 +248,7 @@ def scan_output(params: ScanParams, catalog: Catalog | None = None) -> Printer:
     if trouble is not None:
         prefer_trouble(scores, meta, rows, troubles)
     # ripgrep's file order varies from run to run: the state itself breaks ties, so the plan is deterministic
-    ranked = sorted(scores, key=lambda key: (-scores[key][0], meta[key][0], key))
+    ranked = sorted(scores, key=lambda key: (-scores[key][0], meta[key].time, key))
     if ranked:  # where the question's names show last: the current value, whatever the question's kind
         newest = newest_with(anchors, tfs, rows, meta, sites) if anchors else []
         if not newest and params.latest:
@@ -290,31 +290,36 @@ def scan_output(params: ScanParams, catalog: Catalog | None = None) -> Printer:
 
 
 def state_record(
-    key: StateKey, score: tuple, meta: dict[StateKey, tuple], rows: dict[str, dict], items: list[dict], full: bool
+    key: StateKey,
+    score: tuple,
+    meta: dict[StateKey, StateMeta],
+    rows: dict[str, TrajectoryRow],
+    items: list[dict],
+    full: bool,
 ) -> dict:
     """One state, compact (the planner reads about 2,000 tokens): the first few also say what matched and where."""
     s, cov, matched, page_cov = score
     m, r = meta[key], rows[key[0]]
     rec = {
         "type": "state",
-        "t": r["id"],
+        "t": r.id,
         "i": key[1],
         "s": round(s, 1),
-        "time": m[0][:19],
-        "ok": r["success"],
-        "n": r["n"],
-        "err": int(bool(m[4].strip())),
+        "time": m.time[:19],
+        "ok": r.success,
+        "n": r.n_states,
+        "err": int(bool(m.error.strip())),
     }
     if full:
-        rec.update(cov=round(cov, 2), m=[label(items[k]) for k in matched], url=m[1][:80])
+        rec.update(cov=round(cov, 2), m=[label(items[k]) for k in matched], url=m.url[:80])
     return rec
 
 
 def run_records(
     ranked: list[StateKey],
     scores: Scores,
-    rows: dict[str, dict],
-    meta: dict[StateKey, tuple],
+    rows: dict[str, TrajectoryRow],
+    meta: dict[StateKey, StateMeta],
     compiled: list[re.Pattern],
     items: list[dict],
     limit: int,
@@ -329,13 +334,13 @@ def run_records(
         per[key[0]].append(scores[key][0])
     totals = {d: sum(sorted(v, reverse=True)[:3]) for d, v in per.items()}
     own = [k for k, it in enumerate(items) if not it.get("derived") or it.get("synonym")]  # pairs would count twice
-    goals = {d: [k for k in own if compiled[k].search(r["goal"])] for d, r in rows.items()}
+    goals = {d: [k for k in own if compiled[k].search(r.goal)] for d, r in rows.items()}
     gdf = Counter(k for ks in goals.values() for k in ks)
     gidf = weights_of(items, gdf, len(rows))
     terms = [k for k, it in enumerate(items) if it.get("kind") == "term"]
     goal_score, heads = {}, {}
     for d, r in rows.items():
-        words = [w for w in re.findall(r"[A-Za-z]+", r["goal"]) if w.lower() not in FILLERS][:2]
+        words = [w for w in re.findall(r"[A-Za-z]+", r.goal) if w.lower() not in FILLERS][:2]
         heads[d] = sum(1 for w in words if any(compiled[k].fullmatch(w) for k in terms))
         goal_score[d] = sum(gidf[k] for k in goals[d])
     by_states = sorted(totals, key=lambda d: -totals[d])[:limit]
@@ -343,7 +348,7 @@ def run_records(
         (d for d in rows if goal_score[d] > 0),
         key=lambda d: (-(goal_score[d] * (1 + 0.5 * heads[d])), -totals.get(d, 0)),
     )[:limit]
-    errors = Counter(d for (d, _), m in meta.items() if m[4].strip())
+    errors = Counter(d for (d, _), m in meta.items() if m.error.strip())
     out = []
     interleaved = [d for pair in zip(by_goal, by_states) for d in pair]
     interleaved += by_goal[len(by_states) :] + by_states[len(by_goal) :]
@@ -352,14 +357,14 @@ def run_records(
         out.append(
             {
                 "type": "traj",
-                "t": r["id"],
+                "t": r.id,
                 "s": round(totals.get(d, 0), 1),
                 "gs": round(goal_score[d], 1),
                 "head": heads[d],
-                "ok": r["success"],
-                "n": r["n"],
+                "ok": r.success,
+                "n": r.n_states,
                 "ne": errors[d],
-                "goal": r["goal"][:60],
+                "goal": r.goal[:60],
             }
         )
     return out

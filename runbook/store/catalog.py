@@ -1,10 +1,12 @@
-"""The SQLite catalog: one row per trajectory (in insertion order) and one per state."""
+"""The SQLite catalog: one row per trajectory (in insertion order) and one per state. Its row type,
+`TrajectoryRow`, is the core's (runbook.core.catalog), so the host and the sandbox read one catalog model."""
 
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 from pathlib import Path
+
+from ..core.catalog import ROW_FIELDS, TrajectoryRow, row_from_tuple
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS trajectories (
@@ -45,34 +47,6 @@ CREATE INDEX IF NOT EXISTS states_time ON states(timestamp);
 """
 
 
-@dataclass(frozen=True, slots=True)
-class TrajectoryRow:
-    """A catalog row."""
-
-    seq: int
-    id: str
-    dir: str
-    domain: str
-    site: str
-    goal: str
-    start_url: str
-    outcome: str | None
-    success: int | None
-    n_states: int
-    n_screenshots: int
-    n_errors: int
-    tokens: int
-    bytes: int
-    first_ts: str | None
-    last_ts: str | None
-    fingerprint: str
-    source: str | None
-    inserted_at: str
-
-
-ROW_FIELDS = tuple(TrajectoryRow.__dataclass_fields__)
-
-
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     """Open the catalog; WAL lets readers go on while one writer commits."""
     if readonly:
@@ -84,10 +58,6 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
         conn.executescript(SCHEMA)
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
-
-
-def row_from_tuple(values: tuple) -> TrajectoryRow:
-    return TrajectoryRow(*values)
 
 
 def select_rows(conn: sqlite3.Connection, where: str = "", params: tuple = ()) -> list[TrajectoryRow]:
