@@ -15,6 +15,7 @@ from .layout import state_relpath
 from .patterns import pattern_regex, python_regex
 from .reader import default_store_dir
 from .scan import Printer
+from .scanout import Step
 from .statefile import parse_state
 
 LINE_WIDTH = 200
@@ -207,19 +208,10 @@ def detail_output(params: DetailParams, catalog: Catalog | None = None) -> Print
         if m is None:
             continue
         lines = pages[(tid, index)]
-        rec = {
-            "type": "step",
-            "t": tid,
-            "i": index,
-            "time": m.time,
-            "url": m.url[:100],
-            "title": m.title[:80],
-            "act": described_action(m.action, lines),
-            "err": error_gist(m.error, ERROR_WIDTH),
-        }
+        quoted, thought = [], ""
         if want_lines:
             kept = [line if _IDS.sub("", line).strip() not in common else "" for line in lines]
-            rec["lines"] = best_lines(kept, compiled, weights, want_lines, params.after)
+            quoted = best_lines(kept, compiled, weights, want_lines, params.after)
             # the agent's own words at this state, when they say more about the question than any page line
             # ('the map is centered on Singapore, but that does not matter'): the page shows, the thought explains
             sentence, weight = best_sentence(read[(tid, index)][0], compiled, weights)
@@ -228,8 +220,19 @@ def detail_output(params: DetailParams, catalog: Catalog | None = None) -> Print
                 and weight >= THOUGHT_SHARE * sum(weights)
                 and weight > max((line_weight(line, compiled, weights) for line in lines), default=0.0)
             ):
-                rec["thought"] = sentence[:QUOTE_WIDTH]
-        out.add(rec)
+                thought = sentence[:QUOTE_WIDTH]
+        step = Step(
+            trajectory_id=tid,
+            state_index=index,
+            time=m.time,
+            url=m.url[:100],
+            title=m.title[:80],
+            action=described_action(m.action, lines),
+            error=error_gist(m.error, ERROR_WIDTH),
+            lines=quoted,
+            thought=thought,
+        )
+        out.add(step.to_json(quoted=bool(want_lines)))
     return out
 
 

@@ -117,7 +117,8 @@ def compared_runs(choice: Choice, scan: Scan, catalog: Catalog) -> list[str]:
     by_task: dict[str, list[TrajectoryRow]] = {}
     for row in rows.values():
         by_task.setdefault(task_key(row.goal), []).append(row)
-    for run in list(dict.fromkeys([r.t for r in choice.runs] + [r.t for r in scan.runs[:COMPARED_RUNS]])):
+    runs = [r.trajectory_id for r in choice.runs] + [r.trajectory_id for r in scan.runs[:COMPARED_RUNS]]
+    for run in list(dict.fromkeys(runs)):
         found_row = rows.get(by_id.get(run) or "")
         if found_row is None or found_row.success is None or found_row.success not in (0, 1):
             continue
@@ -154,7 +155,7 @@ def failed_steps(scan: Scan, catalog: Catalog) -> list[list[Attempt]]:
     """The failed steps a gotcha is about (the scan's best states with an error, ranked for trouble), each followed
     by the next RECOVERY_AHEAD steps of its run, read from the catalog and the state files."""
     root = default_store_dir()
-    keys = [h.key for h in scan.states if h.err]  # ranked by how well they match the question, trouble first
+    keys = [h.key for h in scan.states if h.error]  # ranked by how well they match the question, trouble first
     out = []
     for t, i in list(dict.fromkeys(keys))[:RECOVERY_STATES]:
         steps = []
@@ -242,13 +243,12 @@ def plan_findings(
 def detail_request(choice: Choice, scan: Scan, request: PlanRequest) -> DetailParams:
     """detail's params for the chosen states: a walked-through run speaks through its actions; the other states
     through their best lines, quoted with weights by rarity."""
-    walked = {run.t for run in choice.runs}
+    walked = {run.trajectory_id for run in choice.runs}
     states = [[t, i, request.quote_lines if t not in walked else 0] for t, i in choice.keys]
     extra = []
     if choice.run is not None:  # the run walked through first is read whole, every step (its actions only)
-        extra = [
-            [choice.run.t, i, 0] for i in range(min(choice.run.n, RUN_STEPS)) if (choice.run.t, i) not in choice.keys
-        ]
+        run = choice.run.trajectory_id
+        extra = [[run, i, 0] for i in range(min(choice.run.n_states, RUN_STEPS)) if (run, i) not in choice.keys]
     return DetailParams(
         states=states + extra,
         patterns=weighted(request.scan.patterns, scan),

@@ -1,7 +1,8 @@
 """The offline planner's first step in the sandbox: `scan` ranks states for a question (`detail` in core/detail.py
 then reads the chosen ones). Both run inside the sandbox in one call of the program `rbplan` (core/plan.py), with
 the core library alone (and Pillow when the image has it); scan_output's Printer holds JSON lines, most important
-first and within a character budget, so the output parses line by line:
+first and within a character budget, so the output parses line by line (each record written by the `to_json` of its
+type in core/scanout.py, and read back by its `from_json`):
 
     {"type": "terms", "df": {pattern: [states, trajectories]}, "missing": [...], "sites": [...], "scope": [...]}
     {"type": "image", "t": id, "i": index, "d": hash bits apart, "px": grey difference}   (with an image)
@@ -27,11 +28,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .catalog import Catalog, StateKey, StateMeta, TrajectoryRow, load_catalog
-from .images import nearest_screenshots
+from .images import NO_PILLOW, nearest_screenshots
 from .layout import STATE_GLOB, TRAJECTORIES_DIR, trajectory_relpath
 from .patterns import label, pattern_regex, python_regex
 from .reader import default_store_dir
 from .ripgrep import ripgrep_binary
+from .scanout import Run, ScoredState
 from .scoring import (
     FILLERS,
     Scores,
@@ -237,10 +239,12 @@ def scan_output(params: ScanParams, catalog: Catalog | None = None) -> Printer:
 
     if params.image:
         looks = nearest_screenshots(root, catalog, params.image, params.image_top)
-        for rec in looks:
-            out.add(rec)
-        if looks and looks[0].get("t") and not sites:  # the pictured app is the one asked about
-            sites = {rows[by_id[looks[0]["t"]]].site: 1.0}
+        if looks is None:
+            out.add({"type": "image", "error": NO_PILLOW})
+        for hit in looks or []:
+            out.add(hit.image_json())
+        if looks and not sites:  # the pictured app is the one asked about
+            sites = {rows[by_id[looks[0].trajectory_id]].site: 1.0}
     anchors = anchor_patterns(items, compiled, df, rows)
     scores = score_states(
         tfs, meta, rows, compiled, idf, sites, items, params.answers, anchors, page_words(params.pages)
@@ -254,13 +258,9 @@ def scan_output(params: ScanParams, catalog: Catalog | None = None) -> Printer:
         if not newest and params.latest:
             newest = newest_strong(ranked, scores, meta, params)
         for key in newest[: params.latest_top if params.latest else 2]:
-            rec = state_record(key, scores[key], meta, rows, items, False)
-            rec["type"] = "latest"
-            out.add(rec)
+            out.add(state_record(key, scores[key], meta, rows, items).to_json("latest"))
     for key in complements(ranked, scores, idf, params.complements):
-        rec = state_record(key, scores[key], meta, rows, items, True)
-        rec["type"] = "extra"
-        out.add(rec)
+        out.add(state_record(key, scores[key], meta, rows, items).to_json("extra", full=True))
     # runs of the scanned sites only: a goal elsewhere that shares a word ('task') is not a run of the question's;
     # in the catalog's order, not the scope set's (a set's order changes with each process's hash seed, and runs
     # that tie were then walked through in a different order from one query to the next)
@@ -277,15 +277,13 @@ def scan_output(params: ScanParams, catalog: Catalog | None = None) -> Printer:
     runs_after = min(top, len(ranked), params.states_before_trajectories)
     for n, key in enumerate(ranked[:top]):
         if n == runs_after:
-            for rec in runs:
-                out.add(rec)
+            for run in runs:
+                out.add(run.to_json())
             runs = []
-        rec = state_record(key, scores[key], meta, rows, items, n < params.full)
-        if troubles:
-            rec["tr"] = troubles.get(key, 0)
-        out.add(rec)
-    for rec in runs:
-        out.add(rec)
+        hit = state_record(key, scores[key], meta, rows, items, troubles.get(key, 0) if troubles else None)
+        out.add(hit.to_json(full=n < params.full))
+    for run in runs:
+        out.add(run.to_json())
     return out
 
 
@@ -295,24 +293,25 @@ def state_record(
     meta: dict[StateKey, StateMeta],
     rows: dict[str, TrajectoryRow],
     items: list[dict],
-    full: bool,
-) -> dict:
-    """One state, compact (the planner reads about 2,000 tokens): the first few also say what matched and where."""
+    trouble: int | None = None,
+) -> ScoredState:
+    """One state, compact (the planner reads about 2,000 tokens; the first few records also say what matched and
+    where: ScoredState.to_json's `full`)."""
     s, cov, matched, page_cov = score
     m, r = meta[key], rows[key[0]]
-    rec = {
-        "type": "state",
-        "t": r.id,
-        "i": key[1],
-        "s": round(s, 1),
-        "time": m.time[:19],
-        "ok": r.success,
-        "n": r.n_states,
-        "err": int(bool(m.error.strip())),
-    }
-    if full:
-        rec.update(cov=round(cov, 2), m=[label(items[k]) for k in matched], url=m.url[:80])
-    return rec
+    return ScoredState(
+        trajectory_id=r.id,
+        state_index=key[1],
+        score=round(s, 1),
+        coverage=round(cov, 2),
+        matched=[label(items[k]) for k in matched],
+        time=m.time[:19],
+        url=m.url[:80],
+        success=r.success,
+        n_states=r.n_states,
+        error=bool(m.error.strip()),
+        trouble=trouble,
+    )
 
 
 def run_records(
@@ -323,7 +322,7 @@ def run_records(
     compiled: list[re.Pattern],
     items: list[dict],
     limit: int,
-) -> list[dict]:
+) -> list[Run]:
     """The best runs two ways: by their three best states, and by how well their goal matches the question.
 
     Goal terms are weighed by rarity among goals; `head` counts how many of the goal's first two words (its action
@@ -349,22 +348,18 @@ def run_records(
         key=lambda d: (-(goal_score[d] * (1 + 0.5 * heads[d])), -totals.get(d, 0)),
     )[:limit]
     errors = Counter(d for (d, _), m in meta.items() if m.error.strip())
-    out = []
     interleaved = [d for pair in zip(by_goal, by_states) for d in pair]
     interleaved += by_goal[len(by_states) :] + by_states[len(by_goal) :]
-    for d in dict.fromkeys(interleaved):  # both orders near the top, in case the output is cut short
-        r = rows[d]
-        out.append(
-            {
-                "type": "traj",
-                "t": r.id,
-                "s": round(totals.get(d, 0), 1),
-                "gs": round(goal_score[d], 1),
-                "head": heads[d],
-                "ok": r.success,
-                "n": r.n_states,
-                "ne": errors[d],
-                "goal": r.goal[:60],
-            }
+    return [  # both orders near the top, in case the output is cut short
+        Run(
+            trajectory_id=rows[d].id,
+            score=round(totals.get(d, 0), 1),
+            goal_score=round(goal_score[d], 1),
+            head=heads[d],
+            goal=rows[d].goal[:60],
+            success=rows[d].success,
+            n_states=rows[d].n_states,
+            n_errors=errors[d],
         )
-    return out
+        for d in dict.fromkeys(interleaved)
+    ]
