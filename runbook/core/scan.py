@@ -1,8 +1,8 @@
 """The offline planner's first step in the sandbox: `scan` ranks states for a question (`detail` in core/detail.py
 then reads the chosen ones). Both run inside the sandbox in one call of the program `rbplan` (core/plan.py), with
-the core library alone (and Pillow when the image has it); scan_output's Printer holds JSON lines, most important
-first and within a character budget, so the output parses line by line (each record written by the `to_json` of its
-type in core/scanout.py, and read back by its `from_json`):
+the core library alone (and Pillow when the image has it); scan_output holds JSON lines, most important first and
+within a character budget, so the output parses line by line (each record written by the `to_json` of its type in
+core/scanout.py, and read back by its `from_json`):
 
     {"type": "terms", "df": {pattern: [states, trajectories]}, "missing": [...], "sites": [...], "scope": [...]}
     {"type": "image", "t": id, "i": index, "d": hash bits apart, "px": grey difference}   (with an image)
@@ -20,6 +20,8 @@ names. A question's own words are weighed by rarity. With `scope_sites` only tho
 it is called missing.
 """
 
+from __future__ import annotations
+
 import json
 import re
 import subprocess
@@ -27,7 +29,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .catalog import Catalog, StateKey, StateMeta, TrajectoryRow, load_catalog
+from .catalog import Catalog, StateKey, TrajectoryRow, load_catalog
 from .images import NO_PILLOW, nearest_screenshots
 from .layout import STATE_GLOB, TRAJECTORIES_DIR, trajectory_relpath
 from .patterns import label, pattern_regex, python_regex
@@ -37,6 +39,8 @@ from .scanout import Run, ScoredState
 from .scoring import (
     FILLERS,
     Scores,
+    StateScore,
+    WeightedPatterns,
     anchor_patterns,
     complements,
     newest_strong,
@@ -160,7 +164,7 @@ class ScanParams:
     image_top: int = 6
 
     @classmethod
-    def from_dict(cls, params: dict) -> "ScanParams":
+    def from_dict(cls, params: dict) -> ScanParams:
         names = cls.__dataclass_fields__
         return cls(**{key: value for key, value in params.items() if key in names})
 
@@ -172,9 +176,6 @@ class Printer:
 
     def __init__(self, max_chars: int) -> None:
         self.max_chars, self.used, self.lines = max_chars, 0, []
-        self.matched: dict = {}
-        """(folder, state index) -> Counter(pattern index: matches) of every state the scan matched (not printed:
-        what the plan program's findings read beyond the printed best)."""
 
     def add(self, rec: dict) -> bool:
         line = json.dumps(rec, ensure_ascii=False)
@@ -188,21 +189,102 @@ class Printer:
         print("\n".join(self.lines))
 
 
+@dataclass(frozen=True)
+class ScanOutput:
+    """What one scan prints, and every state it matched."""
+
+    lines: list[str]
+    """The JSON lines, most important first, within the character budget."""
+    matched: dict[StateKey, Counter[int]]
+    """Every state the scan matched: Counter(pattern index: matches), printed or not (the plan program's findings
+    read beyond the printed best)."""
+
+    def flush(self) -> None:
+        print("\n".join(self.lines))
+
+
+@dataclass(frozen=True)
+class Matches:
+    """What the ripgrep pass found, per state and per pattern."""
+
+    tfs: dict[StateKey, Counter[int]]
+    """How often each pattern matched, per state that matched one."""
+    troubles: dict[StateKey, int]
+    """Words of trouble, per state that matched anything (gotcha scans only: else empty)."""
+    df: Counter[int]
+    """States each pattern matched."""
+    tdf: Counter[int]
+    """Trajectories each pattern matched."""
+    n_states: int
+    """States scanned."""
+    scope: set[str] | None
+    """The trajectory folders scanned (None: all)."""
+    outside: set[int]
+    """Patterns found nowhere in scope but elsewhere in the store: not missing."""
+
+
 def scan(params: dict) -> None:
     """Rank every state for the question's patterns and print the best, as JSON lines."""
     scan_output(ScanParams.from_dict(params)).flush()
 
 
-def scan_output(params: ScanParams, catalog: Catalog | None = None) -> Printer:
-    """The Printer holding scan's lines; `catalog`: load_catalog's result when the caller has it already."""
+def scan_output(params: ScanParams, catalog: Catalog | None = None) -> ScanOutput:
+    """What scan prints, and every state it matched; `catalog`: load_catalog's result when the caller has it."""
     root = default_store_dir()
+    catalog = catalog or load_catalog(root)
     items = params.patterns
     regexes = [pattern_regex(item) for item in items]
     compiled = [python_regex(rx) for rx in regexes]
+    found = find_matches(root, params, catalog, regexes, compiled)
+    sites = site_matches(catalog.rows, compiled, [k for k, it in enumerate(items) if it.get("kind") == "term"])
+    out = Printer(params.max_chars)
+    out.add(terms_record(params, catalog, found, sites))
+    looks = print_images(out, root, catalog, params) if params.image else []
+    if looks and not sites:  # the pictured app is the one asked about
+        sites = {catalog.rows[catalog.folder_of[looks[0].trajectory_id]].site: 1.0}
+    patterns = WeightedPatterns(items, compiled, weights_of(items, found.df, found.n_states))
+    anchors = anchor_patterns(items, compiled, found.df, catalog.rows)
+    pages = page_words(params.pages)
+    scores = score_states(
+        found.tfs, catalog, patterns, sites=sites, answers=params.answers, anchors=anchors, pages=pages
+    )
+    if params.prefer == "trouble":
+        prefer_trouble(scores, catalog, found.troubles)
+    # ripgrep's file order varies from run to run: the state itself breaks ties, so the plan is deterministic
+    ranked = sorted(scores, key=lambda key: (-scores[key].score, catalog.states[key].time, key))
+    newest: list[StateKey] = []
+    if ranked:  # where the question's names show last: the current value, whatever the question's kind
+        newest = newest_with(anchors, found.tfs, catalog, sites) if anchors else []
+        if not newest and params.latest:
+            newest = newest_strong(ranked, scores, catalog.states, params)
+    extras = complements(ranked, scores, patterns.idf, params.complements)
+    # runs of the scanned sites only: a goal elsewhere that shares a word ('task') is not a run of the question's;
+    # in the catalog's order, not the scope set's (a set's order changes with each process's hash seed, and runs
+    # that tie were then walked through in a different order from one query to the next)
+    rows = catalog.rows if found.scope is None else {d: row for d, row in catalog.rows.items() if d in found.scope}
+    runs = run_records(ranked, scores, rows, catalog, patterns, params.trajectories)
+    troubles = found.troubles or None
+    print_states(
+        out,
+        params,
+        latest=[
+            scored_state(key, scores[key], catalog, items)
+            for key in newest[: params.latest_top if params.latest else 2]
+        ],
+        extras=[scored_state(key, scores[key], catalog, items) for key in extras],
+        best=[scored_state(key, scores[key], catalog, items, troubles) for key in ranked[: params.top]],
+        runs=runs,
+    )
+    return ScanOutput(out.lines, found.tfs)
+
+
+def find_matches(
+    root: str, params: ScanParams, catalog: Catalog, regexes: list[str], compiled: list[re.Pattern]
+) -> Matches:
+    """One ripgrep pass with every pattern (and the words of trouble for a gotcha) over the scanned states."""
+    items = params.patterns
     trouble = len(items) if params.prefer == "trouble" else None
-    catalog = catalog or load_catalog(root)
-    rows, by_id, meta = catalog.rows, catalog.folder_of, catalog.states
-    scope = in_scope(rows, params.scope_sites)
+    scope = in_scope(catalog.rows, params.scope_sites)
     longest_first = [regexes[k] for k in sorted(range(len(items)), key=lambda k: -len(items[k]["text"]))]
     tfs = assign(
         run_rg(root, longest_first + ([TROUBLE] if trouble is not None else []), scope),
@@ -210,107 +292,88 @@ def scan_output(params: ScanParams, catalog: Catalog | None = None) -> Printer:
     )
     troubles = {key: tf.pop(trouble, 0) for key, tf in tfs.items()} if trouble is not None else {}
     tfs = {key: tf for key, tf in tfs.items() if tf}
-    n_states = max(1, sum(1 for key in meta if scope is None or key[0] in scope))
+    n_states = max(1, sum(1 for key in catalog.states if scope is None or key[0] in scope))
     df = Counter(k for tf in tfs.values() for k in tf)
-    outside = set()  # patterns found nowhere in scope but elsewhere in the store: not missing
+    outside = set()
     if scope is not None:
         unseen = [k for k in range(len(items)) if not df[k]]
-        elsewhere = run_rg(root, [regexes[k] for k in unseen], set(rows) - scope) if unseen else {}
+        elsewhere = run_rg(root, [regexes[k] for k in unseen], set(catalog.rows) - scope) if unseen else {}
         outside = {k for k in unseen if any(compiled[k].search(text) for found in elsewhere.values() for text in found)}
     per_trajectory: defaultdict[str, set[int]] = defaultdict(set)
     for (d, _), tf in tfs.items():
         per_trajectory[d].update(tf)
     tdf = Counter(k for ks in per_trajectory.values() for k in ks)
-    idf = weights_of(items, df, n_states)
-    sites = site_matches(rows, compiled, [k for k, it in enumerate(items) if it.get("kind") == "term"])
-    out = Printer(params.max_chars)
-    out.matched = tfs
-    out.add(
-        {
-            "type": "terms",
-            "n_states": n_states,
-            "n_trajectories": len(rows),
-            "sites": sorted(sites),
-            "df": {label(items[k]): [df[k], tdf[k]] for k in range(len(items))},
-            "missing": [label(items[k]) for k in range(len(items)) if not df[k] and k not in outside],
-            **({"scope": sorted(params.scope_sites or ())} if scope is not None else {}),
-        }
-    )
+    return Matches(tfs, troubles, df, tdf, n_states, scope, outside)
 
-    if params.image:
-        looks = nearest_screenshots(root, catalog, params.image, params.image_top)
-        if looks is None:
-            out.add({"type": "image", "error": NO_PILLOW})
-        for hit in looks or []:
-            out.add(hit.image_json())
-        if looks and not sites:  # the pictured app is the one asked about
-            sites = {rows[by_id[looks[0].trajectory_id]].site: 1.0}
-    anchors = anchor_patterns(items, compiled, df, rows)
-    scores = score_states(
-        tfs, meta, rows, compiled, idf, sites, items, params.answers, anchors, page_words(params.pages)
-    )
-    if trouble is not None:
-        prefer_trouble(scores, meta, rows, troubles)
-    # ripgrep's file order varies from run to run: the state itself breaks ties, so the plan is deterministic
-    ranked = sorted(scores, key=lambda key: (-scores[key][0], meta[key].time, key))
-    if ranked:  # where the question's names show last: the current value, whatever the question's kind
-        newest = newest_with(anchors, tfs, rows, meta, sites) if anchors else []
-        if not newest and params.latest:
-            newest = newest_strong(ranked, scores, meta, params)
-        for key in newest[: params.latest_top if params.latest else 2]:
-            out.add(state_record(key, scores[key], meta, rows, items).to_json("latest"))
-    for key in complements(ranked, scores, idf, params.complements):
-        out.add(state_record(key, scores[key], meta, rows, items).to_json("extra", full=True))
-    # runs of the scanned sites only: a goal elsewhere that shares a word ('task') is not a run of the question's;
-    # in the catalog's order, not the scope set's (a set's order changes with each process's hash seed, and runs
-    # that tie were then walked through in a different order from one query to the next)
-    runs = run_records(
-        ranked,
-        scores,
-        rows if scope is None else {d: row for d, row in rows.items() if d in scope},
-        meta,
-        compiled,
-        items,
-        params.trajectories,
-    )
-    top = params.top
-    runs_after = min(top, len(ranked), params.states_before_trajectories)
-    for n, key in enumerate(ranked[:top]):
-        if n == runs_after:
-            for run in runs:
-                out.add(run.to_json())
-            runs = []
-        hit = state_record(key, scores[key], meta, rows, items, troubles.get(key, 0) if troubles else None)
+
+def terms_record(params: ScanParams, catalog: Catalog, found: Matches, sites: dict[str, float]) -> dict:
+    """The scan's first line: how often each pattern was found, the ones found nowhere, the sites named."""
+    items = params.patterns
+    return {
+        "type": "terms",
+        "n_states": found.n_states,
+        "n_trajectories": len(catalog.rows),
+        "sites": sorted(sites),
+        "df": {label(items[k]): [found.df[k], found.tdf[k]] for k in range(len(items))},
+        "missing": [label(items[k]) for k in range(len(items)) if not found.df[k] and k not in found.outside],
+        **({"scope": sorted(params.scope_sites or ())} if found.scope is not None else {}),
+    }
+
+
+def print_images(out: Printer, root: str, catalog: Catalog, params: ScanParams) -> list[ScoredState]:
+    """The stored screenshots that look most like the question's image, printed (or why there are none)."""
+    assert params.image is not None
+    looks = nearest_screenshots(root, catalog, params.image, params.image_top)
+    if looks is None:
+        out.add({"type": "image", "error": NO_PILLOW})
+        return []
+    for hit in looks:
+        out.add(hit.image_json())
+    return looks
+
+
+def print_states(
+    out: Printer,
+    params: ScanParams,
+    *,
+    latest: list[ScoredState],
+    extras: list[ScoredState],
+    best: list[ScoredState],
+    runs: list[Run],
+) -> None:
+    """The scan's records in their order: the newest strong states, the complements, then the best states with the
+    best runs after the first few (in case the output is cut short); the first few best states in full."""
+    for hit in latest:
+        out.add(hit.to_json("latest"))
+    for hit in extras:
+        out.add(hit.to_json("extra", full=True))
+    runs_after = min(len(best), params.states_before_trajectories)
+    for n, hit in enumerate(best[:runs_after]):
         out.add(hit.to_json(full=n < params.full))
     for run in runs:
         out.add(run.to_json())
-    return out
+    for n, hit in enumerate(best[runs_after:], runs_after):
+        out.add(hit.to_json(full=n < params.full))
 
 
-def state_record(
-    key: StateKey,
-    score: tuple,
-    meta: dict[StateKey, StateMeta],
-    rows: dict[str, TrajectoryRow],
-    items: list[dict],
-    trouble: int | None = None,
+def scored_state(
+    key: StateKey, score: StateScore, catalog: Catalog, items: list[dict], troubles: dict[StateKey, int] | None = None
 ) -> ScoredState:
-    """One state, compact (the planner reads about 2,000 tokens; the first few records also say what matched and
-    where: ScoredState.to_json's `full`)."""
-    s, cov, matched, page_cov = score
-    m, r = meta[key], rows[key[0]]
+    """One state as the scan prints it, compact (the planner reads about 2,000 tokens); `troubles`: its words of
+    trouble are printed too."""
+    m, r = catalog.states[key], catalog.rows[key[0]]
     return ScoredState(
         trajectory_id=r.id,
         state_index=key[1],
-        score=round(s, 1),
-        coverage=round(cov, 2),
-        matched=[label(items[k]) for k in matched],
+        score=round(score.score, 1),
+        coverage=round(score.coverage, 2),
+        matched=[label(items[k]) for k in score.matched],
         time=m.time[:19],
         url=m.url[:80],
         success=r.success,
         n_states=r.n_states,
         error=bool(m.error.strip()),
-        trouble=trouble,
+        trouble=troubles.get(key, 0) if troubles is not None else None,
     )
 
 
@@ -318,19 +381,20 @@ def run_records(
     ranked: list[StateKey],
     scores: Scores,
     rows: dict[str, TrajectoryRow],
-    meta: dict[StateKey, StateMeta],
-    compiled: list[re.Pattern],
-    items: list[dict],
+    catalog: Catalog,
+    patterns: WeightedPatterns,
     limit: int,
 ) -> list[Run]:
-    """The best runs two ways: by their three best states, and by how well their goal matches the question.
+    """The best runs of `rows` two ways: by their three best states, and by how well their goal matches the
+    question.
 
     Goal terms are weighed by rarity among goals; `head` counts how many of the goal's first two words (its action
     and what it acts on: 'Cancel order', 'Create a milestone') are question terms.
     """
+    items, compiled = patterns.items, patterns.compiled
     per = defaultdict(list)
     for key in ranked:
-        per[key[0]].append(scores[key][0])
+        per[key[0]].append(scores[key].score)
     totals = {d: sum(sorted(v, reverse=True)[:3]) for d, v in per.items()}
     own = [k for k, it in enumerate(items) if not it.get("derived") or it.get("synonym")]  # pairs would count twice
     goals = {d: [k for k in own if compiled[k].search(r.goal)] for d, r in rows.items()}
@@ -347,7 +411,7 @@ def run_records(
         (d for d in rows if goal_score[d] > 0),
         key=lambda d: (-(goal_score[d] * (1 + 0.5 * heads[d])), -totals.get(d, 0)),
     )[:limit]
-    errors = Counter(d for (d, _), m in meta.items() if m.error.strip())
+    errors = Counter(d for (d, _), m in catalog.states.items() if m.error.strip())
     interleaved = [d for pair in zip(by_goal, by_states) for d in pair]
     interleaved += by_goal[len(by_states) :] + by_states[len(by_goal) :]
     return [  # both orders near the top, in case the output is cut short
