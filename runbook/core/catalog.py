@@ -54,6 +54,13 @@ def row_from_tuple(values: tuple) -> TrajectoryRow:
     return TrajectoryRow(*values)
 
 
+def select_rows(conn: sqlite3.Connection, where: str = "", params: tuple = ()) -> list[TrajectoryRow]:
+    """The catalog's trajectory rows in insertion order (`where`: an SQL WHERE clause with `params`), as every
+    reader on both sides reads them."""
+    sql = f"SELECT {', '.join(ROW_FIELDS)} FROM trajectories {where} ORDER BY seq"
+    return [row_from_tuple(values) for values in conn.execute(sql, params)]
+
+
 @dataclass(slots=True)
 class StateMeta:
     """A state as the catalog lists it (its page is in its state file); text fields are '' when unknown. Slotted, not
@@ -116,8 +123,7 @@ def load_catalog(root: str) -> Catalog:
     try:
         rows: dict[str, TrajectoryRow] = {}
         folder_of: dict[str, str] = {}
-        for values in conn.execute(f"SELECT {', '.join(ROW_FIELDS)} FROM trajectories ORDER BY seq"):
-            row = row_from_tuple(values)
+        for row in select_rows(conn):
             rows[row.dir] = row
             folder_of[row.id] = row.dir
         states: dict[StateKey, StateMeta] = {}

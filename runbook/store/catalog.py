@@ -1,12 +1,15 @@
-"""The SQLite catalog: one row per trajectory (in insertion order) and one per state. Its row type,
-`TrajectoryRow`, is the core's (runbook.core.catalog), so the host and the sandbox read one catalog model."""
+"""The SQLite catalog: one row per trajectory (in insertion order) and one per state. Its row type, `TrajectoryRow`,
+and the one query that reads rows, `select_rows`, are the core's (runbook.core.catalog): the host and the sandbox
+read one catalog model."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
-from ..core.catalog import ROW_FIELDS, TrajectoryRow, row_from_tuple
+from ..core.catalog import TrajectoryRow, select_rows
+
+__all__ = ["SCHEMA", "TrajectoryRow", "connect", "select_rows"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS trajectories (
@@ -58,8 +61,3 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
         conn.executescript(SCHEMA)
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
-
-
-def select_rows(conn: sqlite3.Connection, where: str = "", params: tuple = ()) -> list[TrajectoryRow]:
-    sql = f"SELECT {', '.join(ROW_FIELDS)} FROM trajectories {where} ORDER BY seq"
-    return [row_from_tuple(r) for r in conn.execute(sql, params)]
