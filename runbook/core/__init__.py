@@ -4,7 +4,7 @@ nothing else), so the programs there import it by the same name. Standard librar
 of runbook (an import contract in pyproject.toml checks it).
 
     the store      layout, statefile, catalog, files, records, filters, reader, grep, ripgrep, values, images, errors
-    pages          page, page_dom, blocks, excerpt, findings, actions, text
+    pages          page, page_dom, blocks, excerpt, findings, actions, messages, text
     questions      question, patterns, program_args
     method R       pools, bm25, weights, fusion, boilerplate, recall, hits
     the planner    plan (the program rbplan), scan, scoring, scanout, choice, detail

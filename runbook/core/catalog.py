@@ -1,17 +1,98 @@
-"""Reading the store's catalog (catalog.sqlite) read-only, as the sandbox's read-only mount allows, and the
-compact form the offline planner's programs rank from."""
+"""The store's catalog (catalog.sqlite) as typed records, for both sides of the sandbox: `TrajectoryRow` (one per
+trajectory, the host's row too: runbook.store.catalog writes them), `StateMeta` (one per state), and `Catalog`, the
+whole catalog in memory as the offline planner's programs rank from it, read read-only as the sandbox's read-only
+mount allows."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
+from dataclasses import dataclass, fields
 
 from .files import check_regular
 from .layout import CATALOG_FILE
 from .records import RbkError
 
-Catalog = tuple[dict[str, dict], dict[str, str], dict[tuple[str, int], tuple]]
-"""load_catalog's result: (trajectory rows by folder, folder by id, a state's meta tuple by (folder, index))."""
+StateKey = tuple[str, int]
+"""(trajectory folder, state index): a state as the catalog keys it."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrajectoryRow:
+    """A trajectory's row of the catalog."""
+
+    seq: int
+    """Insertion order: later rows are newer knowledge."""
+    id: str
+    dir: str
+    """Its folder under trajectories/."""
+    domain: str
+    site: str
+    goal: str
+    start_url: str
+    outcome: str | None
+    success: int | None
+    """1, 0, or None when the outcome says neither."""
+    n_states: int
+    n_screenshots: int
+    n_errors: int
+    tokens: int
+    bytes: int
+    first_ts: str | None
+    last_ts: str | None
+    fingerprint: str
+    source: str | None
+    inserted_at: str
+
+
+ROW_FIELDS = tuple(f.name for f in fields(TrajectoryRow))
+"""The trajectories table's columns, in TrajectoryRow's order."""
+
+
+def row_from_tuple(values: tuple) -> TrajectoryRow:
+    """The row of a `SELECT` of ROW_FIELDS: the one place a catalog row becomes a TrajectoryRow."""
+    return TrajectoryRow(*values)
+
+
+def select_rows(conn: sqlite3.Connection, where: str = "", params: tuple = ()) -> list[TrajectoryRow]:
+    """The catalog's trajectory rows in insertion order (`where`: an SQL WHERE clause with `params`), as every
+    reader on both sides reads them."""
+    sql = f"SELECT {', '.join(ROW_FIELDS)} FROM trajectories {where} ORDER BY seq"
+    return [row_from_tuple(values) for values in conn.execute(sql, params)]
+
+
+@dataclass(slots=True)
+class StateMeta:
+    """A state as the catalog lists it (its page is in its state file); text fields are '' when unknown. Slotted, not
+    frozen: every query builds one per stored state, and a frozen one takes three times as long to build."""
+
+    time: str
+    url: str
+    title: str
+    action: str
+    error: str
+    """The error its action raised."""
+    tokens: int
+    """The page's tokens (at least 1)."""
+    screenshot: str
+    """Its screenshot's path from the trajectory's folder."""
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The whole catalog in memory: what the offline planner's programs rank from (load_catalog)."""
+
+    rows: dict[str, TrajectoryRow]
+    """Trajectory rows by folder."""
+    folder_of: dict[str, str]
+    """A trajectory's folder by its id."""
+    states: dict[StateKey, StateMeta]
+    """Every state by (folder, index)."""
+
+    def state(self, trajectory_id: str, index: int) -> StateMeta | None:
+        """A state by its trajectory's id (None for an unknown id or index)."""
+        folder = self.folder_of.get(trajectory_id)
+        return None if folder is None else self.states.get((folder, index))
 
 
 def connect_readonly(path: str) -> sqlite3.Connection:
@@ -37,32 +118,24 @@ def connect(root: str) -> sqlite3.Connection:
 
 
 def load_catalog(root: str) -> Catalog:
-    """(rows by dir, dir by id, state meta by (dir, index)) from catalog.sqlite."""
+    """The catalog of the store at `root`, read once."""
     conn = connect(root)
     try:
-        rows, by_id = {}, {}
-        for tid, d, site, goal, outcome, success, n, first in conn.execute(
-            "SELECT id, dir, site, goal, outcome, success, n_states, first_ts FROM trajectories"
-        ):
-            rows[d] = {
-                "id": tid,
-                "dir": d,
-                "site": site or "",
-                "goal": goal or "",
-                "outcome": outcome or "",
-                "success": success,
-                "n": n,
-                "first": first or "",
-            }
-            by_id[tid] = d
-        meta = {}
+        rows: dict[str, TrajectoryRow] = {}
+        folder_of: dict[str, str] = {}
+        for row in select_rows(conn):
+            rows[row.dir] = row
+            folder_of[row.id] = row.dir
+        states: dict[StateKey, StateMeta] = {}
         for tid, i, url, title, ts, action, error, tokens, shot in conn.execute(
             "SELECT trajectory_id, state_index, url, title, timestamp, action, action_error, tokens, screenshot "
             "FROM states"
         ):
-            d = by_id.get(tid)
+            d = folder_of.get(tid)
             if d is not None:
-                meta[(d, i)] = (ts or "", url or "", title or "", action or "", error or "", tokens or 1, shot or "")
+                states[(d, i)] = StateMeta(
+                    ts or "", url or "", title or "", action or "", error or "", tokens or 1, shot or ""
+                )
     finally:
         conn.close()
-    return rows, by_id, meta
+    return Catalog(rows, folder_of, states)

@@ -109,9 +109,10 @@ def pick_images(scan: Scan, choice: Choice) -> None:
     alike = [
         h
         for h in scan.images
-        if (h.d or 0) <= (best.d or 0) + IMAGE_BITS and (h.px or 0.0) <= (best.px or 0.0) + IMAGE_GREY
+        if (h.hash_bits or 0) <= (best.hash_bits or 0) + IMAGE_BITS
+        and (h.grey or 0.0) <= (best.grey or 0.0) + IMAGE_GREY
     ][:IMAGE_STATES]
-    text = {h.key: h.s for h in scan.states}
+    text = {h.key: h.score for h in scan.states}
     alike.sort(key=lambda h: -text.get(h.key, 0.0))
     for hit in alike:
         choice.add(hit.key, LOOKS_LIKE_THE_IMAGE)
@@ -125,19 +126,19 @@ def pick_best(hits: list[ScoredState], choice: Choice, limit: int) -> None:
     for hit in hits:
         if len(choice.keys) >= limit:
             break
-        if per_run.get(hit.t, 0) >= PER_RUN or hit.key in choice.keys:
+        if per_run.get(hit.trajectory_id, 0) >= PER_RUN or hit.key in choice.keys:
             continue
-        per_run[hit.t] = per_run.get(hit.t, 0) + 1
+        per_run[hit.trajectory_id] = per_run.get(hit.trajectory_id, 0) + 1
         choice.add(hit.key)
 
 
 def pick_goal_answer(scan: Scan, choice: Choice) -> None:
     """The last state of the run whose goal asks what the question asks: where that agent reported its answer."""
-    asked = [r for r in scan.runs if r.gs > 0 and r.head > 0]
+    asked = [r for r in scan.runs if r.goal_score > 0 and r.head > 0]
     if not asked:
         return
-    run = max(asked, key=lambda r: (r.gs * (1 + 0.5 * r.head), r.ok == 1, r.s))
-    choice.add((run.t, run.n - 1), "end of the run whose goal matches the question")
+    run = max(asked, key=lambda r: (r.goal_score * (1 + 0.5 * r.head), r.success == 1, r.score))
+    choice.add((run.trajectory_id, run.n_states - 1), "end of the run whose goal matches the question")
 
 
 def pick_latest(scan: Scan, choice: Choice) -> None:
@@ -167,21 +168,21 @@ def _recall_boost(recall_runs: Sequence[str]) -> dict[str, float]:
 def pick_procedure(scan: Scan, choice: Choice, boost: dict[str, float] | None = None) -> None:
     """The run that best shows the workflow (goal, pages, success, few errors, R's note ranking), whole; then the
     best other states."""
-    best_states = max((r.s for r in scan.runs), default=0.0)
+    best_states = max((r.score for r in scan.runs), default=0.0)
     boost = boost or {}
 
     def score(r: Run) -> float:
-        return r.workflow_score(best_states) * boost.get(r.t, 1.0)
+        return r.workflow_score(best_states) * boost.get(r.trajectory_id, 1.0)
 
     ranked = sorted(scan.runs, key=lambda r: -score(r))
     if ranked:
         choice.runs.append(ranked[0])
         for i in run_window(scan, ranked[0], PROCEDURE_RUN_STATES):
-            choice.add((ranked[0].t, i))
+            choice.add((ranked[0].trajectory_id, i))
     if len(ranked) > 1 and score(ranked[1]) >= RUNNER_UP * score(ranked[0]):
         choice.runs.append(ranked[1])  # a close second may be the workflow meant
         for i in run_window(scan, ranked[1], RUNNER_UP_STATES):
-            choice.add((ranked[1].t, i))
+            choice.add((ranked[1].trajectory_id, i))
     pick_best(scan.states, choice, len(choice.keys) + 2)
 
 
@@ -190,47 +191,49 @@ def pick_gotcha(scan: Scan, choice: Choice, boost: dict[str, float] | None = Non
     one that best matches among those that failed or hit errors, whole when short, else its errors with the state
     after each and its last state; then the best other states (already ranked for trouble). States of other runs
     that outscore every state of the runs walked through lead."""
-    best_states = max((r.s for r in scan.runs), default=0.0)
+    best_states = max((r.score for r in scan.runs), default=0.0)
     boost = boost or {}
-    run = max(scan.runs, key=lambda r: r.trouble_score(best_states) * boost.get(r.t, 1.0), default=None)
-    matched = max(scan.runs, key=lambda r: r.workflow_score(best_states) * boost.get(r.t, 1.0), default=None)
-    walked = {r.t for r in (run, matched) if r is not None}
-    walked_best = max((h.s for h in scan.states if h.t in walked), default=0.0)
+    run = max(scan.runs, key=lambda r: r.trouble_score(best_states) * boost.get(r.trajectory_id, 1.0), default=None)
+    matched = max(
+        scan.runs, key=lambda r: r.workflow_score(best_states) * boost.get(r.trajectory_id, 1.0), default=None
+    )
+    walked = {r.trajectory_id for r in (run, matched) if r is not None}
+    walked_best = max((h.score for h in scan.states if h.trajectory_id in walked), default=0.0)
     for hit in scan.states[:GOTCHA_BEST]:
-        if hit.t not in walked and hit.s > walked_best:
+        if hit.trajectory_id not in walked and hit.score > walked_best:
             choice.add(hit.key, "matches the question best")
-    if matched is not None and run is not None and matched.t != run.t:
+    if matched is not None and run is not None and matched.trajectory_id != run.trajectory_id:
         # the run the question is about may hit no error: what was in its way shows in its steps (a stale filter);
         # measured: first the best-matching run, then the troubled one, found more gotcha phrases on the generated
         # sets than either alone, or than the matching run only when it matched 1.2x or 1.5x better
         choice.runs.append(matched)
         for i in run_window(scan, matched, GOTCHA_RUN_STATES):
-            choice.add((matched.t, i))
+            choice.add((matched.trajectory_id, i))
     if run is not None:
         choice.runs.append(run)
-        errors = [h.i for h in scan.states if h.t == run.t and h.err]
-        if run.n <= GOTCHA_RUN_STATES:
-            indices = list(range(run.n))
+        errors = [h.state_index for h in scan.states if h.trajectory_id == run.trajectory_id and h.error]
+        if run.n_states <= GOTCHA_RUN_STATES:
+            indices = list(range(run.n_states))
         else:
-            indices = sorted({j for i in errors for j in (i, i + 1) if j < run.n} | {run.n - 1})
+            indices = sorted({j for i in errors for j in (i, i + 1) if j < run.n_states} | {run.n_states - 1})
             indices = indices[:GOTCHA_RUN_STATES] or run_window(scan, run, GOTCHA_RUN_STATES)
         for i in indices:
-            choice.add((run.t, i))
+            choice.add((run.trajectory_id, i))
     for hit in scan.states[:8]:
         if len(choice.keys) >= GOTCHA_STATES:
             break
         choice.add(hit.key)
-        if hit.err and hit.i + 1 < hit.n:
-            choice.add((hit.t, hit.i + 1))
+        if hit.error and hit.state_index + 1 < hit.n_states:
+            choice.add((hit.trajectory_id, hit.state_index + 1))
 
 
 def run_window(scan: Scan, run: Run, limit: int) -> list[int]:
     """A run's states: all of them when short, else `limit` states around the ones that scored."""
-    if run.n <= limit:
-        return list(range(run.n))
-    scored = sorted((h for h in scan.states if h.t == run.t), key=lambda h: -h.s)
-    center = scored[0].i if scored else run.n - 1
-    start = max(0, min(center - limit // 2, run.n - limit))
+    if run.n_states <= limit:
+        return list(range(run.n_states))
+    scored = sorted((h for h in scan.states if h.trajectory_id == run.trajectory_id), key=lambda h: -h.score)
+    center = scored[0].state_index if scored else run.n_states - 1
+    start = max(0, min(center - limit // 2, run.n_states - limit))
     return list(range(start, start + limit))
 
 
@@ -240,7 +243,7 @@ def choice_record(choice: Choice) -> dict:
         "type": "choice",
         "keys": [list(key) for key in choice.keys],
         "notes": [[t, i, note] for (t, i), note in choice.notes.items()],
-        "runs": [run.t for run in choice.runs],
+        "runs": [run.trajectory_id for run in choice.runs],
     }
 
 
@@ -249,7 +252,7 @@ def read_choice(output: str, scan: Scan) -> Choice | None:
     record = next((rec for rec in json_lines(output) if rec.get("type") == "choice"), None)
     if record is None:
         return None
-    runs = {run.t: run for run in scan.runs}
+    runs = {run.trajectory_id: run for run in scan.runs}
     return Choice(
         keys=[(t, int(i)) for t, i in record.get("keys", [])],
         notes={(t, int(i)): note for t, i, note in record.get("notes", [])},

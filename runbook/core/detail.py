@@ -15,6 +15,7 @@ from .layout import state_relpath
 from .patterns import pattern_regex, python_regex
 from .reader import default_store_dir
 from .scan import Printer
+from .scanout import Step
 from .statefile import parse_state
 
 LINE_WIDTH = 200
@@ -187,38 +188,30 @@ def detail(params: dict) -> None:
 def detail_output(params: DetailParams, catalog: Catalog | None = None) -> Printer:
     """The Printer holding detail's lines; `catalog`: load_catalog's result when the caller has it already."""
     root = default_store_dir()
-    rows, by_id, meta = catalog or load_catalog(root)
+    catalog = catalog or load_catalog(root)
     compiled = [python_regex(pattern_regex(it)) for it in params.patterns]
     weights = [float(it.get("weight", 1.0)) for it in params.patterns]
     out = Printer(params.max_chars)
     read = {
-        (tid, index): read_state(root, by_id.get(tid), index)  # type: ignore[arg-type]  # a folder: in meta
+        (tid, index): read_state(root, catalog.folder_of[tid], index)
         for tid, index, _ in params.states
-        if (by_id.get(tid), index) in meta
+        if catalog.state(tid, index) is not None
     }
     pages = {key: lines for key, (_, lines) in read.items()}
     names = [rx for rx, it in zip(compiled, params.patterns) if it.get("kind") == "phrase" and not it.get("derived")]
-    common = furniture({meta[(by_id[t], i)][1].split("?")[0]: lines for (t, i), lines in pages.items()}.values())
+    common = furniture(
+        {catalog.states[(catalog.folder_of[t], i)].url.split("?")[0]: lines for (t, i), lines in pages.items()}.values()
+    )
     common = {line for line in common if not any(rx.search(line) for rx in names)}  # the thing asked about stays
     for tid, index, want_lines in params.states:
-        d = by_id.get(tid)
-        m = meta.get((d, index))  # type: ignore[arg-type]  # None for an unknown id: no state
+        m = catalog.state(tid, index)
         if m is None:
             continue
         lines = pages[(tid, index)]
-        rec = {
-            "type": "step",
-            "t": tid,
-            "i": index,
-            "time": m[0],
-            "url": m[1][:100],
-            "title": m[2][:80],
-            "act": described_action(m[3], lines),
-            "err": error_gist(m[4], ERROR_WIDTH),
-        }
+        quoted, thought = [], ""
         if want_lines:
             kept = [line if _IDS.sub("", line).strip() not in common else "" for line in lines]
-            rec["lines"] = best_lines(kept, compiled, weights, want_lines, params.after)
+            quoted = best_lines(kept, compiled, weights, want_lines, params.after)
             # the agent's own words at this state, when they say more about the question than any page line
             # ('the map is centered on Singapore, but that does not matter'): the page shows, the thought explains
             sentence, weight = best_sentence(read[(tid, index)][0], compiled, weights)
@@ -227,8 +220,19 @@ def detail_output(params: DetailParams, catalog: Catalog | None = None) -> Print
                 and weight >= THOUGHT_SHARE * sum(weights)
                 and weight > max((line_weight(line, compiled, weights) for line in lines), default=0.0)
             ):
-                rec["thought"] = sentence[:QUOTE_WIDTH]
-        out.add(rec)
+                thought = sentence[:QUOTE_WIDTH]
+        step = Step(
+            trajectory_id=tid,
+            state_index=index,
+            time=m.time,
+            url=m.url[:100],
+            title=m.title[:80],
+            action=described_action(m.action, lines),
+            error=error_gist(m.error, ERROR_WIDTH),
+            lines=quoted,
+            thought=thought,
+        )
+        out.add(step.to_json(quoted=bool(want_lines)))
     return out
 
 

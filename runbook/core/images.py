@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import os
 
+from .catalog import Catalog
 from .files import open_regular
 from .layout import trajectory_relpath
+from .scanout import ScoredState
 
 HASH_SIZE = 16
 THUMB = (64, 40)
 MAX_PIXELS = 25_000_000
 """What the host lets in (runbook.images.MAX_IMAGE_PIXELS; this side runs in the sandbox, without runbook)."""
+NO_PILLOW = "Pillow is not available in the sandbox"
+"""What the scan prints instead of look-alike screenshots when it cannot read pictures."""
 TIE_BITS, TIE_POOL = 4, 16
 """Screenshots within this many bits of the closest hash (at most this many) are told apart by their thumbnails."""
 
@@ -52,21 +56,22 @@ def thumbnail(path: str) -> str | None:
     return None if px is None else px.hex()
 
 
-def nearest_screenshots(root: str, rows: dict, meta: dict, question: dict, top: int) -> list[dict]:
-    """The stored screenshots that look most like the question's image: dHash distance first, then, among
-    the near ties, the mean difference of grey thumbnails."""
+def nearest_screenshots(root: str, catalog: Catalog, question: dict, top: int) -> list[ScoredState] | None:
+    """The stored screenshots that look most like the question's image (None without Pillow): dHash distance first,
+    then, among the near ties, the mean difference of grey thumbnails."""
     found = []
-    for (d, index), m in meta.items():
-        if not m[6]:
+    for (d, index), state in catalog.states.items():
+        if not state.screenshot:
             continue
-        path = os.path.join(root, trajectory_relpath(d), m[6])  # the header names it from the trajectory's folder
+        # the header names it from the trajectory's folder
+        path = os.path.join(root, trajectory_relpath(d), state.screenshot)
         try:
             h = image_hash(path)
         except OSError:
             continue
         if h is None:
-            return [{"type": "image", "error": "Pillow is not available in the sandbox"}]
-        found.append((bin(h ^ int(question["hash"], 16)).count("1"), m[0], d, index, path))
+            return None
+        found.append((bin(h ^ int(question["hash"], 16)).count("1"), state.time, d, index, path))
     found.sort()
     if not found:
         return []
@@ -74,7 +79,7 @@ def nearest_screenshots(root: str, rows: dict, meta: dict, question: dict, top: 
     wanted = bytes.fromhex(question.get("thumb") or "")
     ranked = sorted((pixel_distance(wanted, f[4]), f) for f in near) + [(None, f) for f in found[len(near) :]]
     return [
-        {"type": "image", "t": rows[d]["id"], "i": index, "d": dist, "px": px, "time": time}
+        ScoredState(catalog.rows[d].id, index, time=time, hash_bits=dist, grey=px)
         for px, (dist, time, d, index, _path) in ranked[:top]
     ]
 

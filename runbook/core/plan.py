@@ -20,7 +20,7 @@ import sys
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from .catalog import Catalog, load_catalog
+from .catalog import Catalog, StateKey, StateMeta, TrajectoryRow, load_catalog
 from .choice import Choice, choice_record, choose
 from .detail import DetailParams, described_action, detail_output, read_state
 from .findings import (
@@ -113,20 +113,21 @@ def plan(request: PlanRequest) -> None:
 def compared_runs(choice: Choice, scan: Scan, catalog: Catalog) -> list[str]:
     """For the best runs the scan found (those walked through first): a run of the same task with the other outcome,
     and what the two did differently (core.findings.run_comparison)."""
-    rows, by_id, _ = catalog
-    by_task: dict[str, list[dict]] = {}
+    rows, by_id = catalog.rows, catalog.folder_of
+    by_task: dict[str, list[TrajectoryRow]] = {}
     for row in rows.values():
-        by_task.setdefault(task_key(row["goal"]), []).append(row)
-    for run in list(dict.fromkeys([r.t for r in choice.runs] + [r.t for r in scan.runs[:COMPARED_RUNS]])):
+        by_task.setdefault(task_key(row.goal), []).append(row)
+    runs = [r.trajectory_id for r in choice.runs] + [r.trajectory_id for r in scan.runs[:COMPARED_RUNS]]
+    for run in list(dict.fromkeys(runs)):
         found_row = rows.get(by_id.get(run) or "")
-        if found_row is None or found_row["success"] not in (0, 1):
+        if found_row is None or found_row.success is None or found_row.success not in (0, 1):
             continue
-        row = found_row
-        other = next((r for r in by_task.get(task_key(row["goal"]), []) if r["success"] == 1 - row["success"]), None)
+        row, success = found_row, found_row.success
+        other = next((r for r in by_task.get(task_key(row.goal), []) if r.success == 1 - success), None)
         if other is None:
             continue
-        failed, succeeded = (row, other) if row["success"] == 0 else (other, row)
-        found = run_comparison(run_steps(failed, catalog), run_steps(succeeded, catalog), row["goal"])
+        failed, succeeded = (row, other) if success == 0 else (other, row)
+        found = run_comparison(run_steps(failed, catalog), run_steps(succeeded, catalog), row.goal)
         if found:
             return found
     return []
@@ -137,66 +138,63 @@ def task_key(goal: str) -> str:
     return " ".join(re.findall(r"[a-z0-9@.]+", goal.lower()))
 
 
-def run_steps(row: dict, catalog: Catalog) -> list[Attempt]:
+def run_steps(row: TrajectoryRow, catalog: Catalog) -> list[Attempt]:
     """Every step of a run, each described by the controls it used."""
-    _, _, meta = catalog
     root = default_store_dir()
     steps = []
-    for i in range(min(int(row["n"] or 0), RUN_STEPS)):
-        m = meta.get((row["dir"], i))
+    for i in range(min(int(row.n_states or 0), RUN_STEPS)):
+        m = catalog.states.get((row.dir, i))
         if m is None:
             break
-        _, lines = read_state(root, row["dir"], i)
-        steps.append(Attempt(row["id"], i, m[0], described_action(m[3], lines), m[4]))
+        _, lines = read_state(root, row.dir, i)
+        steps.append(Attempt(row.id, i, m.time, described_action(m.action, lines), m.error))
     return steps
 
 
 def failed_steps(scan: Scan, catalog: Catalog) -> list[list[Attempt]]:
     """The failed steps a gotcha is about (the scan's best states with an error, ranked for trouble), each followed
     by the next RECOVERY_AHEAD steps of its run, read from the catalog and the state files."""
-    rows, by_id, meta = catalog
     root = default_store_dir()
-    keys = [h.key for h in scan.states if h.err]  # ranked by how well they match the question, trouble first
+    keys = [h.key for h in scan.states if h.error]  # ranked by how well they match the question, trouble first
     out = []
     for t, i in list(dict.fromkeys(keys))[:RECOVERY_STATES]:
-        d = by_id.get(t)
         steps = []
         for j in range(i, i + 1 + RECOVERY_AHEAD):
-            m = meta.get((d, j))  # type: ignore[arg-type]  # None for an unknown id: no state
+            m = catalog.state(t, j)
             if m is None:
                 break
-            _, lines = read_state(root, d, j)  # type: ignore[arg-type]  # in meta: a folder
-            steps.append(Attempt(t, j, m[0], described_action(m[3], lines), m[4]))
+            _, lines = read_state(root, catalog.folder_of[t], j)
+            steps.append(Attempt(t, j, m.time, described_action(m.action, lines), m.error))
         if steps and steps[0].error:
             out.append(steps)
     return out
 
 
 def named_page_states(
-    analysis: QuestionAnalysis, rows: dict[str, dict], meta: dict[tuple[str, int], tuple]
+    analysis: QuestionAnalysis, rows: dict[str, TrajectoryRow], meta: dict[StateKey, StateMeta]
 ) -> list[tuple[str, int]]:
     """For a count question that names a page by its menu path ('Sales > Orders'): every state of that page, newest
     first (a count depends on the filters each view had set; the best-scored views are the filtered ones)."""
     if not analysis.menu_paths or not COUNT_QUESTION.search(analysis.question):
         return []
     paths = page_words([list(path) for path in analysis.menu_paths])
-    named = [(m[0], (rows[d]["id"], i)) for (d, i), m in meta.items() if d in rows and names_page(m[2], paths)]
+    named = [(m.time, (rows[d].id, i)) for (d, i), m in meta.items() if d in rows and names_page(m.title, paths)]
     return [key for _, key in sorted(named, reverse=True)[:FINDING_STATES]]
 
 
 def phrase_states(
     request: PlanRequest,
     strong: tuple[str, ...],
-    matched: dict[tuple[str, int], Counter[int]],
-    rows: dict[str, dict],
-    meta: dict[tuple[str, int], tuple],
+    matched: dict[StateKey, Counter[int]],
+    rows: dict[str, TrajectoryRow],
+    meta: dict[StateKey, StateMeta],
 ) -> list[tuple[str, int]]:
     """Every state the scan matched with one of the question's strong phrases, newest first: where a value that
     changes was last seen (the best-scored states are not the newest ones)."""
     wanted = [k for k, item in enumerate(request.scan.patterns) if (item.get("label") or item["text"]) in strong]
     if not wanted:
         return []
-    found = [(meta[key][0], (rows[key[0]]["id"], key[1])) for key, tf in matched.items()
+    found = [(meta[key].time, (rows[key[0]].id, key[1])) for key, tf in matched.items()
              if key in meta and key[0] in rows and any(tf.get(k) for k in wanted)]  # fmt: skip
     return [key for _, key in sorted(found, reverse=True)[:FINDING_STATES]]
 
@@ -213,7 +211,7 @@ def plan_findings(
     if not request.analysis:
         return []
     analysis = QuestionAnalysis.from_dict(request.analysis)
-    rows, by_id, meta = catalog
+    rows, meta = catalog.rows, catalog.states
     root = default_store_dir()
     try:
         snapshot = PoolSnapshot(os.path.join(root, POOLS_DIR))
@@ -230,7 +228,7 @@ def plan_findings(
     keys = list(dict.fromkeys(keys))
     views = []
     for t, i in keys:
-        n, m = doc_of.get((t, i)), meta.get((by_id.get(t), i))  # type: ignore[arg-type]  # None: no state
+        n, m = doc_of.get((t, i)), catalog.state(t, i)
         if n is None or m is None:
             continue
         try:
@@ -238,20 +236,19 @@ def plan_findings(
         except (OSError, PoolError, ValueError):
             continue
         best = [b.text for b in page.blocks if any(p in b.text for p in strong)]
-        views.append(View(t, i, m[0], header.get("title", ""), page, best))
+        views.append(View(t, i, m.time, header.get("title", ""), page, best))
     return findings(analysis, views)
 
 
 def detail_request(choice: Choice, scan: Scan, request: PlanRequest) -> DetailParams:
     """detail's params for the chosen states: a walked-through run speaks through its actions; the other states
     through their best lines, quoted with weights by rarity."""
-    walked = {run.t for run in choice.runs}
+    walked = {run.trajectory_id for run in choice.runs}
     states = [[t, i, request.quote_lines if t not in walked else 0] for t, i in choice.keys]
     extra = []
     if choice.run is not None:  # the run walked through first is read whole, every step (its actions only)
-        extra = [
-            [choice.run.t, i, 0] for i in range(min(choice.run.n, RUN_STEPS)) if (choice.run.t, i) not in choice.keys
-        ]
+        run = choice.run.trajectory_id
+        extra = [[run, i, 0] for i in range(min(choice.run.n_states, RUN_STEPS)) if (run, i) not in choice.keys]
     return DetailParams(
         states=states + extra,
         patterns=weighted(request.scan.patterns, scan),

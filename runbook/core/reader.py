@@ -9,7 +9,7 @@ import re
 import sys
 from typing import Any
 
-from .catalog import connect_readonly
+from .catalog import TrajectoryRow, connect_readonly, select_rows
 from .files import NotRegularFile, open_regular
 from .filters import LineFilter, as_set, outcome_matches
 from .grep import SORTS, RipgrepSearch  # noqa: F401  (rbk re-exports SORTS)
@@ -23,6 +23,26 @@ from .values import _hit_value, _only_changes, _value_near
 def default_store_dir() -> str:
     """The store folder: env RUNBOOK_STORE_DIR, else /store."""
     return os.environ.get("RUNBOOK_STORE_DIR") or "/store"
+
+
+def row_record(row: TrajectoryRow) -> Record:
+    """A catalog row as the python tool's `rbk.trajectories()` shows it: times named first_time and last_time,
+    success a bool, text fields '' when unknown."""
+    return Record(
+        id=row.id,
+        seq=row.seq,
+        site=row.site or "",
+        domain=row.domain or "",
+        goal=row.goal or "",
+        start_url=row.start_url or "",
+        outcome=row.outcome,
+        success=None if row.success is None else bool(row.success),
+        n_states=row.n_states,
+        n_errors=row.n_errors,
+        first_time=row.first_ts,
+        last_time=row.last_ts,
+        dir=row.dir,
+    )
 
 
 class StoreReader(RipgrepSearch):
@@ -48,31 +68,9 @@ class StoreReader(RipgrepSearch):
             return
         conn = connect_readonly(self.catalog_path)
         try:
-            rows = conn.execute(
-                "SELECT seq, id, dir, site, domain, goal, start_url, outcome, success, n_states, n_errors, "
-                "first_ts, last_ts FROM trajectories ORDER BY seq"
-            ).fetchall()
+            records = [row_record(row) for row in select_rows(conn)]
         finally:
             conn.close()
-        records = []
-        for seq, tid, dirname, site, domain, goal, start_url, outcome, success, n_states, n_errors, first, last in rows:
-            records.append(
-                Record(
-                    id=tid,
-                    seq=seq,
-                    site=site or "",
-                    domain=domain or "",
-                    goal=goal or "",
-                    start_url=start_url or "",
-                    outcome=outcome,
-                    success=None if success is None else bool(success),
-                    n_states=n_states,
-                    n_errors=n_errors,
-                    first_time=first,
-                    last_time=last,
-                    dir=dirname,
-                )
-            )
         records.sort(key=lambda r: (r.first_time or "", r.seq))
         self._rows = records
         self._by_id = {r.id: r for r in records}

@@ -1,7 +1,8 @@
 """The offline planner's first step in the sandbox: `scan` ranks states for a question (`detail` in core/detail.py
 then reads the chosen ones). Both run inside the sandbox in one call of the program `rbplan` (core/plan.py), with
-the core library alone (and Pillow when the image has it); scan_output's Printer holds JSON lines, most important
-first and within a character budget, so the output parses line by line:
+the core library alone (and Pillow when the image has it); scan_output holds JSON lines, most important first and
+within a character budget, so the output parses line by line (each record written by the `to_json` of its type in
+core/scanout.py, and read back by its `from_json`):
 
     {"type": "terms", "df": {pattern: [states, trajectories]}, "missing": [...], "sites": [...], "scope": [...]}
     {"type": "image", "t": id, "i": index, "d": hash bits apart, "px": grey difference}   (with an image)
@@ -19,6 +20,8 @@ names. A question's own words are weighed by rarity. With `scope_sites` only tho
 it is called missing.
 """
 
+from __future__ import annotations
+
 import json
 import re
 import subprocess
@@ -26,16 +29,18 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .catalog import Catalog, load_catalog
-from .images import nearest_screenshots
+from .catalog import Catalog, StateKey, TrajectoryRow, load_catalog
+from .images import NO_PILLOW, nearest_screenshots
 from .layout import STATE_GLOB, TRAJECTORIES_DIR, trajectory_relpath
 from .patterns import label, pattern_regex, python_regex
 from .reader import default_store_dir
 from .ripgrep import ripgrep_binary
+from .scanout import Run, ScoredState
 from .scoring import (
     FILLERS,
     Scores,
-    StateKey,
+    StateScore,
+    WeightedPatterns,
     anchor_patterns,
     complements,
     newest_strong,
@@ -104,11 +109,11 @@ def assign(found: dict[StateKey, Counter[str]], compiled: list[re.Pattern]) -> d
 
 
 # -- scoring ---------------------------------------------------------------------------------------------------
-def in_scope(rows: dict[str, dict], sites: Iterable[str] | None) -> set[str] | None:
+def in_scope(rows: dict[str, TrajectoryRow], sites: Iterable[str] | None) -> set[str] | None:
     """The trajectory folders of `sites` (None when no scope is asked for, or it names no stored site)."""
     if not sites:
         return None
-    dirs = {d for d, row in rows.items() if row["site"] in set(sites)}
+    dirs = {d for d, row in rows.items() if row.site in set(sites)}
     return dirs or None
 
 
@@ -159,7 +164,7 @@ class ScanParams:
     image_top: int = 6
 
     @classmethod
-    def from_dict(cls, params: dict) -> "ScanParams":
+    def from_dict(cls, params: dict) -> ScanParams:
         names = cls.__dataclass_fields__
         return cls(**{key: value for key, value in params.items() if key in names})
 
@@ -171,9 +176,6 @@ class Printer:
 
     def __init__(self, max_chars: int) -> None:
         self.max_chars, self.used, self.lines = max_chars, 0, []
-        self.matched: dict = {}
-        """(folder, state index) -> Counter(pattern index: matches) of every state the scan matched (not printed:
-        what the plan program's findings read beyond the printed best)."""
 
     def add(self, rec: dict) -> bool:
         line = json.dumps(rec, ensure_ascii=False)
@@ -187,20 +189,102 @@ class Printer:
         print("\n".join(self.lines))
 
 
+@dataclass(frozen=True)
+class ScanOutput:
+    """What one scan prints, and every state it matched."""
+
+    lines: list[str]
+    """The JSON lines, most important first, within the character budget."""
+    matched: dict[StateKey, Counter[int]]
+    """Every state the scan matched: Counter(pattern index: matches), printed or not (the plan program's findings
+    read beyond the printed best)."""
+
+    def flush(self) -> None:
+        print("\n".join(self.lines))
+
+
+@dataclass(frozen=True)
+class Matches:
+    """What the ripgrep pass found, per state and per pattern."""
+
+    tfs: dict[StateKey, Counter[int]]
+    """How often each pattern matched, per state that matched one."""
+    troubles: dict[StateKey, int]
+    """Words of trouble, per state that matched anything (gotcha scans only: else empty)."""
+    df: Counter[int]
+    """States each pattern matched."""
+    tdf: Counter[int]
+    """Trajectories each pattern matched."""
+    n_states: int
+    """States scanned."""
+    scope: set[str] | None
+    """The trajectory folders scanned (None: all)."""
+    outside: set[int]
+    """Patterns found nowhere in scope but elsewhere in the store: not missing."""
+
+
 def scan(params: dict) -> None:
     """Rank every state for the question's patterns and print the best, as JSON lines."""
     scan_output(ScanParams.from_dict(params)).flush()
 
 
-def scan_output(params: ScanParams, catalog: Catalog | None = None) -> Printer:
-    """The Printer holding scan's lines; `catalog`: load_catalog's result when the caller has it already."""
+def scan_output(params: ScanParams, catalog: Catalog | None = None) -> ScanOutput:
+    """What scan prints, and every state it matched; `catalog`: load_catalog's result when the caller has it."""
     root = default_store_dir()
+    catalog = catalog or load_catalog(root)
     items = params.patterns
     regexes = [pattern_regex(item) for item in items]
     compiled = [python_regex(rx) for rx in regexes]
+    found = find_matches(root, params, catalog, regexes, compiled)
+    sites = site_matches(catalog.rows, compiled, [k for k, it in enumerate(items) if it.get("kind") == "term"])
+    out = Printer(params.max_chars)
+    out.add(terms_record(params, catalog, found, sites))
+    looks = print_images(out, root, catalog, params) if params.image else []
+    if looks and not sites:  # the pictured app is the one asked about
+        sites = {catalog.rows[catalog.folder_of[looks[0].trajectory_id]].site: 1.0}
+    patterns = WeightedPatterns(items, compiled, weights_of(items, found.df, found.n_states))
+    anchors = anchor_patterns(items, compiled, found.df, catalog.rows)
+    pages = page_words(params.pages)
+    scores = score_states(
+        found.tfs, catalog, patterns, sites=sites, answers=params.answers, anchors=anchors, pages=pages
+    )
+    if params.prefer == "trouble":
+        prefer_trouble(scores, catalog, found.troubles)
+    # ripgrep's file order varies from run to run: the state itself breaks ties, so the plan is deterministic
+    ranked = sorted(scores, key=lambda key: (-scores[key].score, catalog.states[key].time, key))
+    newest: list[StateKey] = []
+    if ranked:  # where the question's names show last: the current value, whatever the question's kind
+        newest = newest_with(anchors, found.tfs, catalog, sites) if anchors else []
+        if not newest and params.latest:
+            newest = newest_strong(ranked, scores, catalog.states, params)
+    extras = complements(ranked, scores, patterns.idf, params.complements)
+    # runs of the scanned sites only: a goal elsewhere that shares a word ('task') is not a run of the question's;
+    # in the catalog's order, not the scope set's (a set's order changes with each process's hash seed, and runs
+    # that tie were then walked through in a different order from one query to the next)
+    rows = catalog.rows if found.scope is None else {d: row for d, row in catalog.rows.items() if d in found.scope}
+    runs = run_records(ranked, scores, rows, catalog, patterns, params.trajectories)
+    troubles = found.troubles or None
+    print_states(
+        out,
+        params,
+        latest=[
+            scored_state(key, scores[key], catalog, items)
+            for key in newest[: params.latest_top if params.latest else 2]
+        ],
+        extras=[scored_state(key, scores[key], catalog, items) for key in extras],
+        best=[scored_state(key, scores[key], catalog, items, troubles) for key in ranked[: params.top]],
+        runs=runs,
+    )
+    return ScanOutput(out.lines, found.tfs)
+
+
+def find_matches(
+    root: str, params: ScanParams, catalog: Catalog, regexes: list[str], compiled: list[re.Pattern]
+) -> Matches:
+    """One ripgrep pass with every pattern (and the words of trouble for a gotcha) over the scanned states."""
+    items = params.patterns
     trouble = len(items) if params.prefer == "trouble" else None
-    rows, by_id, meta = catalog or load_catalog(root)
-    scope = in_scope(rows, params.scope_sites)
+    scope = in_scope(catalog.rows, params.scope_sites)
     longest_first = [regexes[k] for k in sorted(range(len(items)), key=lambda k: -len(items[k]["text"]))]
     tfs = assign(
         run_rg(root, longest_first + ([TROUBLE] if trouble is not None else []), scope),
@@ -208,134 +292,118 @@ def scan_output(params: ScanParams, catalog: Catalog | None = None) -> Printer:
     )
     troubles = {key: tf.pop(trouble, 0) for key, tf in tfs.items()} if trouble is not None else {}
     tfs = {key: tf for key, tf in tfs.items() if tf}
-    n_states = max(1, sum(1 for key in meta if scope is None or key[0] in scope))
+    n_states = max(1, sum(1 for key in catalog.states if scope is None or key[0] in scope))
     df = Counter(k for tf in tfs.values() for k in tf)
-    outside = set()  # patterns found nowhere in scope but elsewhere in the store: not missing
+    outside = set()
     if scope is not None:
         unseen = [k for k in range(len(items)) if not df[k]]
-        elsewhere = run_rg(root, [regexes[k] for k in unseen], set(rows) - scope) if unseen else {}
+        elsewhere = run_rg(root, [regexes[k] for k in unseen], set(catalog.rows) - scope) if unseen else {}
         outside = {k for k in unseen if any(compiled[k].search(text) for found in elsewhere.values() for text in found)}
     per_trajectory: defaultdict[str, set[int]] = defaultdict(set)
     for (d, _), tf in tfs.items():
         per_trajectory[d].update(tf)
     tdf = Counter(k for ks in per_trajectory.values() for k in ks)
-    idf = weights_of(items, df, n_states)
-    sites = site_matches(rows, compiled, [k for k, it in enumerate(items) if it.get("kind") == "term"])
-    out = Printer(params.max_chars)
-    out.matched = tfs
-    out.add(
-        {
-            "type": "terms",
-            "n_states": n_states,
-            "n_trajectories": len(rows),
-            "sites": sorted(sites),
-            "df": {label(items[k]): [df[k], tdf[k]] for k in range(len(items))},
-            "missing": [label(items[k]) for k in range(len(items)) if not df[k] and k not in outside],
-            **({"scope": sorted(params.scope_sites or ())} if scope is not None else {}),
-        }
-    )
-
-    if params.image:
-        looks = nearest_screenshots(root, rows, meta, params.image, params.image_top)
-        for rec in looks:
-            out.add(rec)
-        if looks and looks[0].get("t") and not sites:  # the pictured app is the one asked about
-            sites = {rows[by_id[looks[0]["t"]]]["site"]: 1.0}
-    anchors = anchor_patterns(items, compiled, df, rows)
-    scores = score_states(
-        tfs, meta, rows, compiled, idf, sites, items, params.answers, anchors, page_words(params.pages)
-    )
-    if trouble is not None:
-        prefer_trouble(scores, meta, rows, troubles)
-    # ripgrep's file order varies from run to run: the state itself breaks ties, so the plan is deterministic
-    ranked = sorted(scores, key=lambda key: (-scores[key][0], meta[key][0], key))
-    if ranked:  # where the question's names show last: the current value, whatever the question's kind
-        newest = newest_with(anchors, tfs, rows, meta, sites) if anchors else []
-        if not newest and params.latest:
-            newest = newest_strong(ranked, scores, meta, params)
-        for key in newest[: params.latest_top if params.latest else 2]:
-            rec = state_record(key, scores[key], meta, rows, items, False)
-            rec["type"] = "latest"
-            out.add(rec)
-    for key in complements(ranked, scores, idf, params.complements):
-        rec = state_record(key, scores[key], meta, rows, items, True)
-        rec["type"] = "extra"
-        out.add(rec)
-    # runs of the scanned sites only: a goal elsewhere that shares a word ('task') is not a run of the question's;
-    # in the catalog's order, not the scope set's (a set's order changes with each process's hash seed, and runs
-    # that tie were then walked through in a different order from one query to the next)
-    runs = run_records(
-        ranked,
-        scores,
-        rows if scope is None else {d: row for d, row in rows.items() if d in scope},
-        meta,
-        compiled,
-        items,
-        params.trajectories,
-    )
-    top = params.top
-    runs_after = min(top, len(ranked), params.states_before_trajectories)
-    for n, key in enumerate(ranked[:top]):
-        if n == runs_after:
-            for rec in runs:
-                out.add(rec)
-            runs = []
-        rec = state_record(key, scores[key], meta, rows, items, n < params.full)
-        if troubles:
-            rec["tr"] = troubles.get(key, 0)
-        out.add(rec)
-    for rec in runs:
-        out.add(rec)
-    return out
+    return Matches(tfs, troubles, df, tdf, n_states, scope, outside)
 
 
-def state_record(
-    key: StateKey, score: tuple, meta: dict[StateKey, tuple], rows: dict[str, dict], items: list[dict], full: bool
-) -> dict:
-    """One state, compact (the planner reads about 2,000 tokens): the first few also say what matched and where."""
-    s, cov, matched, page_cov = score
-    m, r = meta[key], rows[key[0]]
-    rec = {
-        "type": "state",
-        "t": r["id"],
-        "i": key[1],
-        "s": round(s, 1),
-        "time": m[0][:19],
-        "ok": r["success"],
-        "n": r["n"],
-        "err": int(bool(m[4].strip())),
+def terms_record(params: ScanParams, catalog: Catalog, found: Matches, sites: dict[str, float]) -> dict:
+    """The scan's first line: how often each pattern was found, the ones found nowhere, the sites named."""
+    items = params.patterns
+    return {
+        "type": "terms",
+        "n_states": found.n_states,
+        "n_trajectories": len(catalog.rows),
+        "sites": sorted(sites),
+        "df": {label(items[k]): [found.df[k], found.tdf[k]] for k in range(len(items))},
+        "missing": [label(items[k]) for k in range(len(items)) if not found.df[k] and k not in found.outside],
+        **({"scope": sorted(params.scope_sites or ())} if found.scope is not None else {}),
     }
-    if full:
-        rec.update(cov=round(cov, 2), m=[label(items[k]) for k in matched], url=m[1][:80])
-    return rec
+
+
+def print_images(out: Printer, root: str, catalog: Catalog, params: ScanParams) -> list[ScoredState]:
+    """The stored screenshots that look most like the question's image, printed (or why there are none)."""
+    assert params.image is not None
+    looks = nearest_screenshots(root, catalog, params.image, params.image_top)
+    if looks is None:
+        out.add({"type": "image", "error": NO_PILLOW})
+        return []
+    for hit in looks:
+        out.add(hit.image_json())
+    return looks
+
+
+def print_states(
+    out: Printer,
+    params: ScanParams,
+    *,
+    latest: list[ScoredState],
+    extras: list[ScoredState],
+    best: list[ScoredState],
+    runs: list[Run],
+) -> None:
+    """The scan's records in their order: the newest strong states, the complements, then the best states with the
+    best runs after the first few (in case the output is cut short); the first few best states in full."""
+    for hit in latest:
+        out.add(hit.to_json("latest"))
+    for hit in extras:
+        out.add(hit.to_json("extra", full=True))
+    runs_after = min(len(best), params.states_before_trajectories)
+    for n, hit in enumerate(best[:runs_after]):
+        out.add(hit.to_json(full=n < params.full))
+    for run in runs:
+        out.add(run.to_json())
+    for n, hit in enumerate(best[runs_after:], runs_after):
+        out.add(hit.to_json(full=n < params.full))
+
+
+def scored_state(
+    key: StateKey, score: StateScore, catalog: Catalog, items: list[dict], troubles: dict[StateKey, int] | None = None
+) -> ScoredState:
+    """One state as the scan prints it, compact (the planner reads about 2,000 tokens); `troubles`: its words of
+    trouble are printed too."""
+    m, r = catalog.states[key], catalog.rows[key[0]]
+    return ScoredState(
+        trajectory_id=r.id,
+        state_index=key[1],
+        score=round(score.score, 1),
+        coverage=round(score.coverage, 2),
+        matched=[label(items[k]) for k in score.matched],
+        time=m.time[:19],
+        url=m.url[:80],
+        success=r.success,
+        n_states=r.n_states,
+        error=bool(m.error.strip()),
+        trouble=troubles.get(key, 0) if troubles is not None else None,
+    )
 
 
 def run_records(
     ranked: list[StateKey],
     scores: Scores,
-    rows: dict[str, dict],
-    meta: dict[StateKey, tuple],
-    compiled: list[re.Pattern],
-    items: list[dict],
+    rows: dict[str, TrajectoryRow],
+    catalog: Catalog,
+    patterns: WeightedPatterns,
     limit: int,
-) -> list[dict]:
-    """The best runs two ways: by their three best states, and by how well their goal matches the question.
+) -> list[Run]:
+    """The best runs of `rows` two ways: by their three best states, and by how well their goal matches the
+    question.
 
     Goal terms are weighed by rarity among goals; `head` counts how many of the goal's first two words (its action
     and what it acts on: 'Cancel order', 'Create a milestone') are question terms.
     """
+    items, compiled = patterns.items, patterns.compiled
     per = defaultdict(list)
     for key in ranked:
-        per[key[0]].append(scores[key][0])
+        per[key[0]].append(scores[key].score)
     totals = {d: sum(sorted(v, reverse=True)[:3]) for d, v in per.items()}
     own = [k for k, it in enumerate(items) if not it.get("derived") or it.get("synonym")]  # pairs would count twice
-    goals = {d: [k for k in own if compiled[k].search(r["goal"])] for d, r in rows.items()}
+    goals = {d: [k for k in own if compiled[k].search(r.goal)] for d, r in rows.items()}
     gdf = Counter(k for ks in goals.values() for k in ks)
     gidf = weights_of(items, gdf, len(rows))
     terms = [k for k, it in enumerate(items) if it.get("kind") == "term"]
     goal_score, heads = {}, {}
     for d, r in rows.items():
-        words = [w for w in re.findall(r"[A-Za-z]+", r["goal"]) if w.lower() not in FILLERS][:2]
+        words = [w for w in re.findall(r"[A-Za-z]+", r.goal) if w.lower() not in FILLERS][:2]
         heads[d] = sum(1 for w in words if any(compiled[k].fullmatch(w) for k in terms))
         goal_score[d] = sum(gidf[k] for k in goals[d])
     by_states = sorted(totals, key=lambda d: -totals[d])[:limit]
@@ -343,23 +411,19 @@ def run_records(
         (d for d in rows if goal_score[d] > 0),
         key=lambda d: (-(goal_score[d] * (1 + 0.5 * heads[d])), -totals.get(d, 0)),
     )[:limit]
-    errors = Counter(d for (d, _), m in meta.items() if m[4].strip())
-    out = []
+    errors = Counter(d for (d, _), m in catalog.states.items() if m.error.strip())
     interleaved = [d for pair in zip(by_goal, by_states) for d in pair]
     interleaved += by_goal[len(by_states) :] + by_states[len(by_goal) :]
-    for d in dict.fromkeys(interleaved):  # both orders near the top, in case the output is cut short
-        r = rows[d]
-        out.append(
-            {
-                "type": "traj",
-                "t": r["id"],
-                "s": round(totals.get(d, 0), 1),
-                "gs": round(goal_score[d], 1),
-                "head": heads[d],
-                "ok": r["success"],
-                "n": r["n"],
-                "ne": errors[d],
-                "goal": r["goal"][:60],
-            }
+    return [  # both orders near the top, in case the output is cut short
+        Run(
+            trajectory_id=rows[d].id,
+            score=round(totals.get(d, 0), 1),
+            goal_score=round(goal_score[d], 1),
+            head=heads[d],
+            goal=rows[d].goal[:60],
+            success=rows[d].success,
+            n_states=rows[d].n_states,
+            n_errors=errors[d],
         )
-    return out
+        for d in dict.fromkeys(interleaved)
+    ]

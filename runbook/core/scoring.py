@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from .catalog import Catalog, StateKey, StateMeta, TrajectoryRow
 from .question import normalize_term
 from .weights import idf as bm25_idf
 from .weights import term_weight
@@ -30,20 +32,49 @@ PAGE_BOOST = 1.0
 scores this much more: it is the page the question is about, where every page of the site has the menu's words."""
 SITE_BOOST = 0.6
 """States of the site the question names score this much more (x1.6)."""
-StateKey = tuple[str, int]
-"""(trajectory folder, state index): a state as the scan keys it."""
-Scores = dict[StateKey, tuple[float, float, list[int], float]]
-"""score_states' result: (score, coverage with the goal, matched pattern indices, the question's own words' share)."""
+
+
+@dataclass(slots=True)
+class StateScore:
+    """How well one state matches the question (score_states). Slotted, not frozen, as StateMeta is: one per state
+    matched."""
+
+    score: float
+    coverage: float
+    """The share of the question's weight its page and its run's goal cover."""
+    matched: list[int]
+    """The patterns its page matched (their indices), in order."""
+    page_share: float
+    """The share of the weight of the question's own words (not derived ones) its page alone has."""
+
+
+Scores = dict[StateKey, StateScore]
+"""score_states' result, by (folder, index)."""
+
+
+@dataclass(frozen=True)
+class WeightedPatterns:
+    """The question's patterns as the scan weighs them."""
+
+    items: list[dict]
+    """The patterns (runbook.core.patterns: text, label, kind, stem, weight, derived)."""
+    compiled: list[re.Pattern]
+    """Each one's regex, for Python."""
+    idf: list[float]
+    """Each one's weight (weights_of)."""
+
 
 FILLERS = frozenset("a an the my our your all this that these those some any new to of for in on with".split())
 """Words skipped when reading a goal's first words."""
 
 
-def site_matches(rows: dict[str, dict], compiled: list[re.Pattern], site_terms: Iterable[int]) -> dict[str, float]:
+def site_matches(
+    rows: dict[str, TrajectoryRow], compiled: list[re.Pattern], site_terms: Iterable[int]
+) -> dict[str, float]:
     """Sites whose name the question uses ('GitLab', 'admin', 'theme editor'): {site: share of its name's words
     the question has}; only the best share counts, so 'accounts' does not pull in 'linear-account-settings'
     when 'admin' names 'shopping_admin' better."""
-    sites = {r["site"] for r in rows.values() if r["site"]}
+    sites = {r.site for r in rows.values() if r.site}
     shares = {}
     for site in sites:
         words = [w for w in re.split(r"[-_\s]+", site) if w]
@@ -86,53 +117,53 @@ def names_page(title: str, paths: Sequence[Sequence[set[str]]]) -> bool:
 
 def score_states(
     tfs: Mapping[StateKey, Mapping[int, int]],
-    meta: dict[StateKey, tuple],
-    rows: dict[str, dict],
-    compiled: list[re.Pattern],
-    idf: list[float],
+    catalog: Catalog,
+    patterns: WeightedPatterns,
+    *,
     sites: Iterable[str],
-    items: list[dict],
     answers: bool = False,
     anchors: Sequence[int] = (),
     pages: Sequence[Sequence[set[str]]] = (),
 ) -> Scores:
-    """{(dir, index): (score, coverage with the goal, matched pattern indices, share of the question's own words
-    on the page alone)}. `pages`: the question's menu paths as `page_words`.
+    """Every state of `tfs` (the pattern matches per state) scored. `sites`: the sites the question names;
+    `answers`: states where the agent reported its answer score more; `anchors`: the question's names
+    (anchor_patterns); `pages`: the question's menu paths as `page_words`.
 
     Every term is weighed by its rarity among all states (BM25's idf, times the pattern's own weight).
     """
+    idf, compiled, rows, states = patterns.idf, patterns.compiled, catalog.rows, catalog.states
     total_weight = sum(idf) or 1.0
-    own = {k for k, it in enumerate(items) if not it.get("derived")}
+    own = {k for k, it in enumerate(patterns.items) if not it.get("derived")}
     own_weight = sum(idf[k] for k in own) or 1.0
-    goal_hits = {d: [k for k, rx in enumerate(compiled) if rx.search(r["goal"])] for d, r in rows.items()}
-    avg_len = sum(m[5] for m in meta.values()) / max(1, len(meta))
+    goal_hits = {d: [k for k, rx in enumerate(compiled) if rx.search(r.goal)] for d, r in rows.items()}
+    avg_len = sum(m.tokens for m in states.values()) / max(1, len(states))
     scores, named = {}, {}
     for key, tf in tfs.items():
-        m = meta.get(key)
+        m = states.get(key)
         if m is None:
             continue
-        site = rows[key[0]]["site"]
+        site = rows[key[0]].site
         # the patterns in a fixed order: ripgrep prints its matches in a different order from run to run, and a
         # float sum in another order differs in its last bits, enough to swap two runs that tie (measured: 5 of
         # 242 generated questions changed from one run to the next)
         matched = sorted(tf)
-        s = sum(idf[k] * term_weight(tf[k], m[5], avg_len) for k in matched)
-        head = f"{m[1]} {m[2]}"
+        s = sum(idf[k] * term_weight(tf[k], m.tokens, avg_len) for k in matched)
+        head = f"{m.url} {m.title}"
         s += HEAD_WEIGHT * sum(idf[k] for k in matched if compiled[k].search(head))
         goal = goal_hits.get(key[0], ())
         s += GOAL_WEIGHT * sum(idf[k] for k in goal)
         if sites and site in sites:
             s *= 1 + SITE_BOOST
-        if pages and m[2] not in named:  # a site has few distinct titles: each is read once
-            named[m[2]] = names_page(m[2], pages)
-        if pages and named[m[2]]:
+        if pages and m.title not in named:  # a site has few distinct titles: each is read once
+            named[m.title] = names_page(m.title, pages)
+        if pages and named[m.title]:
             s *= 1 + PAGE_BOOST
-        if answers and _ANSWER.match(m[3]):
+        if answers and _ANSWER.match(m.action):
             s *= 1 + ANSWER_BOOST
         if anchors and all(k in tf for k in anchors):
             s *= 1 + ANCHOR_BOOST
         covered = set(tf) | set(goal)
-        scores[key] = (
+        scores[key] = StateScore(
             s,
             sum(idf[k] for k in sorted(covered)) / total_weight,
             sorted(tf),
@@ -141,40 +172,40 @@ def score_states(
     return scores
 
 
-def prefer_trouble(
-    scores: Scores, meta: dict[StateKey, tuple], rows: dict[str, dict], troubles: dict[StateKey, int]
-) -> None:
+def prefer_trouble(scores: Scores, catalog: Catalog, troubles: dict[StateKey, int]) -> None:
     """Gotcha questions: states whose action failed, in failed runs, with words of trouble, score higher."""
-    for key, (s, cov, matched, page_cov) in list(scores.items()):
-        boost = 1 + 0.5 * bool(meta[key][4].strip()) + 0.4 * (rows[key[0]]["success"] == 0)
+    for key, found in list(scores.items()):
+        boost = 1 + 0.5 * bool(catalog.states[key].error.strip()) + 0.4 * (catalog.rows[key[0]].success == 0)
         boost += 0.3 * min(troubles.get(key, 0), 3) / 3
-        scores[key] = (s * boost, cov, matched, page_cov)
+        scores[key] = StateScore(found.score * boost, found.coverage, found.matched, found.page_share)
 
 
 def complements(
     ranked: list[StateKey], scores: Scores, idf: list[float], limit: int, top: int = 3, pool: int = 300
 ) -> list[StateKey]:
     """States that best cover what the best states leave out (a question may ask about two things at once)."""
-    covered = set().union(*(scores[key][2] for key in ranked[:top])) if ranked else set()
+    covered = set().union(*(scores[key].matched for key in ranked[:top])) if ranked else set()
     out = []
     for _ in range(limit):
         gain = {
-            key: sum(idf[k] for k in scores[key][2] if k not in covered) for key in ranked[top:pool] if key not in out
+            key: sum(idf[k] for k in scores[key].matched if k not in covered)
+            for key in ranked[top:pool]
+            if key not in out
         }
-        best = max(gain, key=lambda key: (gain[key], scores[key][0]), default=None)
+        best = max(gain, key=lambda key: (gain[key], scores[key].score), default=None)
         if best is None or gain[best] <= 0.2 * sum(idf):
             break
         out.append(best)
-        covered |= set(scores[best][2])
+        covered |= set(scores[best].matched)
     return out
 
 
 def anchor_patterns(
-    items: list[dict], compiled: list[re.Pattern], df: Mapping[int, int], rows: dict[str, dict]
+    items: list[dict], compiled: list[re.Pattern], df: Mapping[int, int], rows: dict[str, TrajectoryRow]
 ) -> list[int]:
     """The question's own names that occur in the store (quoted labels, Capitalised names, ids), site names aside:
     a state showing all of them shows the thing asked about."""
-    site_names = {re.sub(r"[-_]+", " ", r["site"]) for r in rows.values()}
+    site_names = {re.sub(r"[-_]+", " ", r.site) for r in rows.values()}
     return [
         k
         for k, it in enumerate(items)
@@ -188,21 +219,23 @@ def anchor_patterns(
 def newest_with(
     anchors: Sequence[int],
     tfs: Mapping[StateKey, Mapping[int, int]],
-    rows: dict[str, dict],
-    meta: dict[StateKey, tuple],
+    catalog: Catalog,
     sites: Iterable[str],
 ) -> list[StateKey]:
     """States that show every anchor (on the site the question names, if any), newest first."""
+    rows = catalog.rows
     keys = [
-        key for key, tf in tfs.items() if all(k in tf for k in anchors) and (not sites or rows[key[0]]["site"] in sites)
+        key for key, tf in tfs.items() if all(k in tf for k in anchors) and (not sites or rows[key[0]].site in sites)
     ]
-    return sorted(keys, key=lambda key: (meta[key][0], key), reverse=True)
+    return sorted(keys, key=lambda key: (catalog.states[key].time, key), reverse=True)
 
 
-def newest_strong(ranked: list[StateKey], scores: Scores, meta: dict[StateKey, tuple], params: Any) -> list[StateKey]:
+def newest_strong(
+    ranked: list[StateKey], scores: Scores, states: Mapping[StateKey, StateMeta], params: Any
+) -> list[StateKey]:
     """States whose page covers nearly as much of the question as the best pages do, newest first."""
     pool = ranked[: params.latest_pool]
-    best_page = max(scores[key][3] for key in pool)
-    floor = params.near_best * scores[ranked[0]][0]
-    near = [key for key in pool if scores[key][3] >= params.near_cov * best_page and scores[key][0] >= floor]
-    return sorted(near, key=lambda key: meta[key][0], reverse=True)
+    best_page = max(scores[key].page_share for key in pool)
+    floor = params.near_best * scores[ranked[0]].score
+    near = [key for key in pool if scores[key].page_share >= params.near_cov * best_page and scores[key].score >= floor]
+    return sorted(near, key=lambda key: states[key].time, reverse=True)

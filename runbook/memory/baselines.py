@@ -22,10 +22,8 @@ from ..trajectory.model import Trajectory
 log = logging.getLogger(__name__)
 
 
-class NoMemory:
-    """The empty context: what the reader knows without any memory (LongMemEval-V2's no_retrieval)."""
-
-    name = "none"
+class _StoreOnly:
+    """A baseline that reads the store alone: a trajectory is inserted without pools."""
 
     def __init__(self, store: Store, **_options):
         self.store = store
@@ -33,6 +31,12 @@ class NoMemory:
     def insert(self, trajectory: Trajectory) -> str:
         with self.store.writer() as writer:
             return writer.insert(trajectory).status
+
+
+class NoMemory(_StoreOnly):
+    """The empty context: what the reader knows without any memory (LongMemEval-V2's no_retrieval)."""
+
+    name = "none"
 
     def query(self, question: str, *, budget: int | str = DEFAULT_BUDGET, image: str | None = None) -> Context:
         start = time.perf_counter()
@@ -42,20 +46,13 @@ class NoMemory:
         return context
 
 
-class FullTrajectoriesMemory:
+class FullTrajectoriesMemory(_StoreOnly):
     """The stored trajectories themselves, whole and newest first, until the budget is spent (the last one cut).
 
     No selection at all: what a long-context reader sees when the history is simply truncated to its window.
     """
 
     name = "full"
-
-    def __init__(self, store: Store, **_options):
-        self.store = store
-
-    def insert(self, trajectory: Trajectory) -> str:
-        with self.store.writer() as writer:
-            return writer.insert(trajectory).status
 
     def query(self, question: str, *, budget: int | str = DEFAULT_BUDGET, image: str | None = None) -> Context:
         start = time.perf_counter()

@@ -1,10 +1,15 @@
-"""The SQLite catalog: one row per trajectory (in insertion order) and one per state."""
+"""The SQLite catalog: one row per trajectory (in insertion order) and one per state. Its row type, `TrajectoryRow`,
+and the one query that reads rows, `select_rows`, are the core's (runbook.core.catalog): the host and the sandbox
+read one catalog model."""
 
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 from pathlib import Path
+
+from ..core.catalog import TrajectoryRow, select_rows
+
+__all__ = ["SCHEMA", "TrajectoryRow", "connect", "select_rows"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS trajectories (
@@ -45,34 +50,6 @@ CREATE INDEX IF NOT EXISTS states_time ON states(timestamp);
 """
 
 
-@dataclass(frozen=True, slots=True)
-class TrajectoryRow:
-    """A catalog row."""
-
-    seq: int
-    id: str
-    dir: str
-    domain: str
-    site: str
-    goal: str
-    start_url: str
-    outcome: str | None
-    success: int | None
-    n_states: int
-    n_screenshots: int
-    n_errors: int
-    tokens: int
-    bytes: int
-    first_ts: str | None
-    last_ts: str | None
-    fingerprint: str
-    source: str | None
-    inserted_at: str
-
-
-ROW_FIELDS = tuple(TrajectoryRow.__dataclass_fields__)
-
-
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     """Open the catalog; WAL lets readers go on while one writer commits."""
     if readonly:
@@ -84,12 +61,3 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
         conn.executescript(SCHEMA)
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
-
-
-def row_from_tuple(values: tuple) -> TrajectoryRow:
-    return TrajectoryRow(*values)
-
-
-def select_rows(conn: sqlite3.Connection, where: str = "", params: tuple = ()) -> list[TrajectoryRow]:
-    sql = f"SELECT {', '.join(ROW_FIELDS)} FROM trajectories {where} ORDER BY seq"
-    return [row_from_tuple(r) for r in conn.execute(sql, params)]

@@ -127,7 +127,7 @@ def plan_output(policy: OfflinePlanner, scan_lines: str) -> str:
 
 def test_read_scan_skips_what_is_not_a_whole_json_line():
     scan = read_scan(scan_output([{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-16T06:00:00"}]))
-    assert scan.ok and [h.key for h in scan.states] == [("a", 1)] and scan.df == {"price": [10, 3]}
+    assert scan.ran and [h.key for h in scan.states] == [("a", 1)] and scan.df == {"price": [10, 3]}
 
 
 def test_dynamic_questions_put_the_newest_strong_state_first_and_label_older_ones():
@@ -157,7 +157,7 @@ def test_procedures_take_the_successful_run_whose_goal_names_the_task():
         {"t": "cancel-failed", "s": 79.0, "gs": 5.8, "head": 2, "ok": 0, "n": 8, "ne": 4, "goal": "Cancel order 9"},
     ]
     choice = choose("procedure", False, read_scan(scan_output([], runs)))
-    assert choice.run.t == "cancel" and choice.keys == [("cancel", i) for i in range(8)]
+    assert choice.run.trajectory_id == "cancel" and choice.keys == [("cancel", i) for i in range(8)]
 
 
 def test_gotchas_take_the_failed_run_with_its_errors():
@@ -167,7 +167,7 @@ def test_gotchas_take_the_failed_run_with_its_errors():
     ]
     states = [{"t": "failed", "i": 12, "s": 9.0, "err": 1, "n": 30}, {"t": "ok-run", "i": 3, "s": 8.0, "n": 30}]
     choice = choose("gotcha", False, read_scan(scan_output(states, runs)))
-    assert choice.run.t == "failed"
+    assert choice.run.trajectory_id == "failed"
     assert ("failed", 12) in choice.keys and ("failed", 13) in choice.keys and ("failed", 29) in choice.keys
 
 
@@ -178,7 +178,7 @@ def test_a_gotchas_best_matching_run_comes_first_even_without_an_error():
     ]
     states = [{"t": "other", "i": 2, "s": 5.0, "err": 1, "n": 6}]
     choice = choose("gotcha", False, read_scan(scan_output(states, runs)))
-    assert [run.t for run in choice.runs] == ["lookup-175", "other"]  # a stale filter shows in its steps
+    assert [run.trajectory_id for run in choice.runs] == ["lookup-175", "other"]  # a stale filter shows in its steps
     assert choice.keys[:6] == [("lookup-175", i) for i in range(6)] and ("other", 2) in choice.keys
 
 
@@ -196,7 +196,7 @@ def test_a_gotchas_best_states_lead_even_when_two_runs_fill_the_choice():
     choice = choose("gotcha", False, read_scan(scan_output(states, runs)))
     assert choice.keys[:2] == [("drive", 0), ("theatre", 0)]
     assert choice.notes[("drive", 0)] == "matches the question best"
-    assert [run.t for run in choice.runs] == ["matched", "failed"]
+    assert [run.trajectory_id for run in choice.runs] == ["matched", "failed"]
     # a state that does not outscore the walked runs' own states leaves them first
     states[1]["s"] = 10.0
     choice = choose("gotcha", False, read_scan(scan_output(states, runs)))
@@ -225,7 +225,7 @@ def test_the_analysis_passes_on_what_the_questions_wording_presupposes():
 
 def test_detail_steps_are_read_back():
     out = json.dumps({"type": "step", "t": "a", "i": 2, "act": "click('7')  [7 = button 'Cancel']", "err": ""})
-    assert read_steps(out)[0].act.endswith("button 'Cancel']")
+    assert read_steps(out)[0].action.endswith("button 'Cancel']")
 
 
 # -- the policy over scripted tool results ---------------------------------------------------------------------
@@ -568,9 +568,9 @@ def test_the_plan_program_details_the_states_the_planner_chooses_from_its_output
     assert choice_record(choice) == choice_record(
         choose(policy.plan.kind, policy.plan.analysis.wants_latest, read_scan(output))
     )
-    detailed = [(s.t, s.i) for s in read_steps(output)]
+    detailed = [(s.trajectory_id, s.state_index) for s in read_steps(output)]
     assert detailed and detailed == choice.keys[: len(detailed)]  # the planner's own choice, within detail's budget
-    walked = {run.t for run in choice.runs}
+    walked = {run.trajectory_id for run in choice.runs}
     assert walked and all("lines" not in r for r in out if r["type"] == "step" and r["t"] in walked)
     choice_line = len(json.dumps(out[0])) + 1
     assert sum(len(line) + 1 for line in output.splitlines()) <= 2 * params["detail"]["max_chars"] + choice_line
@@ -666,8 +666,8 @@ def test_the_probe_finds_where_the_site_shows_another_value_than_the_one_typed()
     from runbook.policies.offline.probe import probe_pattern, read_probe, typed_values
 
     steps = [
-        Step("run", 0, act="fill('1910', 'emma.lopez@example.com')  [1910 = textbox 'Newsletter']"),
-        Step("run", 1, act="click('1912')"),
+        Step("run", 0, action="fill('1910', 'emma.lopez@example.com')  [1910 = textbox 'Newsletter']"),
+        Step("run", 1, action="click('1912')"),
     ]
     typed = typed_values(steps, "run")
     assert typed == ["emma.lopez@example.com"] and probe_pattern(typed) == r"emma\.lopez"
@@ -726,8 +726,8 @@ def test_a_typed_value_is_read_from_a_step_described_by_its_control():
     from runbook.core.scanout import Step
     from runbook.policies.offline.probe import typed_values
 
-    steps = [Step("r", 0, act="fill textbox 'Sign Up for Our Newsletter:' with 'emma.lopez@example.com'"),
-             Step("r", 1, act="input(index=16, text='Jordan R', clear=True)")]  # fmt: skip
+    steps = [Step("r", 0, action="fill textbox 'Sign Up for Our Newsletter:' with 'emma.lopez@example.com'"),
+             Step("r", 1, action="input(index=16, text='Jordan R', clear=True)")]  # fmt: skip
     assert typed_values(steps, "r") == ["emma.lopez@example.com", "Jordan R"]
 
 

@@ -41,7 +41,7 @@ def write_analysis(
     `premise_only`: the terms found nowhere and no more (the evidence below is not the planner's own states);
     `unquoted`: states whose lines are not quoted (the context shows them already); `premise_hints`: what the
     question's wording presupposes (QuestionAnalysis.possible_false_premise), passed on for the reader to verify."""
-    by_key = {(s.t, s.i): s for s in steps}
+    by_key = {(s.trajectory_id, s.state_index): s for s in steps}
     parts = [f"Question kind: {KIND_NAMES.get(kind, kind)}."]
     if premise_hints:  # the same hints method R's analysis gives: C's analysis replaces R's, so it must keep them
         parts.append("Check the premise: " + "; ".join(premise_hints) + ".")
@@ -128,13 +128,13 @@ def quotes(
 def run_walkthrough(run: Run, by_key: dict[tuple[str, int], Step], *, error_width: int = 300) -> str:
     """'Run X (succeeded; goal: ...) steps - 0: click('156') [156 = link 'Sales'] ; 1: ...' from the detail steps."""
     outcomes: dict[int | None, str] = {1: "succeeded", 0: "failed"}
-    outcome = outcomes.get(run.ok, "outcome unknown")
-    steps = [by_key[k] for k in sorted(by_key) if k[0] == run.t]
+    outcome = outcomes.get(run.success, "outcome unknown")
+    steps = [by_key[k] for k in sorted(by_key) if k[0] == run.trajectory_id]
     moves = []
     for step in steps:
-        move = f"{step.i}: {step.act}"
-        if step.err:
-            move += f" !! {step.err[:error_width]}"
+        move = f"{step.state_index}: {step.action}"
+        if step.error:
+            move += f" !! {step.error[:error_width]}"
         moves.append(move)
-    head = f"Run {run.t} ({outcome}; goal: {run.goal})"
+    head = f"Run {run.trajectory_id} ({outcome}; goal: {run.goal})"
     return head + (" steps - " + " ; ".join(moves) if moves else "")

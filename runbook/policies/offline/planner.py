@@ -153,7 +153,7 @@ class OfflinePlanner:
         assert plan is not None and plan.choice is not None  # next() reads the choice before probing
         if plan.kind != "gotcha" or plan.choice.run is None:
             return None
-        plan.typed = typed_values(plan.steps, plan.choice.run.t)
+        plan.typed = typed_values(plan.steps, plan.choice.run.trajectory_id)
         pattern = probe_pattern(plan.typed)
         if not pattern:
             return None
@@ -163,7 +163,7 @@ class OfflinePlanner:
         plan = self.plan
         # a probe is only sent for a chosen run (probe_arguments)
         assert plan is not None and plan.choice is not None and plan.choice.run is not None
-        for sighting in read_probe(output, plan.choice.run.t, plan.typed):
+        for sighting in read_probe(output, plan.choice.run.trajectory_id, plan.typed):
             if plan.choice.add(sighting.key, f"shows '{sighting.seen}'"):
                 plan.choice.contrasts.append((sighting.typed, sighting.seen, sighting.key, sighting.time))
 
@@ -247,7 +247,7 @@ def _output(results: list[Message], name: str, plan: Plan) -> str:
 
 def _time_of(key: tuple[str, int], scan: Scan, steps: list[Step]) -> str:
     """A chosen state's time, from the detail step or the scan ('' when neither has it)."""
-    step = next((s for s in steps if (s.t, s.i) == key), None)
+    step = next((s for s in steps if (s.trajectory_id, s.state_index) == key), None)
     hit = find_hit(scan, key)
     return (step.time if step else "") or (hit.time if hit else "")
 

@@ -36,8 +36,8 @@ class Sighting:
 def typed_values(steps: list[Step], run_id: str) -> list[str]:
     """Values the run typed into the page, in order, without repeats."""
     values: list[str] = []
-    for step in sorted((s for s in steps if s.t == run_id), key=lambda s: s.i):
-        for match in _TYPED.finditer(step.act):
+    for step in sorted((s for s in steps if s.trajectory_id == run_id), key=lambda s: s.state_index):
+        for match in _TYPED.finditer(step.action):
             value = match.group(2).strip()
             if len(value) >= MIN_TOKEN and value not in values:
                 values.append(value)
