@@ -39,20 +39,10 @@ TEXT_MARKS: dict[str, Callable[[str], bool]] = {
 """A rule and the mark it leaves in a context."""
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("store")
-    parser.add_argument("questions", nargs="+", type=Path)
-    parser.add_argument("--budget", default="8k")
-    args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
-    from runbook.budget import parse_budget
-    from runbook.core import excerpt, question, recall
-    from runbook.memory import get_memory
+def instrument(fired: set[str]) -> None:
+    """Wrap the code paths a rule guards so that each adds the rule's name to `fired` when it changes something."""
+    from runbook.core import excerpt, recall
     from runbook.pools import search
-    from runbook.store import Store
-
-    fired: set[str] = set()
 
     def counting(name: str, changed: Callable[..., bool]) -> Callable:
         def wrap(original: Callable) -> Callable:
@@ -78,24 +68,54 @@ def main() -> None:
         search.Retriever.fill_slices
     )
     excerpted = []
-    excerpt_of = excerpt.Excerpter.excerpt
+    excerpt_of, whole_of = excerpt.Excerpter.excerpt, excerpt.Excerpter.whole
 
     def excerpt_counted(*a, **k):  # type: ignore[no-untyped-def]
         excerpted.append(True)
         return excerpt_of(*a, **k)
 
-    excerpt.Excerpter.excerpt = excerpt_counted
-    whole_of = excerpt.Excerpter.whole
-
     def whole(*a, **k):  # type: ignore[no-untyped-def]
         excerpted.clear()
         out = whole_of(*a, **k)
-        if not excerpted:
+        if not excerpted:  # the page fitted: it was not cut to an excerpt
             fired.add("the best page read whole")
         return out
 
-    excerpt.Excerpter.whole = whole
+    excerpt.Excerpter.excerpt, excerpt.Excerpter.whole = excerpt_counted, whole
 
+
+def question_marks(text: str) -> set[str]:
+    """The rules of the question's analysis that fire on `text`."""
+    from runbook.core import question
+
+    analysis = question.analyze(text)
+    marks = set()
+    if analysis.moments:
+        marks.add("question names a day or minute")
+    if any(h.startswith("assumes that the agent ") for h in analysis.possible_false_premise):
+        marks.add("a step the question takes for granted")
+    if analysis.kind in ("static", "dynamic"):
+        marks.add("fact question: best pages lead")
+    if analysis.moments and not analysis.wants_newest and analysis.kind == "dynamic":
+        marks.add("a named moment instead of the newest view")
+    if any(len(label) > 80 for label in question.quoted_labels(text)):
+        marks.add("a quoted name over 80 characters")
+    return marks
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("store")
+    parser.add_argument("questions", nargs="+", type=Path)
+    parser.add_argument("--budget", default="8k")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from runbook.budget import parse_budget
+    from runbook.memory import get_memory
+    from runbook.store import Store
+
+    fired: set[str] = set()
+    instrument(fired)
     memory = get_memory("r", Store(args.store))
     budget = parse_budget(args.budget)
     for path in args.questions:
@@ -103,22 +123,9 @@ def main() -> None:
         counts: Counter[str] = Counter()
         for row in rows:
             fired.clear()
-            analysis = question.analyze(row["question"])
-            context = memory.query(row["question"], budget=budget)
-            text = context.to_text()
-            marks = {name for name, mark in TEXT_MARKS.items() if mark(text)} | fired
-            marks |= {"question names a day or minute"} if analysis.moments else set()
-            marks |= (
-                {"a step the question takes for granted"}
-                if any(h.startswith("assumes that the agent ") for h in analysis.possible_false_premise)
-                else set()
-            )
-            marks |= {"fact question: best pages lead"} if analysis.kind in ("static", "dynamic") else set()
-            if analysis.moments and not analysis.wants_newest and (analysis.kind == "dynamic"):
-                marks.add("a named moment instead of the newest view")
-            if any(len(label) > 80 for label in question.quoted_labels(row["question"])):
-                marks.add("a quoted name over 80 characters")
-            counts.update(marks)
+            text = memory.query(row["question"], budget=budget).to_text()
+            counts.update({name for name, mark in TEXT_MARKS.items() if mark(text)} | fired)
+            counts.update(question_marks(row["question"]))
         print(f"\n{path.name}: {len(rows)} questions")
         for name, n in sorted(counts.items(), key=lambda kv: -kv[1]):
             print(f"  {n:5d}  {name}")
