@@ -44,10 +44,10 @@ from .scoring import names_page, page_words
 FINDING_STATES = 40
 """States whose pages the findings read: the chosen ones, then the best the scan ranked."""
 COMPARED_RUNS, RUN_STEPS = 5, 40
-STEP_CHARS = 160
-"""Room the detail output gets for each step of a walked-through run beyond the states chosen."""
 """Runs looked at for a run of the same task with the other outcome (the walked-through ones, then the scan's best);
 steps of each read."""
+STEP_CHARS = 160
+"""Room the detail output gets for each step of a walked-through run beyond the states chosen."""
 RECOVERY_STATES = 8
 """Failed steps a gotcha's recovery finding follows (the scan's best that failed): at most MAX_FINDINGS are shown,
 the rest stand in for failures already shown."""
@@ -68,10 +68,10 @@ class PlanRequest:
     analysis: dict | None = None
     """The question as the host analysed it (QuestionAnalysis's fields): what the findings work from."""
     recall_states: list[list] = field(default_factory=list)
-    recall_runs: list[str] = field(default_factory=list)
-    """The runs whose notes method R ranks best for the question, best first: they weigh in when a run is picked."""
     """[trajectory id, state index] of the pages method R's evidence shows, best first: the findings read them too
     (R ranks pages by their words, the scan by the question's patterns; each finds pages the other misses)."""
+    recall_runs: list[str] = field(default_factory=list)
+    """The runs whose notes method R ranks best for the question, best first: they weigh in when a run is picked."""
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -48,10 +48,10 @@ window to spare and reads the whole of its one program call (choice, scan and de
 SCOPE_SITES = 2
 """The scan reads only the states of the sites method R's evidence comes from, when they are this few."""
 RECALL_FINDING_STATES = 30
-RECALL_RUNS = 5
-"""Runs of method R's best notes passed to the choice of a run (procedures, gotchas)."""
 """Method R's best pages that rbplan's findings read besides the states it chose and scanned (as many as R's own
 findings read)."""
+RECALL_RUNS = 5
+"""Runs of method R's best notes passed to the choice of a run (procedures, gotchas)."""
 
 
 @dataclass
