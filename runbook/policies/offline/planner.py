@@ -178,8 +178,6 @@ class OfflinePlanner:
         recall = [hit for hit in plan.recall if hit.packed]  # method R's own evidence, in its order
         recall = _pictured_first(recall, choice.image_states)
         shown = {hit.key for hit in recall if hit.pool == "slices"}
-        # the analysis quotes only states R's evidence does not show: a quote of a shown page costs the budget
-        # tokens that R's tail evidence needed (measured on gen23: two static questions lost a cited state)
         analysis = write_analysis(
             plan.kind,
             plan.analysis.wants_latest,
@@ -188,7 +186,6 @@ class OfflinePlanner:
             plan.steps,
             weak_missing=_weak_labels(plan.patterns),
             premise_only=doubt,
-            unquoted=shown,
             # a quoted label the scan found in some state is no doubt: only the ones found nowhere stay
             premise_hints=plan.analysis.confirmed(lambda label: label not in scan.missing).possible_false_premise,
         )
