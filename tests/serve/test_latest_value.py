@@ -1,9 +1,9 @@
-"""The latest value after a streamed run, as an agent meets it (issue 34 item 1): over a store of the generated shop
-admin (`runbook generate`: 200 runs, Store Email help@ then care@), an agent streams a run that sets Store Email to
-a new value through the Python client against `runbook serve`'s app on loopback, with no times on its steps; then
-"What is the Store Email currently set to?" must lead with the new value at 2k, 3k and 8k for r, auto and c, the
-analysis must name the value (not the bare label), and every item citing a streamed state must say its time is the
-server's receive time.
+"""The latest value after a streamed run, and a task goal asked as the question, as an agent meets them (issue 34
+items 1 and 2): over a store of the generated shop admin (`runbook generate`: 200 runs, Store Email help@ then
+care@), an agent streams a run that sets Store Email to a new value through the Python client against `runbook
+serve`'s app on loopback, with no times on its steps; then "What is the Store Email currently set to?" must lead
+with the new value at 2k, 3k and 8k for r, auto and c, the analysis must name the value (not the bare label), and
+every item citing a streamed state must say its time is the server's receive time.
 
 On d865c88 the analysis said `Newest view: 'Store Email'`, at 3k every method led with an older run's note, and
 items citing the streamed run said `timestamp_source: null`."""
@@ -81,3 +81,14 @@ def test_the_streamed_new_value_leads_labelled_latest(served, method, budget):
     assert NEW in newest and STREAMED in newest, newest
     cited = [item for item in context["items"] if item["trajectory_id"] == STREAMED]
     assert cited and all(item.get("timestamp_source", "").startswith("server receive time") for item in cited)
+
+
+@pytest.mark.parametrize("method", ["r", "auto", "c"])
+def test_a_task_goal_asked_as_the_question_gets_how_it_was_done(served, method):
+    """Issue 34 item 2: the README tells agents to ask with their task's goal; "Set 'Store Email' to ... in
+    Settings." was told to check its premise ('Store Email' shows on many states) and led with an unrelated note."""
+    context = served.query(f"Set 'Store Email' to {NEW} in Settings.", budget="4k", method=method)
+    assert "premise" not in context["analysis"].lower(), context["analysis"]
+    first = context["items"][0]
+    assert first["kind"] in ("note", "span") and "Store Email" in first["text"], first["text"][:300]
+    assert "fill" in first["text"] and "Save Config" in first["text"], first["text"][:300]
