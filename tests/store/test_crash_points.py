@@ -1,6 +1,7 @@
-"""kill -9 of insert, close and reindex at random points (a fixed seed): after every kill the store opens, `store
-check` is clean after that open, no reader saw a trajectory whose catalog rows did not commit, and nothing committed
-is lost; at the end a last run of each completes the store.
+"""kill -9 of insert, close and reindex at random points (a fixed seed): after every kill the store opens, `runbook
+store check` is clean after that open (and named what a walk of the store found left before it), no reader saw a
+trajectory whose catalog rows did not commit, and nothing committed is lost; at the end a last run of each
+completes the store.
 
 Each operation runs in a forked child that counts the file system and catalog calls it makes (os.replace, rename,
 unlink, mkdir, rmdir, open, write, fsync, ftruncate, io.open, and the catalog connection's execute, commit and
@@ -11,6 +12,7 @@ reports each commit it finished through a pipe, so the test knows what was commi
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -19,7 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from runbook.cli import main
 from runbook.core import pools as core_pools
 from runbook.core.grep import ripgrep_binary
 from runbook.core.layout import STATE_GLOB
@@ -114,6 +118,8 @@ def check_after_open(root: Path, model: Model, reported: list[dict]) -> None:
     assert not store.writing()
     assert find_leftovers(store.layout, rows) == []
     assert unsafe_entries(store.layout) == []
+    checked = CliRunner().invoke(main, ["--store", str(root), "store", "check", "--json"])  # as a user runs it
+    assert checked.exit_code == 0 and json.loads(checked.output)["leftovers"] == [], checked.output
     assert stray_files(root, {row.dir for row in rows}) == []
     ids = {row.id: row.fingerprint for row in rows}
     for tid in model.committed:
