@@ -89,3 +89,48 @@ def _refusal(out: list, image) -> None:
         check_query("Which page is this?", image)
     except Exception as exc:  # noqa: BLE001 - the test looks at what it was
         out.append(exc)
+
+
+def _three_letter_words(rng, n_chars: int, vocabulary: list[str]) -> str:
+    words: list[str] = []
+    while len(" ".join(words)) < n_chars:
+        words.append(rng.choice(vocabulary))
+    return " ".join(words)[:n_chars]
+
+
+def test_a_long_questions_excerpts_scan_each_page_for_a_bounded_number_of_terms(
+    store, tmp_path, clean_env, monkeypatch
+):
+    """Item 8 of issue 33: a 9,987-character question of three-letter words took 6.5 s with R and 13 s with auto,
+    because every page excerpted was scanned once per distinct word of the question (2,322 scans of each of 60 pages
+    over the 928-trajectory store). The work per page must not grow with the question: a question four times as
+    long scans each page about as often (measured over that store: R 2.45 s before, 0.36 s after)."""
+    import random
+
+    from runbook.core import excerpt
+
+    rng = random.Random(8)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocabulary = sorted({"".join(rng.choice(letters) for _ in range(3)) for _ in range(4000)})
+    pages = [
+        "RootWebArea 'Orders'\n"
+        + "\n".join(f"\t[{i}] gridcell '{_three_letter_words(rng, 60, vocabulary)}'" for i in range(40))
+        for _ in range(12)
+    ]
+    runs = [make_trajectory(f"t-{n}", 3, texts=pages[3 * n % 12 : 3 * n % 12 + 3]) for n in range(4)]
+    insert_paths(store, [write_jsonl(tmp_path / "a.jsonl", runs)], listeners=[insert_listener(store)], workers=1)
+    memory = get_memory("r", store)
+    scans = []
+    counted = excerpt.term_pattern
+
+    def scan(term: str):
+        scans[-1] += 1
+        return counted(term)
+
+    monkeypatch.setattr(excerpt, "term_pattern", scan)
+    for n_chars in (2_500, 9_987):
+        scans.append(0)
+        context = memory.query(_three_letter_words(rng, n_chars, vocabulary), budget=8000)
+        assert context.items
+    short, long = scans
+    assert long <= 1.5 * short, f"a question 4x as long scanned the pages {long / short:.1f}x as often"

@@ -133,15 +133,11 @@ class MemoryService(StreamedTrajectories):
     def to_json(self, context: Context) -> dict:
         """The context as JSON, each item naming its state's screenshot and whether its time was received."""
         out = context.to_json()
-        cited = [
-            (item, item.get("state_index", item.get("start_state_index")))
-            for item in out["items"]
-            if item.get("kind") in ("state", "span")
-        ]
+        cited = [(item, index) for item in out["items"] if (index := _timed_state(item)) is not None]
         shots, received = state_notes(self.store, {(item["trajectory_id"], index) for item, index in cited})
         for item, index in cited:
             key = (item["trajectory_id"], index)
-            if not item.get("screenshot") and key in shots:
+            if item.get("kind") in ("state", "span") and not item.get("screenshot") and key in shots:
                 item["screenshot"] = shots[key]
                 item["screenshot_in_context"] = False
             if key in received:
@@ -360,3 +356,12 @@ def budget_tokens(value: int | str) -> int:
         return parse_budget(value)
     except BudgetError as exc:
         raise InputError(str(exc), field="budget") from exc
+
+
+def _timed_state(item: dict) -> int | None:
+    """The state whose time an item carries: its own; a span's (C) first; a note's or an event's (R) last."""
+    if not item.get("trajectory_id"):
+        return None
+    if item.get("state_index") is not None:
+        return item["state_index"]
+    return item.get("start_state_index" if item.get("kind") == "span" else "end_state_index")

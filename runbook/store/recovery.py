@@ -11,9 +11,10 @@ files themselves (ripgrep and `os.listdir` skip hidden names):
 4. only then is `.pending-<name>` renamed to `<name>` (a replaced version first moved to `.trash-<name>`).
 
 A writer marks the store with `.dirty` from its lock to its clean close; a reindex builds `pools.tmp-<pid>` beside
-`pools/` and swaps it in through `pools.old-<pid>`. Recovery rolls a committed trajectory forward (step 4), removes
-what never committed, undoes pools one commit ahead of the catalog, finishes or undoes a cut pools swap, and has the
-writer render the summaries again.
+`pools/` and swaps it in through `pools.old-<pid>`. A file replaced whole (`.dirty`, the pools' manifest, the
+summaries) is written as `.<name>.tmp<pid>-<random>` and renamed over it. Recovery rolls a committed trajectory
+forward (step 4), removes what never committed and the temporary files of writes that never renamed, undoes pools
+one commit ahead of the catalog, finishes or undoes a cut pools swap, and has the writer render the summaries again.
 """
 
 from __future__ import annotations
@@ -35,11 +36,16 @@ from .layout import (
     POOLS_DIR,
     POOLS_FRESH_PREFIX,
     POOLS_OLD_PREFIX,
+    SUMMARIES_DIR,
     TMP_PREFIX,
     TRAJECTORIES_DIR,
     TRASH_PREFIX,
     Layout,
 )
+from .safe_write import stopped_temporary
+
+_REPLACED_IN = ("", POOLS_DIR, SUMMARIES_DIR)
+"""The folders whose files are replaced whole (the root's `.dirty`, the pools' manifest, the summaries)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +64,11 @@ def needs_recovery(layout: Layout) -> bool:
     """Cheap, for every open: whether a writer stopped midway (its `.dirty` mark, or a reindex's folders)."""
     if os.path.lexists(layout.dirty):
         return True
-    return any(name.startswith((POOLS_FRESH_PREFIX, POOLS_OLD_PREFIX)) for name in _names(layout.root))
+    # a writer killed while it wrote `.dirty` itself left only its temporary file
+    return any(
+        name.startswith((POOLS_FRESH_PREFIX, POOLS_OLD_PREFIX)) or stopped_temporary(name)
+        for name in _names(layout.root)
+    )
 
 
 def find_leftovers(layout: Layout, rows: list[TrajectoryRow]) -> list[Leftover]:
@@ -72,7 +82,18 @@ def find_leftovers(layout: Layout, rows: list[TrajectoryRow]) -> list[Leftover]:
     if ahead is not None:
         found.append(Leftover(f"{POOLS_DIR}/{core_pools.MANIFEST}", ahead))
     found += [Leftover(rel, "an open trajectory whose creation was cut short") for rel in _journal_leftovers(layout)]
+    found += [Leftover(rel, "a file's new content, never renamed into place") for rel in _temporary_files(layout)]
     return found
+
+
+def _temporary_files(layout: Layout) -> list[str]:
+    """The temporary files of whole-file writes (safe_write.replace) whose process stopped before the rename."""
+    return [
+        f"{folder}/{name}" if folder else name
+        for folder in _REPLACED_IN
+        for name in _names(layout.root / folder)
+        if stopped_temporary(name)
+    ]
 
 
 def _journal_leftovers(layout: Layout) -> list[str]:
@@ -133,6 +154,9 @@ def recover(layout: Layout, rows: list[TrajectoryRow], *, crashed: bool) -> list
     done = _recover_trajectories(layout, {row.dir: row.fingerprint for row in rows})
     done += _recover_pools_swap(layout)
     done += _recover_journal(layout)
+    for rel in _temporary_files(layout):
+        remove(layout.root / rel)
+        done.append(Leftover(rel, "a write that never renamed into place: removed"))
     if crashed:
         ahead = pools_ahead(layout, rows)
         manifest = _manifest(layout) if ahead else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +22,30 @@ from .safe_read import store_parts
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.tmp(?P<pid>\d+)-[0-9a-f]{8}")
+
+
+def temporary_name(name: str) -> str:
+    """The hidden name `replace` writes `name`'s new content under before renaming it into place."""
+    return f".{name}.tmp{os.getpid()}-{os.urandom(4).hex()}"
+
+
+def stopped_temporary(name: str) -> bool:
+    """Whether `name` is a `replace` that stopped before its rename (kill -9, a full disk): a temporary name whose
+    writing process is gone. One of a live process is its write under way."""
+    found = _TEMPORARY.fullmatch(name)
+    if found is None:
+        return False
+    pid = int(found["pid"])
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # alive, another user's
+    return False
 
 
 @contextmanager
@@ -98,7 +123,7 @@ def replace(real_root: str, root: Path, path: str | os.PathLike, data: bytes) ->
     rename over it, which replaces a link planted there instead of writing through it."""
     name = store_parts(root, path)[-1]
     with parent_folder(real_root, root, path, create=True) as folder:
-        tmp = f".{name}.tmp{os.getpid()}-{os.urandom(4).hex()}"
+        tmp = temporary_name(name)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC, 0o644, dir_fd=folder)
         try:
             with os.fdopen(fd, "wb") as fh:

@@ -1,6 +1,7 @@
-"""kill -9 of insert, close and reindex at random points (a fixed seed): after every kill the store opens, `store
-check` is clean after that open, no reader saw a trajectory whose catalog rows did not commit, and nothing committed
-is lost; at the end a last run of each completes the store.
+"""kill -9 of insert, close and reindex at random points (a fixed seed): after every kill the store opens, `runbook
+store check` is clean after that open (and named what a walk of the store found left before it), no reader saw a
+trajectory whose catalog rows did not commit, and nothing committed is lost; at the end a last run of each
+completes the store.
 
 Each operation runs in a forked child that counts the file system and catalog calls it makes (os.replace, rename,
 unlink, mkdir, rmdir, open, write, fsync, ftruncate, io.open, and the catalog connection's execute, commit and
@@ -11,14 +12,18 @@ reports each commit it finished through a pipe, so the test knows what was commi
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from runbook.cli import main
 from runbook.core import pools as core_pools
 from runbook.core.grep import ripgrep_binary
 from runbook.core.layout import STATE_GLOB
@@ -83,9 +88,29 @@ def check_no_reader_sees_uncommitted(root: Path, model: Model) -> None:
         assert ids <= {row.id for row in rows.values()}
 
 
+STRAY = re.compile(r"\..+\.tmp\d+-[0-9a-f]{8}|pools\.(tmp|old)-.*|\.dirty")
+"""Names only a writer at work has: a whole-file write's temporary file, a reindex's pools, the writer's mark."""
+
+
+def stray_files(root: Path, committed: set[str]) -> list[str]:
+    """Every file or folder of the store that no finished writer leaves, found by walking the store (not by the
+    code under test): `store check` must name each of these, and the next open remove it."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            rel = os.path.relpath(os.path.join(folder, name), root)
+            in_trajectories = folder == str(root / "trajectories")
+            if STRAY.fullmatch(name) or (in_trajectories and name not in committed):  # staged, pending, trash
+                found.append(rel)
+            elif folder == str(root / ".open") and name.startswith(".tmp-"):  # an open trajectory half created
+                found.append(rel)
+        dirs[:] = [d for d in dirs if folder != str(root / "trajectories")]  # a trajectory's own files: its own
+    return found
+
+
 def check_after_open(root: Path, model: Model, reported: list[dict]) -> None:
-    """The store opens (and recovers); then `store check` finds nothing, every committed trajectory reads whole,
-    and method R's pools hold only committed versions."""
+    """The store opens (and recovers); then `store check` finds nothing, nothing a stopped writer left is on disk,
+    every committed trajectory reads whole, and method R's pools hold only committed versions."""
     for line in reported:
         model.committed[line["commit"]] = line["fingerprint"]
     store = Store(root)
@@ -93,6 +118,9 @@ def check_after_open(root: Path, model: Model, reported: list[dict]) -> None:
     assert not store.writing()
     assert find_leftovers(store.layout, rows) == []
     assert unsafe_entries(store.layout) == []
+    checked = CliRunner().invoke(main, ["--store", str(root), "store", "check", "--json"])  # as a user runs it
+    assert checked.exit_code == 0 and json.loads(checked.output)["leftovers"] == [], checked.output
+    assert stray_files(root, {row.dir for row in rows}) == []
     ids = {row.id: row.fingerprint for row in rows}
     for tid in model.committed:
         assert ids.get(tid) in model.allowed(tid), f"committed trajectory {tid} lost or wrong after the kill"
@@ -173,7 +201,10 @@ def test_kill_9_at_random_points_of_insert_close_and_reindex(tmp_path):
             estimates[name] = max(estimates[name], calls)
         check_no_reader_sees_uncommitted(root, model)
         store = Store(root, recover=False)
-        leftovers_seen += bool(find_leftovers(store.layout, store.rows()))
+        found = find_leftovers(store.layout, store.rows())
+        leftovers_seen += bool(found)
+        stray = stray_files(root, {row.dir for row in store.rows()})
+        assert not stray or found, f"store check found nothing, but a kill left {stray}"
         check_after_open(root, model, reported)
         _finish_streams(root, tmp_path, model)
     assert kills >= KILLS, f"only {kills} runs were killed in {MAX_ROUNDS} rounds"

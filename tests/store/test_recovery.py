@@ -16,7 +16,7 @@ from runbook.ingest import insert_paths
 from runbook.pools import build, insert_listener, reindex
 from runbook.pools.search import Retriever
 from runbook.serve.service import MemoryService
-from runbook.store import Store
+from runbook.store import Store, safe_write
 from runbook.store import writer as store_module
 from runbook.store.recovery import find_leftovers
 from tests.conftest import make_trajectory, write_jsonl
@@ -152,3 +152,30 @@ def test_a_reindex_killed_between_its_two_renames_swaps_the_new_pools_in(kept, m
     store = Store(kept.root)
     assert find_leftovers(store.layout, store.rows()) == []
     assert [hit.trajectory_id for hit in Retriever(store).find("invoice amount", 4000).slices][:1] == ["kept"]
+
+
+@pytest.mark.parametrize("written", [".dirty", "manifest.json", "trajectories.tsv"])
+def test_a_write_killed_before_its_rename_leaves_a_temporary_file_reported_and_removed(
+    kept, tmp_path, monkeypatch, written
+):
+    """A file replaced whole (the writer's `.dirty` mark, the pools' manifest, a summary) is written under a
+    temporary name and renamed: a kill in between left `.<name>.tmp<pid>-<random>` for ever, which `store check`
+    did not report and no open removed (each kill could add one)."""
+    rename = os.rename
+
+    def cut(source, target, *args, **kwargs):
+        if str(source).startswith(f".{written}.tmp"):
+            die()
+        return rename(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(safe_write.os, "rename", cut)
+    insert_in_child(kept, tmp_path)
+    monkeypatch.undo()
+    left = [str(p.relative_to(kept.root)) for p in kept.root.rglob(f".{written}.tmp*")]
+    assert len(left) == 1
+    code, out = check(kept)
+    assert code == 1 and f"{left[0]}: a file's new content, never renamed into place" in out
+    Store(kept.root)
+    assert not list(kept.root.rglob("*.tmp[0-9]*"))
+    code, out = check(kept)
+    assert code == 0 and "nothing left by a stopped writer" in out
