@@ -153,7 +153,12 @@ def findings(analysis: QuestionAnalysis, views: list[View]) -> list[str]:
         out += extreme_findings(analysis, views, largest=bool(extreme.group(1)))
     strong = strong_phrases(analysis)
     if (analysis.wants_latest or analysis.kind == "dynamic") and not out and strong:
-        out += change_findings(views, strong) + latest_findings(views, strong, analysis.moments)
+        changed = change_findings(views, strong)
+        # what changed on the named page, with both values and times, says what its newest view would (a field's
+        # new value) unless the question names a moment: the newest view of the name alone is no answer
+        out += (
+            changed if changed and not analysis.moments else changed + latest_findings(views, strong, analysis.moments)
+        )
     return out
 
 

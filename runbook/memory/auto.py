@@ -17,12 +17,16 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..budget import DEFAULT_BUDGET, parse_budget
 from ..context import Context
 from ..core.question import QuestionAnalysis, analyze
 from ..query_input import check_query
 from ..store import Store
+
+if TYPE_CHECKING:
+    from ..pools import Retriever
 
 MIN_TERM_COVERAGE = 0.6
 """Share of the question's key terms R's best items must mention, below which C is asked."""
@@ -94,6 +98,11 @@ class AutoMemory:
         self.store = store
         self.r = RetrievalMemory(store)
         self.c = CodingAgentMemory(store, retriever=self.r.retriever, **options)
+
+    @property
+    def retriever(self) -> Retriever:
+        """R's pools, which both of its methods read (C shares R's)."""
+        return self.r.retriever
 
     def insert(self, trajectory) -> str:
         return self.r.insert(trajectory)

@@ -182,6 +182,8 @@ def test_a_changed_value_is_told_with_what_it_was_and_when_it_changed():
         "Changed on Quartz Thermal Pant / Products / Inventory / Catalog: 'Price' 19.00 -> 16.15 "
         "(between run state 5, 2026-01-12 14:56 and run state 7, 2026-01-12 14:57)"
     )
+    # the newest view's best line is the product's name: no answer to what it costs, so it is not told
+    assert not any("Product Name" in line for line in lines)
 
 
 def test_the_newest_view_shows_the_line_with_the_value_not_the_bare_label():

@@ -85,17 +85,38 @@ def trajectory_of(obj: dict, screenshot_root: str | None) -> Trajectory:
     return trajectory_from_dict(obj, base_dir=screenshot_root, lenient=True)
 
 
-def is_visual(question: str, image: str | None, context: Context | None = None) -> bool:
-    """A question that carries an image, asks about what a page looks like, or asks for something no text of its
-    context names (a key term found nowhere in it: 'what number does the count badge show?' where no page text says
-    'badge'; the screenshot may show it)."""
+_VERB_FORM = re.compile(r"(?:ed|ing|en)$")
+RARE_SHARE = 0.02
+"""A word on fewer than this share of the stored states' text names something the pages rarely write down."""
+
+
+def is_visual(
+    question: str,
+    image: str | None,
+    context: Context | None = None,
+    shares: Callable[[str], dict[str, float]] | None = None,
+) -> bool:
+    """A question that carries an image, asks about what a page looks like, or asks for something its context's text
+    does not show and the stored pages rarely write (a key term found nowhere in the context and on under RARE_SHARE
+    of the states: 'what number does the count badge show?' where no page text says 'badge'; the screenshot may show
+    it). `shares(text)`: {word: share of the stored states that have it}; without it, any missing term counts."""
     if image is not None or _VISUAL.search(question):
         return True
     if context is None:
         return False
     text = " ".join([context.analysis, *(item.text for item in context.items)]).lower()
     terms = [t for t in analyze(question).terms if len(t) > 2 and not t.isdigit()]
-    return any(not re.search(rf"\b{re.escape(term)}", text) for term in terms)
+    # a thing is named by a noun: a verb's form ('switched', 'happened', 'hiding') says what was done to it
+    missing = [t for t in terms if not re.search(rf"\b{re.escape(t)}", text) and not _VERB_FORM.search(t)]
+    if not missing or shares is None:
+        return bool(missing)
+    share = shares(" ".join(missing))
+
+    def rare(term: str) -> bool:  # a compound ('newsletter-subscription') is as common as its commonest part
+        return max((share.get(part, 0.0) for part in re.findall(r"[^\W_]+", term)), default=0.0) < RARE_SHARE
+
+    # a common word the context happens not to repeat ('many', 'open') is no sign of something only a picture shows
+    return any(rare(term) for term in missing)
 
 
 class RunbookLMEMemory:
@@ -172,7 +193,8 @@ class RunbookLMEMemory:
     def query(self, query: str, query_image: str | None = None) -> list[dict[str, str]]:
         entry = self._ready()
         context = entry.memory.query(query, budget=self.counter.cap(self.budget), image=query_image)
-        if is_visual(query, query_image, context):
+        retriever = getattr(entry.memory, "retriever", None)
+        if is_visual(query, query_image, context, retriever.term_shares if retriever is not None else None):
             context = self._with_screenshots(context, entry)
         context = fit_context(context, self.counter.cap(self.budget), self.counter)
         self._point_images_at_sources(context, entry)

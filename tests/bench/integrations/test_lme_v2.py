@@ -218,3 +218,22 @@ def test_a_bad_trajectory_is_named(tmp_path, bad):
     memory = memory_class(StandInMemory)({"method": "none", "store_dir": str(tmp_path)})
     with pytest.raises(RuntimeError, match="trajectory 'x'"):
         memory.insert(bad)
+
+
+def test_a_question_is_visual_when_its_context_lacks_a_thing_the_pages_rarely_write():
+    from runbook.bench.integrations.lme_v2 import is_visual
+    from runbook.context import Context, EvidenceItem
+
+    context = Context(question="", budget=1000)
+    context.items.append(EvidenceItem(trajectory_id="t", state_index=0, text="Open issues: 3 · Closed issues: 5"))
+    rare = {"badge": 0.001, "header": 0.004}  # the store's other words are on many of its pages
+
+    def share_of(text: str) -> dict[str, float]:
+        return {word: rare.get(word, 0.3) for word in text.split()}
+
+    assert is_visual("What number does the count badge in the header show?", None, context, share_of)
+    # words the context does not repeat but the pages often write, and a verb's form, name nothing to look at
+    assert not is_visual("How many issues did the shopper see?", None, context, share_of)
+    assert not is_visual("Which issues were switched?", None, context, share_of)
+    assert is_visual("Which issues were open?", "shot.png", context, share_of)  # a question with an image is
+    assert is_visual("How many issues did the shopper see?", None, context)  # without the store's shares: any word
