@@ -30,12 +30,22 @@ def with_replies(pages: list[Page], urls: list[str], acted: list[bool]) -> list[
     for i in range(1, len(pages)):
         if not acted[i - 1] or not _same_place(urls[i - 1], urls[i]):
             continue
-        new = _appeared(pages[i - 1].blocks, pages[i].blocks)
+        before = pages[i - 1].blocks
+        if i >= 2 and _same_place(urls[i - 2], urls[i]) and _closed_dialog(pages[i - 1], pages[i]):
+            # the action answered a dialog that hid the page: the page is back, and what is new to both is its answer
+            before = before + pages[i - 2].blocks
+        new = _appeared(before, pages[i].blocks)
         replies = {id(b) for b in new if b.kind in REPLY_KINDS and not b.furniture and len(b.text) <= REPLY_CHARS}
         if 0 < len(replies) <= REPLY_LINES and len(new) <= CHANGED_BLOCKS:
             blocks = [replace(b, kind="message") if id(b) in replies else b for b in pages[i].blocks]
             out[i] = Page(blocks, pages[i].form)
     return out
+
+
+def _closed_dialog(before: Page, after: Page) -> bool:
+    """Whether `before` asked a question in a dialog that `after` no longer shows."""
+    shown = {b.text for b in after.blocks}
+    return any(b.region in ("dialog", "new") and "?" in b.text and b.text not in shown for b in before.blocks)
 
 
 def messages(page: Page) -> list[str]:

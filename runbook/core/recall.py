@@ -225,14 +225,15 @@ class Recall:
         ]
 
     def at_moments(self, moments: tuple[tuple[str, str], ...], query: dict[str, float], best: float) -> list[int]:
-        """The states recorded at the days (and minutes) a question names, among those that match it at least
-        MOMENT_FLOOR as well as the best, best first: the minute's views when there are any, else the day's."""
+        """The states recorded at the minutes a question names that match it at all, best first; else those of the
+        days it names that match it at least MOMENT_FLOOR as well as the best (a day holds many runs; a minute, the
+        few states of one)."""
         docs = self._loaded().docs("slices")
         scored = self.indexes["slices"].top(query, MOMENT_CANDIDATES)
+        timed = [(d, docs[d].get("ts") or "", score) for d, score in scored]
+        to_minute = [d for d, ts, _ in timed if any(m and at_moment(ts, day, m) for day, m in moments)]
         floor = MOMENT_FLOOR * best
-        timed = [(d, docs[d].get("ts") or "") for d, score in scored if score >= floor]
-        to_minute = [d for d, ts in timed if any(m and at_moment(ts, day, m) for day, m in moments)]
-        return to_minute or [d for d, ts in timed if any(at_moment(ts, day) for day, _ in moments)]
+        return to_minute or [d for d, ts, s in timed if s >= floor and any(at_moment(ts, day) for day, _ in moments)]
 
     def find(self, question: str | QuestionAnalysis, *, slice_chars: int = 1500) -> Found:
         """Ranked notes, events and state slices for `question`; slices are cut to about `slice_chars`."""

@@ -99,3 +99,13 @@ def test_a_confirmation_left_unanswered_is_found_and_an_answered_one_is_not():
         found[tid] = unanswered_dialogs(pages, [s["accessibility_tree"] for s in states], [s["action"] for s in states])
     assert [(d.index, d.buttons) for d in found[left]] == [(1, ["Cancel", "Disconnect"])]
     assert found[answered] == []  # the agent clicked the dialog's own 'Disconnect'
+
+
+def test_the_answer_to_a_confirmed_dialog_is_a_message_though_the_page_came_back_around_it():
+    from runbook.core.messages import replies
+
+    tid = "inf-linear-account-settings-20260219_022152-e8"  # Revoke, then the dialog's own Revoke: a toast
+    states = shared_runs(tid)[tid]["states"]
+    pages = [parse_page(s["accessibility_tree"]) for s in states]
+    said = replies(with_replies(pages, [s["url"] for s in states], [bool(s["action"]) for s in states]))
+    assert said[2][0].startswith("Are you sure you want to revoke the API key") and said[3] == ["API key revoked"]
