@@ -291,7 +291,9 @@ class Retriever:
             action = (hit.header.get("action") or "").strip()
             body = f"(the same page as {where} above" + (", and here also:)\n" + "\n".join(hit.differs) if hit.differs
                                                          else ")")  # fmt: skip
-            body += f"\nnext action: {action[:300]}" if _ANSWER.match(action) else ""
+            if _ANSWER.match(action) or hit.reply:  # the agent's answer there, or what its action led to
+                body += f"\nnext action: {action[:300]}" + ("\nthe page then said: " + " | ".join(hit.reply) if
+                                                           hit.reply else "")  # fmt: skip
         if hit.sighting_of:  # a corroborating view: its line is the point, kept short
             body = f"page: {hit.title}\n{hit.excerpt}"
         return EvidenceItem(

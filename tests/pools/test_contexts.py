@@ -169,3 +169,12 @@ def test_a_question_that_names_a_minute_gets_that_visit_first_and_not_the_newest
         states = [i for i in get_memory("r", store).query(question, budget=3000).items if i.kind == "state"]
         assert (states[0].trajectory_id, states[0].state_index) == ("run-17", minute), minute
         assert "317 records found" in states[0].text
+
+
+def test_a_folded_view_still_says_what_its_action_led_to(store, tmp_path):
+    source = write_jsonl(tmp_path / "in.jsonl", [_saved_run("run-s")])
+    insert_paths(store, [source], listeners=[insert_listener(store)], workers=1)
+    context = get_memory("r", store).query("What is Field 3 of the Bella Tank product?", budget=3000)
+    acted = next(item for item in context.items if item.kind == "state" and item.state_index == 1)
+    assert acted.text.startswith("(the same page as trajectory run-s state 0 above")
+    assert "next action: press('90', 'Enter')\nthe page then said: You saved the product." in acted.text
