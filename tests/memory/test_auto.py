@@ -7,7 +7,8 @@ import pytest
 
 from runbook.context import Context, EvidenceItem
 from runbook.memory import get_memory
-from runbook.memory.auto import MIN_TERM_COVERAGE, AutoMemory, weakness
+from runbook.memory.auto import AutoMemory
+from runbook.memory.weakness import MIN_TERM_COVERAGE, weakness
 from runbook.pools.build import insert_with_pools
 from runbook.store import Store
 from tests.conftest import make_trajectory
