@@ -126,10 +126,11 @@ def run_queries(store: str, method: str, questions_file: str) -> None:
     """In a child process: each question's latency with one long-lived memory, and this process's peak RSS."""
     sys.path.insert(0, str(ROOT))
     from runbook.memory import get_memory
+    from runbook.store import Store
 
     options = {"policy": "offline", "warm": True} if method in ("c", "auto") else {}
     started = time.perf_counter()
-    memory = get_memory(method, store, **options)
+    memory = get_memory(method, Store(store), **options)
     opened = time.perf_counter() - started
     latencies = []
     for line in Path(questions_file).read_text().splitlines():
