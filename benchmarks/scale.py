@@ -161,6 +161,28 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def build(work: Path, store: Path, copies: int) -> dict:
+    """Write the copies, then insert the originals and the copies into a fresh store; what the insert measured."""
+    need = (copies + 1) * STORE_PER_COPY + copies * 45e6
+    free = shutil.disk_usage(work).free
+    print(f"disk: {free / 1e9:.1f} GB free at {work}, about {need / 1e9:.1f} GB needed", flush=True)
+    if free < need:
+        raise SystemExit("not enough room: ask for fewer --copies")
+    shutil.rmtree(store, ignore_errors=True)
+    shutil.rmtree(work / "copies", ignore_errors=True)
+    t = time.perf_counter()
+    copies_bytes = write_copies(work, copies)
+    print(f"copies written in {time.perf_counter() - t:.0f} s", flush=True)
+    originals = [DATA / name / "trajectories.jsonl.gz" for name in SETS]
+    total = copies_bytes + sum(json_bytes(p) for p in originals)
+    print(f"load before insert: {os.getloadavg()[0]:.2f}", flush=True)
+    ins = insert(store, [*originals, work / "copies"], DATA / "infinity")
+    print(f"insert: {ins['summary']}; {ins['seconds']:.0f} s, {total / 1e6:,.0f} MB of JSON = "
+          f"{total / 1e6 / ins['seconds']:.1f} MB/s, peak RSS {ins['peak_rss'] / 1e9:.2f} GB, "
+          f"load {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
+    return dict(ins, json_bytes=total, mb_s=total / 1e6 / ins["seconds"], load=os.getloadavg()[0])
+
+
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "_queries":
         run_queries(*sys.argv[2:5])
@@ -179,24 +201,7 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     report: dict = {"copies": args.copies}
     if not args.reuse:
-        need = (args.copies + 1) * STORE_PER_COPY + args.copies * 45e6
-        free = shutil.disk_usage(work).free
-        print(f"disk: {free / 1e9:.1f} GB free at {work}, about {need / 1e9:.1f} GB needed", flush=True)
-        if free < need:
-            raise SystemExit("not enough room: ask for fewer --copies")
-        shutil.rmtree(store, ignore_errors=True)
-        shutil.rmtree(work / "copies", ignore_errors=True)
-        t = time.perf_counter()
-        copies_bytes = write_copies(work, args.copies)
-        print(f"copies written in {time.perf_counter() - t:.0f} s", flush=True)
-        originals = [DATA / name / "trajectories.jsonl.gz" for name in SETS]
-        total = copies_bytes + sum(json_bytes(p) for p in originals)
-        print(f"load before insert: {os.getloadavg()[0]:.2f}", flush=True)
-        ins = insert(store, [*originals, work / "copies"], DATA / "infinity")
-        report["insert"] = dict(ins, json_bytes=total, mb_s=total / 1e6 / ins["seconds"], load=os.getloadavg()[0])
-        print(f"insert: {ins['summary']}; {ins['seconds']:.0f} s, {total / 1e6:,.0f} MB of JSON = "
-              f"{total / 1e6 / ins['seconds']:.1f} MB/s, peak RSS {ins['peak_rss'] / 1e9:.2f} GB, "
-              f"load {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
+        report["insert"] = build(work, store, args.copies)
     report["store_bytes"] = folder_bytes(store)
     report["base_bytes"] = folder_bytes(Path(args.base))
     print(f"store: {report['store_bytes'] / 1e9:.2f} GB (the 928 store: {report['base_bytes'] / 1e9:.2f} GB)")
