@@ -127,6 +127,41 @@ def test_piecewise_counts_on_real_pages():
                 assert count_tokens(text) == len(encoding().encode_ordinary(text))
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES | st.text(max_size=40), min_size=0, max_size=200))
+def test_stored_counts_are_tiktoken_counts(parts):
+    """The counts an insert stores (quicktok's BPE) are tiktoken's, special tokens and odd text included."""
+    from runbook.budget import encoding, stored_token_counts
+
+    texts = ["".join(parts), "".join(parts) * 2, "<|endoftext|>" + "".join(parts), ""]
+    assert stored_token_counts(texts) == [len(encoding().encode_ordinary(text)) for text in texts]
+
+
+def test_stored_counts_on_real_state_files():
+    import gzip
+
+    import orjson
+
+    from runbook.budget import encoding, stored_token_counts
+    from tests.conftest import require_shared
+
+    data = require_shared()
+    texts = []
+    for name in ("webarena", "infinity"):
+        with gzip.open(data / name / "trajectories.jsonl.gz") as fh:
+            for _, line in zip(range(25), fh):
+                states = orjson.loads(line)["states"]
+                texts += [state.get("accessibility_tree") or state.get("text") or "" for state in states]
+    assert stored_token_counts(texts) == [len(encoding().encode_ordinary(text)) for text in texts]
+
+
+def test_stored_counts_fall_back_to_tiktoken_without_quicktok(monkeypatch):
+    from runbook import budget
+
+    monkeypatch.setattr(budget, "_fast_encoding", lambda: None)
+    assert budget.stored_token_counts(["hello world", ""]) == [2, 0]
+
+
 def test_a_refused_budget_is_shown_short():
     """A server echoed a 300-level nested object sent as the budget into its 400, whole."""
     with pytest.raises(BudgetError) as refused:

@@ -73,23 +73,31 @@ def build_index(
     n_docs = len(live)
     terms = snapshot.terms()
     stems: dict[str, int] = {}
-    term_stem = np.fromiter((stems.setdefault(stem(t), len(stems)) for t in terms), dtype=np.int64, count=len(terms))
-    docs, cols, tfs = [], [], []
+    term_stem = np.fromiter((stems.setdefault(stem(t), len(stems)) for t in terms), dtype=np.uint64, count=len(terms))
+    # one key per posting, (stem << 32) | document, sorted once (stably: the order tfs add up in stays the same):
+    # half the memory of sorting separate int64 columns (the largest index of a billion-token store took 5.6 GB)
+    keys, tfs = [], []
     for field, weight in fields.items():
         post = snapshot.postings(pool, field)
         post = post[live[post["doc"]]] if n_docs else post[:0]
-        docs.append(post["doc"].astype(np.int64))
-        cols.append(term_stem[post["term"]] if len(post) else np.empty(0, dtype=np.int64))
+        stems_of = term_stem[post["term"]] if len(post) else np.empty(0, dtype=np.uint64)
+        keys.append((stems_of << np.uint64(32)) | post["doc"].astype(np.uint64))
         tfs.append(post["tf"].astype(np.float32) * weight)
-    doc, col, tf = np.concatenate(docs), np.concatenate(cols), np.concatenate(tfs)
+        del post, stems_of
+    key, tf = np.concatenate(keys), np.concatenate(tfs)
+    del keys, tfs
+    order = np.argsort(key, kind="stable")
+    key, tf = key[order], tf[order]
+    del order
     # one entry per (term, doc): stems and fields that meet in a document add up
-    order = np.lexsort((doc, col))
-    doc, col, tf = doc[order], col[order], tf[order]
-    first = np.ones(len(doc), dtype=bool)
-    first[1:] = (doc[1:] != doc[:-1]) | (col[1:] != col[:-1])
+    first = np.ones(len(key), dtype=bool)
+    first[1:] = key[1:] != key[:-1]
     starts = np.flatnonzero(first)
+    del first
     tf = np.add.reduceat(tf, starts) if len(starts) else tf
-    doc, col = doc[starts], col[starts]
+    key = key[starts]
+    doc, col = (key & np.uint64(0xFFFFFFFF)).astype(np.uint32), (key >> np.uint64(32)).astype(np.uint32)
+    del key, starts
     n_live = max(int(live.sum()), 1)
     doc_len = np.bincount(doc, weights=tf, minlength=n_docs)
     avg = doc_len[live].mean() if live.any() else 1.0

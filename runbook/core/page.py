@@ -95,32 +95,40 @@ def _ax_tree(lines: list[str]) -> list[_Node]:
     """The tree of the axtree's lines (one node a line; a line that is not `role 'name'` is a text node)."""
     roots: list[_Node] = []
     stack: list[_Node] = []
-    match = _AX_FULL.match
+    read = _ax_line
     for n, line in enumerate(lines):
-        m = match(line)
-        if m is None:
-            if not line.strip():
-                continue
-            depth = len(line) - len(line.lstrip("\t"))
-            node = _Node("StaticText", _clean_name(unquote(line.strip())), {}, depth, n, [])
-        else:
-            tabs, role, single, double, rest = m.groups()
-            name = single if single is not None else double or ""
-            if "\\" in name:
-                name = name.replace("\\'", "'").replace('\\"', '"')
-            props: dict[str, str] = {}
-            if rest:
-                if "=" in rest:
-                    props = {key: unquote(value) for key, value in _AX_PROP.findall(rest)}
-                for flag in _FLAGS.findall(rest):
-                    props.setdefault(flag, "True")
-            node = _Node(role, _clean_name(name), props, len(tabs), n, [])
+        fields = read(line)
+        if fields is None:
+            continue
+        node = _Node(*fields, n, [])
         depth = node.depth
         while stack and stack[-1].depth >= depth:
             stack.pop()
         (stack[-1].children if stack else roots).append(node)
         stack.append(node)
     return roots
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _ax_line(line: str) -> tuple[str, str, dict[str, str], int] | None:
+    """(role, name, properties, depth) of one axtree line, None for a blank one. A run's pages repeat two lines in
+    three (menus, grids), so each distinct line is read once; the properties are shared, never changed."""
+    m = _AX_FULL.match(line)
+    if m is None:
+        if not line.strip():
+            return None
+        return "StaticText", _clean_name(unquote(line.strip())), {}, len(line) - len(line.lstrip("\t"))
+    tabs, role, single, double, rest = m.groups()
+    name = single if single is not None else double or ""
+    if "\\" in name:
+        name = name.replace("\\'", "'").replace('\\"', '"')
+    props: dict[str, str] = {}
+    if rest:
+        if "=" in rest:
+            props = {key: unquote(value) for key, value in _AX_PROP.findall(rest)}
+        for flag in _FLAGS.findall(rest):
+            props.setdefault(flag, "True")
+    return role, _clean_name(name), props, len(tabs)
 
 
 def _node_text(node: _Node) -> str:

@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+import re
+import sys
+from array import array
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from .blocks import Page, read_page_record
 from .errors import PoolError
@@ -41,7 +45,8 @@ TERMS = "terms.txt"
 LINES = "lines.bin"
 CACHE = "cache"
 POOL_FIELDS = {"slices": ("page", "context"), "events": ("event",), "notes": ("note",)}
-POSTING = np.dtype([("doc", "<u4"), ("term", "<u4"), ("tf", "<u2")])
+POSTING_FIELDS = [("doc", "<u4"), ("term", "<u4"), ("tf", "<u2")]
+"""One posting of a field's index: a document, a term, the term's count in it (numpy's `POSTING` dtype)."""
 PAGES = "slices/pages.jsonl"
 PAGES_INDEX = "slices/pages.idx"
 
@@ -118,14 +123,48 @@ def read_manifest(root: str | os.PathLike, opener: Opener = _open) -> dict:
     return manifest
 
 
+def __getattr__(name: str) -> Any:
+    """`POSTING`, numpy's dtype of a posting, made when first asked for: the sandbox's programs that read no
+    postings (`rbplan`, `search`, `show`) do not pay numpy's import (0.15-0.3 s of a call)."""
+    if name == "POSTING":
+        return _posting()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _posting() -> np.dtype:
+    import numpy
+
+    globals()["POSTING"] = dtype = numpy.dtype(POSTING_FIELDS)
+    return dtype
+
+
+def _line_bounds(raw: bytes) -> tuple[Sequence[int], Sequence[int]]:
+    """(starts, ends) of the lines of `raw`: by numpy when it is loaded already (the host, R), else by a scan."""
+    if sys.modules.get("numpy") is not None:
+        import numpy
+
+        ends = numpy.flatnonzero(numpy.frombuffer(raw, dtype=numpy.uint8) == 10)
+        starts = numpy.concatenate(([0], ends[:-1] + 1)) if len(ends) else numpy.zeros(0, dtype=numpy.int64)
+        return cast(Sequence[int], starts), cast(Sequence[int], ends)
+    ends_list = [m.start() for m in re.finditer(b"\n", raw)]
+    return [0, *(end + 1 for end in ends_list[:-1])] if ends_list else [], ends_list
+
+
+def _u64s(raw: bytes) -> Sequence[int]:
+    """Little-endian unsigned 64-bit numbers (the page index), without numpy."""
+    numbers = array("Q")
+    numbers.frombytes(raw)
+    if sys.byteorder != "little":
+        numbers.byteswap()
+    return numbers
+
+
 class Docs:
     """A pool's document records, indexable like a list; each JSON line is parsed the first time it is asked for."""
 
     def __init__(self, raw: bytes):
         self._raw = raw
-        ends = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == 10)
-        self._starts = np.concatenate(([0], ends[:-1] + 1)) if len(ends) else np.zeros(0, dtype=np.int64)
-        self._ends = ends
+        self._starts, self._ends = _line_bounds(raw)
         self._parsed: dict[int, dict] = {}
 
     def __len__(self) -> int:
@@ -164,7 +203,7 @@ class PoolSnapshot:
         self.stamp = self.manifest["stamp"]
         self._docs: dict[str, Docs] = {}
         self._terms: list[str] | None = None
-        self._page_ends: np.ndarray | None = None
+        self._page_ends: Sequence[int] | None = None
 
     def _open_files(self) -> dict[str, BinaryIO]:
         """The data files the manifest commits bytes of, opened now."""
@@ -226,15 +265,20 @@ class PoolSnapshot:
     def live(self, pool: str) -> np.ndarray:
         """True for the documents of each trajectory's current generation (reads every document: the index build
         stores the result, see bm25.BM25Index.live)."""
+        import numpy as np
+
         gens = self.manifest["trajectories"]
         docs = self.docs(pool)
         return np.fromiter((gens.get(d["t"]) == d["g"] for d in docs), dtype=bool, count=len(docs))
 
     def postings(self, pool: str, field: str) -> np.ndarray:
+        import numpy as np
+
+        posting = _posting()
         count = self.manifest["pools"][pool]["fields"].get(field, 0)
         if not count:
-            return np.empty(0, dtype=POSTING)
-        return np.frombuffer(self._read(f"{pool}/{field}.post", count * POSTING.itemsize), dtype=POSTING)
+            return np.empty(0, dtype=posting)
+        return np.frombuffer(self._read(f"{pool}/{field}.post", count * posting.itemsize), dtype=posting)
 
     def terms(self) -> list[str]:
         if self._terms is None:
@@ -246,10 +290,7 @@ class PoolSnapshot:
         """(header, page) of slice document `doc`, parsed at insert; PoolError when the pools hold no page for it."""
         if self._page_ends is None:
             count = self.manifest.get("pages", 0)
-            ends = np.zeros(0, dtype="<u8")
-            if count:
-                ends = np.frombuffer(self._read(PAGES_INDEX, count * 8), dtype="<u8")
-            self._page_ends = ends
+            self._page_ends = _u64s(self._read(PAGES_INDEX, count * 8)) if count else []
         ends = self._page_ends
         if not 0 <= doc < len(ends):
             raise PoolError(f"no page record for slice {doc}: run `runbook reindex` to rebuild the pools")
@@ -257,6 +298,8 @@ class PoolSnapshot:
         return read_page_record(self._read(PAGES, int(ends[doc]) - start, start))
 
     def line_hashes(self) -> np.ndarray:
+        import numpy as np
+
         if not self.manifest["lines"]:
             return np.empty(0, dtype="<u8")
         return np.frombuffer(self._read(LINES, self.manifest["lines"] * 8), dtype="<u8")

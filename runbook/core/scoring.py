@@ -5,6 +5,7 @@ trouble for gotchas)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -95,12 +96,14 @@ def weights_of(items: list[dict], df: Mapping[int, int], n_states: int) -> list[
     ]
 
 
-def title_words(title: str) -> set[str]:
-    """The words of a page title in the question analysis's normal form (lower-case, plurals trimmed)."""
-    return {normalize_term(w) for w in re.findall(r"[a-z0-9]+", title.lower())}
+@functools.lru_cache(maxsize=1 << 14)
+def title_words(title: str) -> frozenset[str]:
+    """The words of a page title in the question analysis's normal form (lower-case, plurals trimmed); a store has
+    few distinct titles (857 among 8,537 states), so each is read once."""
+    return frozenset(normalize_term(w) for w in re.findall(r"[a-z0-9]+", title.lower()))
 
 
-def page_words(pages: Iterable[Sequence[str]]) -> list[list[set[str]]]:
+def page_words(pages: Iterable[Sequence[str]]) -> list[list[frozenset[str]]]:
     """Each menu path of `pages` as the word sets of its steps (fillers aside: 'All Customers' is 'customer')."""
     return [
         [title_words(" ".join(w for w in step.split() if w.lower() not in FILLERS)) for step in path]
@@ -109,7 +112,7 @@ def page_words(pages: Iterable[Sequence[str]]) -> list[list[set[str]]]:
     ]
 
 
-def names_page(title: str, paths: Sequence[Sequence[set[str]]]) -> bool:
+def names_page(title: str, paths: Sequence[Sequence[frozenset[str]]]) -> bool:
     """Whether the title has every word of every step of one of the menu paths (`page_words`)."""
     words = title_words(title)
     return any(all(step <= words for step in path) for path in paths)
@@ -123,7 +126,7 @@ def score_states(
     sites: Iterable[str],
     answers: bool = False,
     anchors: Sequence[int] = (),
-    pages: Sequence[Sequence[set[str]]] = (),
+    pages: Sequence[Sequence[frozenset[str]]] = (),
 ) -> Scores:
     """Every state of `tfs` (the pattern matches per state) scored. `sites`: the sites the question names;
     `answers`: states where the agent reported its answer score more; `anchors`: the question's names

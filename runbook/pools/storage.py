@@ -5,7 +5,6 @@ nothing is rewritten, so updates stay incremental.
 
 from __future__ import annotations
 
-import copy
 import os
 import shutil
 from collections import Counter
@@ -71,7 +70,7 @@ class PoolWriter:
         if fresh and (self.root.exists() or self.root.is_symlink()):
             _remove(self.root)
         self.manifest = read_manifest(self.root, safe_opener(layout))
-        self.committed = copy.deepcopy(self.manifest)
+        self.committed = _copied(self.manifest)
         """The manifest as last committed: what `rollback()` goes back to."""
         self._truncate_to_manifest()
         self.vocab = {t: i for i, t in enumerate(self._read_terms())}
@@ -184,7 +183,7 @@ class PoolWriter:
         self.manifest["stamp"] += 1
         self.manifest[core.UNDO] = self._undo_record()
         self.layout.replace(self.root / MANIFEST, orjson.dumps(self.manifest))
-        self.committed = copy.deepcopy(self.manifest)
+        self.committed = _copied(self.manifest)
 
     def _undo_record(self) -> dict:
         """How to go back to the last committed manifest (core.pools.UNDO), for the trajectories added since."""
@@ -203,6 +202,14 @@ class PoolWriter:
         self.layout.replace(self.root / MANIFEST, orjson.dumps(manifest))
         self.manifest = self.committed = manifest
         self._buffers, self._new_terms, self._fingerprints = {}, [], {}
+
+
+def _copied(manifest: dict) -> dict:
+    """A copy of `manifest` that adding and committing leave as it is: they change its numbers, the pools' nested
+    counts and the trajectories' generations. (copy.deepcopy took 7 ms a commit at 18,000 trajectories, and a
+    commit per trajectory made an insert quadratic; this takes 0.3 ms.)"""
+    pools = {name: dict(pool, fields=dict(pool["fields"])) for name, pool in manifest["pools"].items()}
+    return dict(manifest, pools=pools, trajectories=dict(manifest["trajectories"]))
 
 
 def _remove(folder: Path) -> None:

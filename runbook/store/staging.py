@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from ..budget import count_tokens_batch
+from ..budget import stored_token_counts
 from ..errors import InputError
 from ..trajectory.model import Trajectory, check_id
 from ..trajectory.screenshots import ScreenshotRefused, read_screenshot
@@ -108,7 +108,7 @@ def stage(
     if known_fingerprint == digest:
         return StagedTrajectory(trajectory.id, dirname, digest, None, len(trajectory.states), n_errors=n_errors)
     texts = [render_state(trajectory, s, shots[s.index][1] if s.index in shots else None) for s in trajectory.states]
-    tokens = count_tokens_batch(texts)
+    tokens = stored_token_counts(texts)
     folder = Path(staging_root) / f"{TMP_PREFIX}{dirname}-{os.getpid()}-{os.urandom(4).hex()}"
     try:
         size = _write(folder, digest, canonical_json, trajectory, texts, shots)
