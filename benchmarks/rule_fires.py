@@ -26,6 +26,9 @@ TEXT_MARKS: dict[str, Callable[[str], bool]] = {
     "folded view shows its own lines": lambda t: "above, and here also:)" in t,
     "reply beside an action": lambda t: "the page then said: " in t,
     "event shows the page's message": lambda t: "\npage said: " in t,
+    "folded view says what its action led to": lambda t: (
+        re.search(r"\(the same page as [^\n]*(?:\n(?!\[)[^\n]*){0,12}?\nthe page then said: ", t) is not None
+    ),
     "procedure step shows the page's answer": lambda t: "  → page: " in t,
     "hints note shows what the page said": lambda t: ", the page said: " in t,
     "dialog left unanswered": lambda t: "the dialog was left unanswered" in t,
