@@ -64,6 +64,26 @@ def replies(pages: list[Page]) -> list[list[str]]:
     return out
 
 
+TYPING = frozenset({"fill", "type", "input", "input_text", "send_keys"})
+"""Actions that type text: a line that repeats it afterwards is the field or its suggestions echoing it."""
+
+
+def without_echoes(said: list[list[str]], actions: list[str]) -> list[list[str]]:
+    """`said` (per page, as `replies` gives it) without the lines that repeat what the action before typed: after
+    typing 'egpast' into a user search, 'egpast egpast' is the list of suggestions, not the page's answer."""
+    from .actions import action_name, split_actions, typed_value
+
+    out = [list(said[0])] if said else []
+    for i in range(1, len(said)):
+        typed = [
+            value.lower()
+            for one in split_actions(actions[i - 1])
+            if action_name(one) in TYPING and (value := typed_value(one)) and len(value) >= 2
+        ]
+        out.append([m for m in said[i] if not any(value in m.lower() for value in typed)])
+    return out
+
+
 def _appeared(before: list[Block], after: list[Block]) -> list[Block]:
     left = Counter(b.text for b in before)
     out = []

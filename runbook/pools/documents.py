@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ..core.actions import describe, error_gist, split_actions
 from ..core.blocks import page_record
-from ..core.messages import OpenDialog, replies, unanswered_dialogs, with_replies
+from ..core.messages import OpenDialog, replies, unanswered_dialogs, with_replies, without_echoes
 from ..core.page import parse_page
 from ..core.text import line_hash
 from ..trajectory.model import Trajectory
@@ -72,7 +72,7 @@ def trajectory_docs(trajectory: Trajectory, dirname: str, note_writer=None) -> T
     parsed = with_replies(
         [parse_page(s.text) for s in states], [s.url for s in states], [bool(s.action) for s in states]
     )
-    said = replies(parsed)
+    said = without_echoes(replies(parsed), [s.action or "" for s in states])
     dialogs = unanswered_dialogs(parsed, [s.text for s in states], [s.action or "" for s in states])
     lines = [page.lines() for page in parsed]
     hashes: dict[str, int] = {}  # states of one run share most lines: hash each distinct line once

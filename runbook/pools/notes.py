@@ -12,6 +12,9 @@ FINAL_ACTIONS = {"send_msg_to_user", "done", "report_infeasible", "stop", "answe
 REPLY_CHARS = 160
 REPLIES_SHOWN = 8
 """What the pages said back: shown at most this many times in a hints note, each cut to REPLY_CHARS."""
+STEP_REPLY_CHARS = 100
+"""A procedure step shows the first thing the page said back, cut to this length: the note lists many steps, and a
+long reply in each pushed later steps into the part of the note a budget elides."""
 NAVIGATION_NOISE = {"scroll", "noop", "wait", "take_note", "calculate", "find_elements", "search_page"}
 
 
@@ -47,7 +50,7 @@ def step_lines(trajectory: Trajectory, said: list[list[str]] | None = None) -> l
                 text += f"  !! {error_gist(state.action_error, 160)}"
             reply = said[state.index + 1] if said and n == len(actions) - 1 and state.index + 1 < len(states) else []
             if reply:
-                text += "  → page: " + " | ".join(m[:REPLY_CHARS] for m in reply[:2])
+                text += "  → page: " + reply[0][:STEP_REPLY_CHARS]
             where = short_url(state.url)
             if where != last_url:
                 text = f"@ {where}  {text}"

@@ -8,7 +8,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 
-from ..budget import head_and_tail
+from ..budget import count_tokens, head_and_tail
 from ..context import EvidenceItem
 from ..core.blocks import Page
 from ..core.excerpt import Excerpter
@@ -26,6 +26,8 @@ from .storage import safe_opener, store_error
 
 log = logging.getLogger(__name__)
 
+_STEP_REPLY = re.compile(r"  → page: [^\n]*")
+"""What the page said back after a step of a procedure note (pools/notes.py)."""
 _ANSWER = re.compile(r"\s*(?:send_msg_to_user|done|answer|stop|report_infeasible)\(")
 FINDING_VIEWS = 60
 """The best slices whose pages the findings read."""
@@ -254,7 +256,11 @@ class Retriever:
         return {"notes": self.note_item, "events": self.event_item, "slices": self.slice_item}[hit.pool](hit)
 
     def note_item(self, hit: Hit) -> EvidenceItem:
-        text, _ = head_and_tail(hit.text, self.settings.note_tokens)
+        text = hit.text
+        if count_tokens(text) > self.settings.note_tokens:
+            # a long run's steps before what the pages said back to them: every control it used stays readable
+            text = _STEP_REPLY.sub("", text)
+        text, _ = head_and_tail(text, self.settings.note_tokens)
         return EvidenceItem(
             trajectory_id=hit.trajectory_id,
             text=text,
