@@ -130,3 +130,36 @@ def test_a_request_too_long_for_one_argument_drops_the_page_numbers(real_store, 
     assert candidates is not None
     assert request["scan"]["candidates"] == candidates.runs
     assert request["slice_docs"] == {} and request["pools_stamp"] is None
+
+
+def test_a_search_for_several_runs_reads_only_them(real_store):
+    """A tool call gives the trajectory filter as one string: names separated by commas."""
+    from runbook.core.reader import StoreReader
+
+    reader = StoreReader(str(real_store.root))
+    everywhere = {hit.trajectory for hit in reader.grep("Dashboard", limit=None)}
+    assert {"wa-gitlab-44", "wa-shopping_admin-0"} <= everywhere
+    some = reader.grep("Dashboard", trajectory="wa-gitlab-44, wa-shopping_admin-0,wa-nope-1", limit=None)
+    assert {hit.trajectory for hit in some} == {"wa-gitlab-44", "wa-shopping_admin-0"}
+    globbed = reader.grep("Dashboard", trajectory="wa-gitlab-*,wa-shopping_admin-0", limit=None)
+    assert {hit.trajectory for hit in globbed} == {t for t in everywhere if t.startswith("wa-gitlab-")} | {
+        "wa-shopping_admin-0"
+    }
+
+
+def test_a_gotchas_probe_in_a_large_store_searches_the_candidate_runs(real_store, small_threshold):
+    from runbook.core.choice import Choice
+    from runbook.core.scanout import Run, Step
+
+    question = "Why did the agent's search for the product fail?"
+    candidates = Recall(real_store.root).scan_candidates(analyze(question))
+    assert candidates is not None
+    policy = OfflinePlanner()
+    policy.begin(Task(question, scan_candidates=candidates))
+    plan = policy.plan
+    assert plan is not None and plan.kind == "gotcha"
+    run = candidates.runs[0]
+    plan.choice = Choice(runs=[Run(trajectory_id=run, n_states=2)])
+    plan.steps = [Step(run, 0, action="fill textbox 'Search' with 'zorblax blender'")]
+    probe = policy.probe_arguments()
+    assert probe is not None and probe["trajectory"].split(",") == candidates.runs

@@ -176,7 +176,11 @@ class OfflinePlanner:
         pattern = probe_pattern(plan.typed)
         if not pattern:
             return None
-        return {"pattern": pattern, "ignore_case": True, "field": "text", "sort": "newest", "max_results": 30}
+        probe = {"pattern": pattern, "ignore_case": True, "field": "text", "sort": "newest", "max_results": 30}
+        runs = ",".join(plan.candidates.runs) if plan.candidates is not None else ""
+        if runs and len(runs) < REQUEST_CHARS:  # a large store: the runs the scan read, not every state file
+            probe["trajectory"] = runs
+        return probe
 
     def take_probe(self, output: str) -> None:
         plan = self.plan
