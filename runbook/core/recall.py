@@ -121,7 +121,7 @@ class StateDocs:
         run_of: list[str | None] = [None] * len(docs)
         for d in range(len(docs)):
             if live[d]:
-                doc = docs[d]
+                doc = docs.read(d)
                 by_state[(doc["t"], doc["i"])] = d
                 run_of[d] = doc["t"]
         starts: dict[str, set[int]] = {}

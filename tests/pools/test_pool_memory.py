@@ -1,5 +1,6 @@
-"""The pools' caches (BM25 columns, line counts) are read memory-mapped: the same arrays np.load reads, paged in
-only where a query reads them; a truncated or foreign cache file is rebuilt, as before."""
+"""What the open pools hold in memory: their caches (BM25 columns, line counts) memory-mapped, the same arrays
+np.load reads, paged in only where a query reads them (a truncated cache is rebuilt, as before); parsed documents
+kept only up to a bound, and none kept by a pass over every document."""
 
 from __future__ import annotations
 
@@ -65,3 +66,16 @@ def test_a_truncated_cache_is_rebuilt_with_the_same_index(real_store, tmp_path):
         assert before.term_ids == after.term_ids
     finally:
         path.write_bytes(raw)
+
+
+def test_a_pass_over_every_document_keeps_none_and_lookups_keep_a_bounded_number(real_store, monkeypatch):
+    import runbook.core.pools as pools
+
+    docs = PoolSnapshot(real_store.root / "pools").docs("slices")
+    assert len(docs) > 20
+    every = list(docs)
+    assert not docs._parsed  # read, not kept
+    monkeypatch.setattr(pools, "PARSED_KEPT", 10)
+    for n in range(len(docs)):
+        assert docs[n] == every[n] and len(docs._parsed) <= 10
+    assert docs.read(3) == every[3]
