@@ -4,11 +4,14 @@ the agent hands back (Spans)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.hits import Hit
 from ..core.question import QuestionAnalysis, analyze
 from ..models.messages import Message, ToolSpec
+
+if TYPE_CHECKING:  # numpy comes with it, and the programs that only pass it on need none
+    from ..core.recall import ScanCandidates
 
 
 @dataclass(slots=True)
@@ -27,6 +30,8 @@ class Task:
     analysis: QuestionAnalysis | None = None
     """The question analysed (once per query: method R's ranking, the planner and the packing share it); analysed
     here when not given."""
+    scan_candidates: ScanCandidates | None = None
+    """In a large store, the runs a scan reads (R's best for the question); None: every run."""
 
     def __post_init__(self) -> None:
         if self.analysis is None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .files import save_atomic
+from .files import load_arrays, save_atomic
 from .pools import PoolError, PoolSnapshot
 from .text import stem
 from .weights import K1, B, idf, term_weight  # noqa: F401  (the formula, importable without numpy)
@@ -132,13 +132,14 @@ def load_index(
 
 def _read_cache(snapshot: PoolSnapshot, path: Path) -> BM25Index | None:
     try:
-        with snapshot.open(path) as fh, np.load(fh, allow_pickle=False) as data:
-            if int(data["stamp"]) != snapshot.stamp:
-                return None
-            terms = bytes(data["terms"]).decode("utf-8").split("\n") if data["terms"].size else []
-            return BM25Index(
-                data["indptr"], data["docs"], data["weights"], {t: i for i, t in enumerate(terms)}, data["live"]
-            )
+        with snapshot.open(path) as fh:
+            data = load_arrays(fh)  # mapped: a query pages in its own terms' postings only
+        if int(data["stamp"]) != snapshot.stamp:
+            return None
+        terms = bytes(data["terms"]).decode("utf-8").split("\n") if data["terms"].size else []
+        return BM25Index(
+            data["indptr"], data["docs"], data["weights"], {t: i for i, t in enumerate(terms)}, data["live"]
+        )
     except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, PoolError):
         return None  # a missing, stale, truncated or planted cache is rebuilt
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .files import save_atomic
+from .files import load_arrays, save_atomic
 from .pools import PoolError, PoolSnapshot
 
 MIN_STATES = 8
@@ -85,17 +85,18 @@ def load_line_counts(snapshot: PoolSnapshot, *, write: bool = True) -> LineCount
 def _read_counts(snapshot: PoolSnapshot, path: Path) -> LineCounts | None:
     """The cached counts at `path` when they are of this stamp."""
     try:
-        with snapshot.open(path) as fh, np.load(fh) as data:
-            if int(data["stamp"]) != snapshot.stamp:
-                return None
-            sites = bytes(data["sites"]).decode("utf-8").split("\n") if data["sites"].size else []
-            return LineCounts(
-                data["hashes"],
-                data["counts"],
-                dict(zip(sites, data["site_states"].tolist())),
-                data["by_hash"],
-                data["by_hash_docs"],
-            )
+        with snapshot.open(path) as fh:
+            data = load_arrays(fh)
+        if int(data["stamp"]) != snapshot.stamp:
+            return None
+        sites = bytes(data["sites"]).decode("utf-8").split("\n") if data["sites"].size else []
+        return LineCounts(
+            data["hashes"],
+            data["counts"],
+            dict(zip(sites, data["site_states"].tolist())),
+            data["by_hash"],
+            data["by_hash_docs"],
+        )
     except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, PoolError):
         return None  # a missing, stale, truncated or planted cache is rebuilt
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 
 from .files import check_regular
@@ -117,20 +118,19 @@ def connect(root: str) -> sqlite3.Connection:
     return connect_readonly(os.path.join(root, CATALOG_FILE))
 
 
-def load_catalog(root: str) -> Catalog:
-    """The catalog of the store at `root`, read once."""
+def load_catalog(root: str, only: Iterable[str] | None = None) -> Catalog:
+    """The catalog of the store at `root`, read once; `only`: just these trajectories (ids) and their states, as a
+    scan of a large store reads its candidate runs only (at 179,277 states reading every row took 1.2-1.5 s)."""
     conn = connect(root)
     try:
+        wanted = None if only is None else sorted(set(only))
         rows: dict[str, TrajectoryRow] = {}
         folder_of: dict[str, str] = {}
-        for row in select_rows(conn):
+        for row in _trajectory_rows(conn, wanted):
             rows[row.dir] = row
             folder_of[row.id] = row.dir
         states: dict[StateKey, StateMeta] = {}
-        for tid, i, url, title, ts, action, error, tokens, shot in conn.execute(
-            "SELECT trajectory_id, state_index, url, title, timestamp, action, action_error, tokens, screenshot "
-            "FROM states"
-        ):
+        for tid, i, url, title, ts, action, error, tokens, shot in _state_rows(conn, wanted):
             d = folder_of.get(tid)
             if d is not None:
                 states[(d, i)] = StateMeta(
@@ -139,3 +139,32 @@ def load_catalog(root: str) -> Catalog:
     finally:
         conn.close()
     return Catalog(rows, folder_of, states)
+
+
+ID_BATCH = 500
+"""Trajectory ids bound per query (SQLite allows 999 parameters in older builds)."""
+STATE_COLUMNS = "trajectory_id, state_index, url, title, timestamp, action, action_error, tokens, screenshot"
+
+
+def _trajectory_rows(conn: sqlite3.Connection, wanted: list[str] | None) -> list[TrajectoryRow]:
+    """Every row, or the `wanted` ones, in insertion order."""
+    if wanted is None:
+        return select_rows(conn)
+    batches = [wanted[n : n + ID_BATCH] for n in range(0, len(wanted), ID_BATCH)]
+    found = [row for batch in batches for row in select_rows(conn, _id_in("id", batch), tuple(batch))]
+    return sorted(found, key=lambda row: row.seq)
+
+
+def _state_rows(conn: sqlite3.Connection, wanted: list[str] | None) -> Iterator[tuple]:
+    """Every state's row (STATE_COLUMNS), or the `wanted` trajectories' ones."""
+    if wanted is None:
+        yield from conn.execute(f"SELECT {STATE_COLUMNS} FROM states")
+        return
+    for n in range(0, len(wanted), ID_BATCH):
+        batch = wanted[n : n + ID_BATCH]
+        yield from conn.execute(f"SELECT {STATE_COLUMNS} FROM states {_id_in('trajectory_id', batch)}", tuple(batch))
+
+
+def _id_in(column: str, batch: list[str]) -> str:
+    """A WHERE clause for `column` in one of `batch`'s values (bound as parameters)."""
+    return f"WHERE {column} IN ({', '.join('?' * len(batch))})"

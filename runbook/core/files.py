@@ -79,3 +79,62 @@ def save_atomic(path: Path, **arrays: Any) -> None:
             raise
     except OSError:
         pass
+
+
+def load_arrays(fh: IO[bytes]) -> dict[str, Any]:
+    """The arrays of an `np.savez` file (save_atomic's), memory-mapped from the open file `fh`: a reader pages in
+    only the parts it reads (a query reads its own terms' postings), so a billion-token store's indexes do not all
+    become resident. Members stored compressed, or a layout this does not know, are read whole (np.load).
+    A mapped file must never be cut short in place (a read past its new end is a bus error): every cache is written
+    by save_atomic, a new file renamed into place, and the mapping keeps the old one while it lives."""
+    import mmap
+    import zipfile
+
+    import numpy as np
+
+    try:
+        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # an empty file, or one that cannot be mapped
+        mapped = None
+    arrays: dict[str, Any] = {}
+    with zipfile.ZipFile(fh) as archive:
+        for info in archive.infolist():
+            name = info.filename.removesuffix(".npy")
+            array = _mapped_member(mapped, info) if mapped is not None else None
+            if array is None:
+                with archive.open(info) as member:
+                    array = np.lib.format.read_array(member, allow_pickle=False)
+            arrays[name] = array
+    return arrays
+
+
+def _mapped_member(mapped: Any, info: Any) -> Any:
+    """One stored (uncompressed) .npy member of a zip file as an array over `mapped`; None when it cannot be."""
+    import io
+    import struct
+    import zipfile
+
+    import numpy as np
+
+    if info.compress_type != zipfile.ZIP_STORED:
+        return None
+    local = mapped[info.header_offset : info.header_offset + 30]
+    if len(local) < 30 or local[:4] != b"PK\x03\x04":
+        return None
+    name_len, extra_len = struct.unpack("<HH", local[26:30])
+    start = info.header_offset + 30 + name_len + extra_len
+    head = io.BytesIO(mapped[start : start + min(info.file_size, 1 << 16)])
+    version = np.lib.format.read_magic(head)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(head)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(head)
+    else:
+        return None
+    if fortran or dtype.hasobject:
+        return None
+    count = int(np.prod(shape, dtype=np.int64))
+    offset = start + head.tell()
+    if offset + count * dtype.itemsize > start + info.file_size:
+        return None  # truncated: np.load says so
+    return np.frombuffer(mapped, dtype=dtype, count=count, offset=offset).reshape(shape)

@@ -18,6 +18,7 @@ import os
 import re
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from .catalog import Catalog, StateKey, StateMeta, TrajectoryRow, load_catalog
@@ -72,6 +73,11 @@ class PlanRequest:
     (R ranks pages by their words, the scan by the question's patterns; each finds pages the other misses)."""
     recall_runs: list[str] = field(default_factory=list)
     """The runs whose notes method R ranks best for the question, best first: they weigh in when a run is picked."""
+    slice_docs: dict[str, list[int]] = field(default_factory=dict)
+    """For a large store's candidate runs: {trajectory id: [slice document of its state 0, states]}, so the findings
+    find the chosen pages without reading every document (core.recall.ScanCandidates)."""
+    pools_stamp: int | None = None
+    """The pools' stamp `slice_docs` is of: another stamp's are not used."""
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -87,12 +93,21 @@ class PlanRequest:
             analysis=obj.get("analysis"),
             recall_states=[[str(t), int(i)] for t, i in obj.get("recall_states") or []],
             recall_runs=[str(t) for t in obj.get("recall_runs") or []],
+            slice_docs={str(t): [int(d), int(n)] for t, (d, n) in (obj.get("slice_docs") or {}).items()},
+            pools_stamp=obj.get("pools_stamp"),
         )
+
+    def runs_read(self) -> list[str] | None:
+        """The runs whose catalog rows the plan loads: a large store's candidates and the runs of R's evidence
+        (None: all)."""
+        if self.scan.candidates is None:
+            return None
+        return [*self.scan.candidates, *(t for t, _ in self.recall_states), *self.recall_runs]
 
 
 def plan(request: PlanRequest) -> None:
     """Scan, choose, detail: print the choice, the scan's lines and the chosen states' details."""
-    catalog = load_catalog(default_store_dir())
+    catalog = load_catalog(default_store_dir(), only=request.runs_read())
     scanned = scan_output(request.scan, catalog)
     # chosen on exactly the lines printed, so every run and state it names is in the output
     scan = read_scan("\n".join(scanned.lines))
@@ -215,9 +230,7 @@ def plan_findings(
     root = default_store_dir()
     try:
         snapshot = PoolSnapshot(os.path.join(root, POOLS_DIR))
-        docs = snapshot.docs("slices")
-        gens = snapshot.manifest["trajectories"]
-        doc_of = {(d["t"], d["i"]): n for n, d in enumerate(docs) if gens.get(d["t"]) == d.get("g")}
+        doc_of = slice_docs(snapshot, request)
     except (OSError, PoolError, ValueError):
         return []
     strong = strong_phrases(analysis)
@@ -228,7 +241,7 @@ def plan_findings(
     keys = list(dict.fromkeys(keys))
     views = []
     for t, i in keys:
-        n, m = doc_of.get((t, i)), catalog.state(t, i)
+        n, m = doc_of(t, i), catalog.state(t, i)
         if n is None or m is None:
             continue
         try:
@@ -238,6 +251,32 @@ def plan_findings(
         best = [b.text for b in page.blocks if any(p in b.text for p in strong)]
         views.append(View(t, i, m.time, header.get("title", ""), page, best))
     return findings(analysis, views)
+
+
+def slice_docs(snapshot: PoolSnapshot, request: PlanRequest) -> Callable[[str, int], int | None]:
+    """Which slice document holds a current state: worked out from each run's first document when the host read
+    them at this stamp (a large store's candidates, see core.recall.ScanCandidates), else looked up among every
+    document (reading them took 1.5 s at 179,277 states)."""
+    every: dict[tuple[str, int], int] = {}
+
+    def from_every(t: str, i: int) -> int | None:
+        if not every:
+            gens = snapshot.manifest["trajectories"]
+            docs = snapshot.docs("slices")
+            every.update({(d["t"], d["i"]): n for n, d in enumerate(docs) if gens.get(d["t"]) == d.get("g")})
+        return every.get((t, i))
+
+    if not request.slice_docs or request.pools_stamp != snapshot.stamp:
+        return from_every
+    first = request.slice_docs
+
+    def from_first(t: str, i: int) -> int | None:
+        if t not in first:  # a run the host gave no number for: looked up among every document
+            return from_every(t, i)
+        start, count = first[t]
+        return start + i if 0 <= i < count else None
+
+    return from_first
 
 
 def detail_request(choice: Choice, scan: Scan, request: PlanRequest) -> DetailParams:

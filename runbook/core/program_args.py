@@ -87,7 +87,7 @@ PROGRAM_ARGS: dict[str, tuple[Arg, ...]] = {
         Arg(
             "trajectory",
             ("--trajectory", "-t"),
-            "only this trajectory id (a glob works; repeatable at a shell)",
+            "only these trajectory ids, comma-separated (a glob works; repeatable at a shell)",
             metavar="ID|GLOB",
             repeat=True,
         ),

@@ -218,11 +218,13 @@ class StoreReader(RipgrepSearch):
         self._load()
         rows = self.trajectories(site=site, outcome=outcome)
         if trajectory is not None:
-            wanted = [trajectory] if isinstance(trajectory, str) else list(trajectory)
-            keep = []
-            for r in rows:
-                if any(r.id == w or r.dir == w or fnmatch.fnmatchcase(r.id, w) for w in wanted):
-                    keep.append(r)
+            wanted = trajectory_names(trajectory)
+            exact = {w for w in wanted if not any(c in w for c in "*?[")}
+            globs = [w for w in wanted if w not in exact]
+            # a set for the names, so that a thousand of them (a large store's candidate runs) cost one lookup a row
+            keep = [
+                r for r in rows if r.id in exact or r.dir in exact or any(fnmatch.fnmatchcase(r.id, g) for g in globs)
+            ]
             if not keep and len(wanted) == 1 and not any(c in wanted[0] for c in "*?["):
                 keep = [r for r in rows if r.id == self.trajectory(wanted[0]).id]
             rows = keep
@@ -291,3 +293,10 @@ class StoreReader(RipgrepSearch):
             h["value"] = _value_near(h.line, h.get("after", []), label_rx)
         found = Hits([h for h in hits if h.value is not None], hits.total, hits.states, hits.truncated)
         return _only_changes(found) if changes else found
+
+
+def trajectory_names(trajectory: Any) -> list[str]:
+    """The ids, folder names or globs a trajectory filter names: a name, names separated by commas (a tool call
+    gives one string), or a list of either."""
+    given = [trajectory] if isinstance(trajectory, str) else list(trajectory)
+    return [name.strip() for item in given for name in str(item).split(",") if name.strip()]

@@ -13,7 +13,8 @@ Every hit carries an `id` (n12, e34, s56: pool and document number) that stays v
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -29,7 +30,7 @@ from .findings import at_moment
 from .fusion import collapse_duplicates, latest_first, rrf
 from .hits import Hit
 from .layout import POOLS_DIR, TRAJECTORIES_DIR
-from .pools import Opener, PoolError, PoolSnapshot, read_manifest
+from .pools import Docs, Opener, PoolError, PoolSnapshot, read_manifest
 from .question import QuestionAnalysis, analyze
 from .text import line_hash, stem, tokenize
 
@@ -55,6 +56,12 @@ DIFFER_TOKENS = 60
 """A view folded into an earlier one shows at most this many tokens of the lines only it has."""
 RECENT_FLOOR = 0.5
 """For 'current value' questions, states scoring at least this share of the best BM25 score are ranked by time."""
+SCAN_ALL_STATES = 40_000
+"""Up to this many stored states, C's scan reads every state file (one ripgrep pass, about a second at 8,537); beyond,
+it reads the runs R's index ranks best for the question (at 179,277 states a full scan took 7.5-20 s)."""
+CANDIDATE_STATES, CANDIDATE_RUNS = 20_000, 1_000
+"""A scan of a large store reads the runs of this many of the best states by BM25, at most this many runs (about
+what the whole 928-trajectory store holds)."""
 KIND_PREFIX = {"notes": "n", "events": "e", "slices": "s"}
 POOLS = tuple(KIND_PREFIX)
 
@@ -85,6 +92,49 @@ class Found:
     slices: list[Hit] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ScanCandidates:
+    """What C's scan reads of a large store: R's best runs for the question, and where their pages are."""
+
+    runs: list[str]
+    """Trajectory ids, best first."""
+    first_docs: dict[str, tuple[int, int]]
+    """{trajectory id: (slice document of its state 0, states)} for the runs whose current slices are consecutive:
+    state i's page record is document first + i, found without reading every document."""
+    stamp: int
+    """The pools' stamp the documents are of."""
+
+
+@dataclass
+class StateDocs:
+    """Each current state's slice document, read once per stamp from every document."""
+
+    by_state: dict[tuple[str, int], int]
+    run_of: list[str | None]
+    """The trajectory id of each document (None for an older generation's)."""
+    first: dict[str, tuple[int, int]]
+    """As ScanCandidates.first_docs, for every run."""
+
+    @classmethod
+    def read(cls, docs: Docs, live: np.ndarray) -> StateDocs:
+        by_state: dict[tuple[str, int], int] = {}
+        run_of: list[str | None] = [None] * len(docs)
+        for d in range(len(docs)):
+            if live[d]:
+                doc = docs.read(d)
+                by_state[(doc["t"], doc["i"])] = d
+                run_of[d] = doc["t"]
+        starts: dict[str, set[int]] = {}
+        last: dict[str, int] = {}
+        for (t, i), d in by_state.items():
+            starts.setdefault(t, set()).add(d - i)
+            last[t] = max(last.get(t, 0), i)
+        counts = Counter(t for t, _ in by_state)
+        # consecutive: one start for every state, and states 0..n-1 all there
+        first = {t: (next(iter(s)), counts[t]) for t, s in starts.items() if len(s) == 1 and last[t] == counts[t] - 1}
+        return cls(by_state, run_of, first)
+
+
 def parse_id(text: str) -> tuple[str, int] | None:
     """'n12' -> ('notes', 12); None for anything else."""
     text = text.strip()
@@ -108,7 +158,7 @@ class Recall:
         self.opener = opener
         self.settings = settings or RecallSettings()
         self.write_cache = write_cache
-        self._page_docs: tuple[int, dict[tuple[str, int], int]] | None = None
+        self._state_docs: tuple[int, StateDocs] | None = None
         self._stamp = None
         self.snapshot: PoolSnapshot | None = None
 
@@ -147,19 +197,40 @@ class Recall:
 
     def page_of(self, trajectory_id: str, index: int) -> tuple[dict[str, str], Page] | None:
         """(header, page) of a state as parsed at insert, or None when the pools hold none for it."""
-        self.load()
-        snapshot = self._loaded()
-        if self._page_docs is None or self._page_docs[0] != snapshot.stamp:
-            docs, live = snapshot.docs("slices"), self.indexes["slices"].live
-            by_state = {(docs[d]["t"], docs[d]["i"]): d for d in range(len(docs)) if live[d]}
-            self._page_docs = (snapshot.stamp, by_state)
-        d = self._page_docs[1].get((trajectory_id, index))
+        snapshot, state_docs = self._loaded_state_docs()
+        d = state_docs.by_state.get((trajectory_id, index))
         if d is None:
             return None
         try:
             return snapshot.page(d)
         except (OSError, PoolError):
             return None
+
+    def _loaded_state_docs(self) -> tuple[PoolSnapshot, StateDocs]:
+        """The pools, and which document holds each current state (read once per stamp)."""
+        self.load()
+        snapshot = self._loaded()
+        if self._state_docs is None or self._state_docs[0] != snapshot.stamp:
+            self._state_docs = (snapshot.stamp, StateDocs.read(snapshot.docs("slices"), self.indexes["slices"].live))
+        return snapshot, self._state_docs[1]
+
+    def scan_candidates(self, analysis: QuestionAnalysis, first: Iterable[str] = ()) -> ScanCandidates | None:
+        """The runs C's scan reads of a store of more than SCAN_ALL_STATES states: `first` (R's own evidence),
+        then the runs of the CANDIDATE_STATES best states by BM25; None for a smaller store (every run is read)."""
+        self.load()
+        index = self.indexes["slices"]
+        if int(index.live.sum()) <= SCAN_ALL_STATES:
+            return None
+        snapshot, state_docs = self._loaded_state_docs()
+        runs = dict.fromkeys(first)
+        for d, _ in index.top(self.query(analysis), CANDIDATE_STATES):
+            if len(runs) >= CANDIDATE_RUNS:
+                break
+            run = state_docs.run_of[d]
+            if run is not None:
+                runs.setdefault(run)
+        where = state_docs.first
+        return ScanCandidates(list(runs), {t: where[t] for t in runs if t in where}, snapshot.stamp)
 
     def query(self, analysis: QuestionAnalysis) -> dict[str, float]:
         return query_terms(tokenize(" ".join(analysis.terms)), tokenize(" ".join(analysis.phrases)))

@@ -117,6 +117,16 @@ def in_scope(rows: dict[str, TrajectoryRow], sites: Iterable[str] | None) -> set
     return dirs or None
 
 
+def scanned_folders(catalog: Catalog, params: ScanParams) -> set[str] | None:
+    """The trajectory folders a scan reads: the sites' asked for, among the candidates of a large store (None:
+    every folder)."""
+    scope = in_scope(catalog.rows, params.scope_sites)
+    if params.candidates is None:
+        return scope
+    runs = {catalog.folder_of[t] for t in params.candidates if t in catalog.folder_of}
+    return (runs & scope or runs) if scope is not None else runs
+
+
 TROUBLE = (
     r"(?-u)\b(?:errors?|fail(?:s|ed|ure)?|time[sd]? ?out|timeout|not found|no (?:records|results|matches)|"
     r"could ?n[o']t|cannot|can't|unable|instead|retry|again|did ?n[o']t|wrong|incorrect|intercepts?|"
@@ -159,6 +169,12 @@ class ScanParams:
     """Menu paths the question gives ('Sales > Orders'): the pages their titles name score more."""
     scope_sites: list | None = None
     """Only these sites' states are scanned."""
+    candidates: list[str] | None = None
+    """A large store's runs worth reading (trajectory ids, core.recall.Recall.scan_candidates): only they are
+    scanned, and only their catalog rows are loaded. None: every run."""
+    present: list[int] = field(default_factory=list)
+    """With `candidates`: the patterns whose words the store's index holds somewhere; one the candidates lack is
+    then not called missing (the rest of the store is not read to find out)."""
     image: dict | None = None
     """The question image's signature (hash, thumb): the stored screenshots that look most alike come first."""
     image_top: int = 6
@@ -231,7 +247,7 @@ def scan(params: dict) -> None:
 def scan_output(params: ScanParams, catalog: Catalog | None = None) -> ScanOutput:
     """What scan prints, and every state it matched; `catalog`: load_catalog's result when the caller has it."""
     root = default_store_dir()
-    catalog = catalog or load_catalog(root)
+    catalog = catalog or load_catalog(root, only=params.candidates)
     items = params.patterns
     regexes = [pattern_regex(item) for item in items]
     compiled = [python_regex(rx) for rx in regexes]
@@ -284,7 +300,7 @@ def find_matches(
     """One ripgrep pass with every pattern (and the words of trouble for a gotcha) over the scanned states."""
     items = params.patterns
     trouble = len(items) if params.prefer == "trouble" else None
-    scope = in_scope(catalog.rows, params.scope_sites)
+    scope = scanned_folders(catalog, params)
     longest_first = [regexes[k] for k in sorted(range(len(items)), key=lambda k: -len(items[k]["text"]))]
     tfs = assign(
         run_rg(root, longest_first + ([TROUBLE] if trouble is not None else []), scope),
@@ -295,7 +311,9 @@ def find_matches(
     n_states = max(1, sum(1 for key in catalog.states if scope is None or key[0] in scope))
     df = Counter(k for tf in tfs.values() for k in tf)
     outside = set()
-    if scope is not None:
+    if scope is not None and params.candidates is not None:
+        outside = {k for k in params.present if not df[k]}
+    elif scope is not None:
         unseen = [k for k in range(len(items)) if not df[k]]
         elsewhere = run_rg(root, [regexes[k] for k in unseen], set(catalog.rows) - scope) if unseen else {}
         outside = {k for k in unseen if any(compiled[k].search(text) for found in elsewhere.values() for text in found)}

@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..agent.loop import AgentLoop, AgentRun
 from ..agent.prompts import system_prompt, user_prompt
@@ -41,6 +41,9 @@ from ..store.catalog import TrajectoryRow
 from .sandboxes import SandboxSupply
 from .spans import SpanExpander, fit_pages, focus_terms
 from .weakness import weakness
+
+if TYPE_CHECKING:  # numpy comes with it, and the programs that only pass it on need none
+    from ..core.recall import ScanCandidates
 
 NOT_CHOSEN = "seen by the agent, not chosen"
 UNCHECKED = "fast retrieval, not checked by the agent"
@@ -154,8 +157,15 @@ class CodingAgentMemory:
             # only as long as the thread lives (bwrap's --die-with-parent)
             recalling = pool.submit(self.recall_and_shares, question, analysis, budget)
             with self.sandboxes.sandbox() as box:
-                recall, shares = recalling.result()
-                task = Task(question, image, [hit for hit, _ in recall], term_shares=shares, analysis=analysis)
+                recall, shares, candidates = recalling.result()
+                task = Task(
+                    question,
+                    image,
+                    [hit for hit, _ in recall],
+                    term_shares=shares,
+                    analysis=analysis,
+                    scan_candidates=candidates,
+                )
                 user = Message(
                     "user",
                     user_prompt(question, overview=self.overview(), has_image=bool(image), recall=task.recall),
@@ -189,10 +199,14 @@ class CodingAgentMemory:
 
     def recall_and_shares(
         self, question: str, analysis: QuestionAnalysis, budget: int
-    ) -> tuple[list[tuple[Hit, EvidenceItem]], dict]:
-        """recall(), and how common each word of the question is among the stored states."""
+    ) -> tuple[list[tuple[Hit, EvidenceItem]], dict, ScanCandidates | None]:
+        """recall(), how common each word of the question is among the stored states, and in a large store the runs
+        the sandbox's scan reads (the runs of R's evidence first)."""
         hits = self.recall(question, analysis, budget)
-        return hits, (self.retriever.term_shares(question) if hits else {})
+        if not hits:
+            return hits, {}, None
+        first = [hit.trajectory_id for hit, _ in hits]
+        return hits, self.retriever.term_shares(question), self.retriever.scan_candidates(analysis, first)
 
     def recall(self, question: str, analysis: QuestionAnalysis, budget: int) -> list[tuple[Hit, EvidenceItem]]:
         """Method R's hits for the question with their items: the ones R would put in a `budget` context first

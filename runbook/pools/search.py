@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..budget import count_tokens, head_and_tail
@@ -18,7 +19,7 @@ from ..core.layout import state_relpath
 from ..core.pools import PoolError, undo_fingerprints
 from ..core.pools import read_manifest as core_read_manifest
 from ..core.question import QuestionAnalysis, analyze, names_label
-from ..core.recall import Found, Recall, RecallSettings
+from ..core.recall import Found, Recall, RecallSettings, ScanCandidates
 from ..core.text import tokenize
 from ..errors import StoreError
 from ..store import Store
@@ -201,6 +202,10 @@ class Retriever:
     def find(self, question: str, budget: int, analysis: QuestionAnalysis | None = None) -> Found:
         """The ranked hits of every pool for `question` (slices cut for a context of `budget` tokens)."""
         return self._load().recall.find(analysis or analyze(question), slice_chars=self.slice_cap(budget) * 3)
+
+    def scan_candidates(self, analysis: QuestionAnalysis, first: Sequence[str] = ()) -> ScanCandidates | None:
+        """The runs C's scan reads of a large store (core.recall.Recall.scan_candidates); None: every run."""
+        return self._load().recall.scan_candidates(analysis, first)
 
     def page_of(self, trajectory_id: str, index: int) -> tuple[dict[str, str], Page] | None:
         """(header, page) of one state as parsed at insert; None when the pools hold none for it."""

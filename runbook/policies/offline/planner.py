@@ -23,8 +23,9 @@ with the same arguments; the planner finishes with what it has.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...agent.specs import PLAN
 from ...agent.types import Task
@@ -34,6 +35,7 @@ from ...core.plan import PlanRequest
 from ...core.question import QuestionAnalysis
 from ...core.scan import ScanParams
 from ...core.scanout import Scan, Step, find_hit, json_lines, read_scan, read_steps
+from ...core.text import tokenize
 from ...errors import ConfigError
 from ...models.messages import Message, ToolCall, ToolSpec
 from .analysis import write_analysis
@@ -41,6 +43,9 @@ from .image import question_image
 from .probe import probe_pattern, read_probe, typed_values
 from .spans import SPAN_GAP, spans_of
 from .terms import patterns_for, without_common
+
+if TYPE_CHECKING:  # numpy comes with it, and the programs that only pass it on need none
+    from ...core.recall import ScanCandidates
 
 OUTPUT_VIEW_TOKENS = 8_000
 """Tokens of one tool output the planner reads: more than the loop's default for models, because it has no context
@@ -50,6 +55,8 @@ SCOPE_SITES = 2
 RECALL_FINDING_STATES = 30
 """Method R's best pages that rbplan's findings read besides the states it chose and scanned (as many as R's own
 findings read)."""
+REQUEST_CHARS = 96_000
+"""rbplan's request is one argument of its command line: Linux takes at most 128 KiB in one."""
 RECALL_RUNS = 5
 """Runs of method R's best notes passed to the choice of a run (procedures, gotchas)."""
 
@@ -73,6 +80,9 @@ class Plan:
     failures: list[str] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)
     """What rbplan worked out from the chosen pages (core.findings): it leads the analysis."""
+    candidates: ScanCandidates | None = None
+    """A large store's runs the scan reads (the Task's); None: every run."""
+    term_shares: dict[str, float] = field(default_factory=dict)
 
     @property
     def kind(self) -> str:
@@ -96,7 +106,13 @@ class OfflinePlanner:
         assert analysis is not None  # Task.__post_init__ analyses the question when it was not given
         patterns = without_common(patterns_for(analysis), task.term_shares)
         self.plan = Plan(
-            question=task.question, analysis=analysis, patterns=patterns, image=task.image, recall=list(task.recall)
+            question=task.question,
+            analysis=analysis,
+            patterns=patterns,
+            image=task.image,
+            recall=list(task.recall),
+            candidates=task.scan_candidates,
+            term_shares=task.term_shares,
         )
 
     def next(self, messages: list[Message], tools: list[ToolSpec]) -> Message:
@@ -138,7 +154,7 @@ class OfflinePlanner:
             image=question_image(plan.image) if plan.image else None,
         )
         recalled = [list(hit.key) for hit in plan.recall if hit.pool == "slices" and not hit.same_as]
-        return PlanRequest(
+        request = PlanRequest(
             scan=params,
             kind=plan.kind,
             wants_latest=plan.analysis.wants_latest,
@@ -146,6 +162,9 @@ class OfflinePlanner:
             recall_states=recalled[:RECALL_FINDING_STATES],
             recall_runs=[hit.trajectory_id for hit in plan.recall if hit.pool == "notes"][:RECALL_RUNS],
         )
+        if plan.candidates is not None:
+            with_candidates(request, plan.candidates, plan.term_shares)
+        return request
 
     def probe_arguments(self) -> dict[str, Any] | None:
         """For a gotcha whose run typed something: search other pages for what the site has instead."""
@@ -157,7 +176,11 @@ class OfflinePlanner:
         pattern = probe_pattern(plan.typed)
         if not pattern:
             return None
-        return {"pattern": pattern, "ignore_case": True, "field": "text", "sort": "newest", "max_results": 30}
+        probe = {"pattern": pattern, "ignore_case": True, "field": "text", "sort": "newest", "max_results": 30}
+        runs = ",".join(plan.candidates.runs) if plan.candidates is not None else ""
+        if runs and len(runs) < REQUEST_CHARS:  # a large store: the runs the scan read, not every state file
+            probe["trajectory"] = runs
+        return probe
 
     def take_probe(self, output: str) -> None:
         plan = self.plan
@@ -216,6 +239,21 @@ def _pictured_first(recall: list[Hit], pictured: list[tuple[str, int]]) -> list[
     in R's order: the question points at that screenshot, and R's text ranking does not see pictures."""
     rank = {key: n for n, key in enumerate(pictured)}
     return sorted(recall, key=lambda hit: rank.get(hit.key, len(rank)) if hit.pool == "slices" else len(rank))
+
+
+def with_candidates(request: PlanRequest, candidates: ScanCandidates, shares: dict[str, float]) -> None:
+    """A large store's scan reads only the candidate runs; a pattern they lack is missing only when one of its words
+    is written nowhere in the store (R's index says so, without reading the rest). The runs' first slice documents
+    go along while the request stays well inside one program argument's limit (128 KiB)."""
+    scan = request.scan
+    scan.candidates = candidates.runs
+    scan.present = [
+        k for k, item in enumerate(scan.patterns) if all(shares.get(w, 1.0) > 0 for w in tokenize(item["text"]))
+    ]
+    request.slice_docs = {t: [d, n] for t, (d, n) in candidates.first_docs.items()}
+    request.pools_stamp = candidates.stamp
+    if len(json.dumps(request.to_json())) > REQUEST_CHARS:
+        request.slice_docs, request.pools_stamp = {}, None  # the sandbox reads every document instead
 
 
 def _latest_results(messages: list[Message]) -> list[Message]:
