@@ -110,7 +110,7 @@ def _ax_tree(lines: list[str]) -> list[_Node]:
         if stack:
             parent = stack[-1]
             if parent.children:
-                parent.children.append(node)  # type: ignore[union-attr]  # a list once it has a child
+                parent.children.append(node)
             else:
                 parent.children = [node]
         else:
