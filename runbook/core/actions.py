@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from .page import parse_page
@@ -139,6 +140,7 @@ def describe(action: str, page_text: str) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=4096)
 def error_gist(error: str, limit: int = 240) -> str:
     """An action error cut to its gist: the first line plus the lines that say why (e.g. what intercepted a click)."""
     lines = [ln.strip() for ln in error.replace(" ⏎ ", "\n").splitlines() if ln.strip()]
