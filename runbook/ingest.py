@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import shutil
@@ -170,7 +171,7 @@ def _staged(trajectories: Iterable[Trajectory], writer, workers: int, derivers=(
     with ProcessPoolExecutor(
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),
-        initializer=_exit_with_parent,
+        initializer=_init_worker,
         initargs=(os.getpid(),),
     ) as pool:
         window: list = []  # a bounded window of futures keeps memory flat however large the input
@@ -186,6 +187,20 @@ def _staged(trajectories: Iterable[Trajectory], writer, workers: int, derivers=(
                 fut.cancel()
                 if fut.done() and not fut.cancelled() and fut.exception() is None and fut.result().folder:
                     shutil.rmtree(fut.result().folder, ignore_errors=True)
+
+
+WORKER_GC_THRESHOLD = 50_000
+"""A staging worker's first-generation collection threshold (Python's default is 700). A page's parse allocates a
+node per line, all alive until the page is done: at 700 the collector ran every few hundred lines and promoted whole
+trees into older generations it then walked again, a fifth of the staging work (9.2 -> 7.3 s CPU for 300 real
+trajectories in one process). The parse makes no reference cycles, so reference counting frees it either way."""
+
+
+def _init_worker(parent_pid: int) -> None:
+    """In a staging worker: collect garbage rarely, and end when the writer is gone."""
+    gc.freeze()  # what the worker imported lives as long as it does: no collection need walk it again
+    gc.set_threshold(WORKER_GC_THRESHOLD, *gc.get_threshold()[1:])
+    _exit_with_parent(parent_pid)
 
 
 def _exit_with_parent(parent_pid: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from .page import parse_page
@@ -10,6 +11,8 @@ from .text import clean_line
 _CALL = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*\((.*)\)\s*$", re.S)
 _BID = re.compile(r"^\s*(?:index\s*=\s*)?['\"]?(\d+)['\"]?")
 _LINE_ID = re.compile(r"^(\s*)(?:\|SHADOW\(\w+\)\|)?\*?\[(\d+)\]")
+_OTHER_BREAKS = "\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+"""What str.splitlines ends a line at besides "\n"."""
 _LABEL = re.compile(
     r"""(?:text|value|keys|url|options?)\s*=\s*(['"])(.*?)\1|^\s*['"]?\d+['"]?\s*,\s*(['"])(.*?)\3""", re.S
 )
@@ -68,12 +71,24 @@ def typed_value(action: str) -> str | None:
 def control_label(page_text: str, bid: str) -> str:
     """What element `bid` is on the page: "button 'Cancel'", "combobox 'Show … per page'" (a form control as the
     page's structure names it, core.page), "switch 'Spell check'" (DOM text)."""
-    lines = page_text.splitlines()
+    needle = f"[{bid}]"
+    at = page_text.find(needle)
+    if at < 0:
+        return ""  # no line can carry the id
+    if any(ch in page_text for ch in _OTHER_BREAKS):
+        first, lines = 0, page_text.splitlines()
+    else:
+        # lines end at "\n" alone: start at the line of the id's first mention, numbered as splitlines would number
+        # it, instead of splitting the whole page and matching a pattern on every line before it
+        start = page_text.rfind("\n", 0, at) + 1
+        first, lines = page_text.count("\n", 0, start), page_text[start:].splitlines()
     for pos, line in enumerate(lines):
+        if needle not in line:
+            continue
         match = _LINE_ID.match(line)
         if not match or match.group(2) != bid:
             continue
-        named = _field_named(page_text, pos)
+        named = _field_named(page_text, first + pos)
         if named:
             return named
         own = clean_line(line).strip().lstrip("*").strip()
@@ -125,6 +140,7 @@ def describe(action: str, page_text: str) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=4096)
 def error_gist(error: str, limit: int = 240) -> str:
     """An action error cut to its gist: the first line plus the lines that say why (e.g. what intercepted a click)."""
     lines = [ln.strip() for ln in error.replace(" ⏎ ", "\n").splitlines() if ln.strip()]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from .blocks import BLOCK_CHARS, FURNITURE_REGIONS, LIST_ITEM_CHARS, Block, Page, has_words, text_kind, unquote
@@ -37,6 +37,8 @@ FIELD_ROLES = frozenset({"textbox", "searchbox", "combobox", "spinbutton", "chec
 CELL_ROLES = frozenset({"gridcell", "cell", "columnheader", "rowheader"})
 CONTROL_ROLES = frozenset({"link", "button", "menuitem", "tab", "option", "treeitem"})
 TEXT_ROLES = frozenset({"StaticText", "text", "ListMarker", "LineBreak"})
+_LEAF_ROLES = TEXT_ROLES | {"image"}
+"""What a link or button may hold and still be read as one control (built once: it was built per child)."""
 CHOICE_ROLES = frozenset({"tab", "radio", "option"})
 PANEL_ROLES = frozenset({"tabpanel", "group", "region", "generic", "Section"})
 """What a tab list or radio group holds besides its choices: walked as page content, not folded into the choices."""
@@ -74,7 +76,8 @@ class _Node:
     props: dict[str, str]
     depth: int
     line: int
-    children: list[_Node]
+    children: list[_Node] | tuple[()] = ()
+    """A leaf shares the empty tuple: most lines are leaves, and a list each was a third of the tree's allocations."""
     text: str | None = None
     """Its words, once worked out (see _node_text)."""
 
@@ -100,11 +103,18 @@ def _ax_tree(lines: list[str]) -> list[_Node]:
         fields = read(line)
         if fields is None:
             continue
-        node = _Node(*fields, n, [])
-        depth = node.depth
+        role, name, props, depth = fields
+        node = _Node(role, name, props, depth, n)
         while stack and stack[-1].depth >= depth:
             stack.pop()
-        (stack[-1].children if stack else roots).append(node)
+        if stack:
+            parent = stack[-1]
+            if parent.children:
+                parent.children.append(node)
+            else:
+                parent.children = [node]
+        else:
+            roots.append(node)
         stack.append(node)
     return roots
 
@@ -195,7 +205,7 @@ class _AxRenderer:
         elif role == "list" and self.short_list(node):
             items = [_node_text(child) for child in node.children if _node_text(child)]
             self.add("list", f"({len(items)}) " + " · ".join(items), region, node.line, node.end())
-        elif role in CONTROL_ROLES and not any(c.role not in TEXT_ROLES | {"image"} for c in node.children):
+        elif role in CONTROL_ROLES and not any(c.role not in _LEAF_ROLES for c in node.children):
             label = _node_text(node)
             selected = node.props.get("selected") == "True" or node.props.get("checked") in ("True", "true")
             kind = "choice" if selected and role in ("tab", "option", "treeitem") else "control"
@@ -290,10 +300,17 @@ def _descendants(node: _Node) -> Iterator[_Node]:
 def _leaf_texts(node: _Node) -> list[str]:
     """The words of a node's leaves, in page order, a repeat of the one before left out."""
     out: list[str] = []
-    for child in _descendants(node):
-        if not child.children and child.name and has_words(child.name) and (not out or out[-1] != child.name):
-            out.append(child.name)
+    _add_leaf_texts(node, out)
     return out
+
+
+def _add_leaf_texts(node: _Node, out: list[str]) -> None:
+    # recursion into a list, not nested generators: every table cell asks, and each level of `yield from` cost a frame
+    for child in node.children:
+        if child.children:
+            _add_leaf_texts(child, out)
+        elif child.name and has_words(child.name) and (not out or out[-1] != child.name):
+            out.append(child.name)
 
 
 def _cell_text(cell: _Node) -> str:
@@ -317,7 +334,7 @@ def _cell_text(cell: _Node) -> str:
     return text.replace("|", "/")
 
 
-def _name_by_neighbours(children: list[_Node]) -> None:
+def _name_by_neighbours(children: Sequence[_Node]) -> None:
     """A form control with no label of its own takes the short words beside it: 'Show' [combobox ''] 'per page' is
     the control "combobox 'Show … per page'"."""
     for n, child in enumerate(children):

@@ -34,7 +34,8 @@ class PoolDoc:
     meta: dict
     fields: dict[str, str]
     counts: dict | None = None
-    """field -> Counter of index terms, when computed ahead (in the insert's workers) by `count_terms`."""
+    """field -> Counter of index terms, when computed ahead (in the insert's workers) by `count_terms`, which then
+    empties `fields`."""
 
 
 @dataclass(slots=True)
@@ -53,13 +54,16 @@ class TrajectoryDocs:
 
 
 def count_terms(docs: TrajectoryDocs) -> TrajectoryDocs:
-    """Tokenise every document's fields now, so that the pool writer only appends (the costly part moves to workers)."""
+    """Tokenise every document's fields now, so that the pool writer only appends (the costly part moves to workers).
+    The texts are dropped once counted: the writer reads only the counts, so the pages no longer travel back from
+    the worker."""
     from collections import Counter
 
     from ..core.text import tokenize
 
     for doc in (*docs.slices, *docs.events, *docs.notes):
         doc.counts = {name: Counter(tokenize(text)) for name, text in doc.fields.items()}
+        doc.fields = {}
     return docs
 
 
