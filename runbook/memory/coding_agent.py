@@ -166,11 +166,7 @@ class CodingAgentMemory:
                     analysis=analysis,
                     scan_candidates=candidates,
                 )
-                user = Message(
-                    "user",
-                    user_prompt(question, overview=self.overview(), has_image=bool(image), recall=task.recall),
-                    parts=[{"type": "image", "value": str(image)}] if image else [],
-                )
+                user = self.first_message(task)
                 toolbox = ToolBox(
                     box,
                     call_seconds=self.limits.call_seconds,
@@ -196,6 +192,15 @@ class CodingAgentMemory:
                 citations=[item.citation() for item in context.items],
             )
         return context
+
+    def first_message(self, task: Task) -> Message:
+        """The agent's first message: the question, the store's overview, R's recall, the image if any."""
+        image = task.image
+        return Message(
+            "user",
+            user_prompt(task.question, overview=self.overview(), has_image=bool(image), recall=task.recall),
+            parts=[{"type": "image", "value": str(image)}] if image else [],
+        )
 
     def recall_and_shares(
         self, question: str, analysis: QuestionAnalysis, budget: int
