@@ -45,6 +45,8 @@ def _start(tmp_path: Path, store: Path, *command: str, stdin=None) -> tuple[subp
         stdin=stdin,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        # a server started under `nohup` ignores SIGHUP, as it should; a test run under nohup must not pass that on
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
     )
     return proc, tmpdir
 
@@ -69,7 +71,9 @@ def _containers_of(pid: int) -> list:
         client = connect().client
     except SandboxError as exc:
         sandbox_missing(f"no Docker engine: {exc}")
-    return client.containers.list(all=True, filters={"label": [f"{LABEL}=1", f"runbook.owner_pid={pid}"]})
+    # sparse: as listed, not inspected one by one (a used container removed in the background meanwhile was a 404)
+    labels = [f"{LABEL}=1", f"runbook.owner_pid={pid}"]
+    return client.containers.list(all=True, sparse=True, filters={"label": labels})
 
 
 @pytest.mark.docker
