@@ -261,9 +261,7 @@ def slice_docs(snapshot: PoolSnapshot, request: PlanRequest) -> Callable[[str, i
 
     def from_every(t: str, i: int) -> int | None:
         if not every:
-            gens = snapshot.manifest["trajectories"]
-            docs = snapshot.docs("slices")
-            every.update({(d["t"], d["i"]): n for n, d in enumerate(docs) if gens.get(d["t"]) == d.get("g")})
+            every.update(snapshot.state_docs())
         return every.get((t, i))
 
     if not request.slice_docs or request.pools_stamp != snapshot.stamp:

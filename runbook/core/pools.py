@@ -175,13 +175,12 @@ class Docs:
         return len(self._ends)
 
     def __getitem__(self, n: int) -> dict:
+        n = n + len(self) if n < 0 else n
         doc = self._parsed.get(n)
         if doc is None:
-            if n < 0:
-                n += len(self)
             if len(self._parsed) >= PARSED_KEPT:  # a long-lived server's queries would keep every document
                 self._parsed.clear()
-            doc = self._parsed[n] = _loads(self._raw[int(self._starts[n]) : int(self._ends[n])])
+            doc = self._parsed[n] = self.read(n)
         return doc
 
     def __iter__(self) -> Iterator[dict]:
@@ -270,6 +269,12 @@ class PoolSnapshot:
     @property
     def empty(self) -> bool:
         return not self.manifest["trajectories"]
+
+    def state_docs(self) -> dict[tuple[str, int], int]:
+        """{(trajectory id, state index): slice document} for each trajectory's current generation (reads every
+        slice document, keeping none parsed)."""
+        gens = self.manifest["trajectories"]
+        return {(d["t"], d["i"]): n for n, d in enumerate(self.docs("slices")) if gens.get(d["t"]) == d.get("g")}
 
     def docs(self, pool: str) -> Docs:
         """The pool's document records (dead generations included: see `live`)."""

@@ -173,9 +173,7 @@ class StoreReader(RipgrepSearch):
         index = index + rec.n_states if index < 0 else index
         if self._pools is None:
             snapshot = PoolSnapshot(os.path.join(self.root, POOLS_DIR))
-            gens = snapshot.manifest["trajectories"]
-            docs = snapshot.docs("slices")
-            self._pools = (snapshot, {(d["t"], d["i"]): n for n, d in enumerate(docs) if gens.get(d["t"]) == d["g"]})
+            self._pools = (snapshot, snapshot.state_docs())
         snapshot, doc_of = self._pools
         doc = doc_of.get((rec.id, index))
         if doc is None:

@@ -13,7 +13,6 @@ Every hit carries an `id` (n12, e34, s56: pool and document number) that stays v
 from __future__ import annotations
 
 import os
-from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,7 @@ from .findings import at_moment
 from .fusion import collapse_duplicates, latest_first, rrf
 from .hits import Hit
 from .layout import POOLS_DIR, TRAJECTORIES_DIR
-from .pools import Docs, Opener, PoolError, PoolSnapshot, read_manifest
+from .pools import Opener, PoolError, PoolSnapshot, read_manifest
 from .question import QuestionAnalysis, analyze
 from .text import line_hash, stem, tokenize
 
@@ -116,22 +115,19 @@ class StateDocs:
     """As ScanCandidates.first_docs, for every run."""
 
     @classmethod
-    def read(cls, docs: Docs, live: np.ndarray) -> StateDocs:
-        by_state: dict[tuple[str, int], int] = {}
-        run_of: list[str | None] = [None] * len(docs)
-        for d in range(len(docs)):
-            if live[d]:
-                doc = docs.read(d)
-                by_state[(doc["t"], doc["i"])] = d
-                run_of[d] = doc["t"]
-        starts: dict[str, set[int]] = {}
-        last: dict[str, int] = {}
+    def read(cls, snapshot: PoolSnapshot) -> StateDocs:
+        by_state = snapshot.state_docs()
+        run_of: list[str | None] = [None] * len(snapshot.docs("slices"))
+        runs: dict[str, list[tuple[int, int]]] = {}
         for (t, i), d in by_state.items():
-            starts.setdefault(t, set()).add(d - i)
-            last[t] = max(last.get(t, 0), i)
-        counts = Counter(t for t, _ in by_state)
-        # consecutive: one start for every state, and states 0..n-1 all there
-        first = {t: (next(iter(s)), counts[t]) for t, s in starts.items() if len(s) == 1 and last[t] == counts[t] - 1}
+            run_of[d] = t
+            runs.setdefault(t, []).append((i, d))
+        first = {}
+        for t, states in runs.items():
+            start = states[0][1] - states[0][0]
+            # consecutive: state i is document start + i for every i in 0..n-1
+            if all(d - i == start for i, d in states) and {i for i, _ in states} == set(range(len(states))):
+                first[t] = (start, len(states))
         return cls(by_state, run_of, first)
 
 
@@ -211,7 +207,7 @@ class Recall:
         self.load()
         snapshot = self._loaded()
         if self._state_docs is None or self._state_docs[0] != snapshot.stamp:
-            self._state_docs = (snapshot.stamp, StateDocs.read(snapshot.docs("slices"), self.indexes["slices"].live))
+            self._state_docs = (snapshot.stamp, StateDocs.read(snapshot))
         return snapshot, self._state_docs[1]
 
     def scan_candidates(self, analysis: QuestionAnalysis, first: Iterable[str] = ()) -> ScanCandidates | None:

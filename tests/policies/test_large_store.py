@@ -12,7 +12,7 @@ import runbook.core.recall as recall_module
 from runbook.agent.types import Task
 from runbook.core.catalog import load_catalog
 from runbook.core.question import analyze
-from runbook.core.recall import Recall, ScanCandidates, StateDocs
+from runbook.core.recall import Recall, ScanCandidates
 from runbook.ingest import insert_paths
 from runbook.memory import get_memory
 from runbook.policies.offline.planner import OfflinePlanner
@@ -58,10 +58,11 @@ def test_candidates_are_rs_evidence_runs_then_the_best_by_bm25_and_their_pages_a
     assert "wa-shopping_admin-0" in candidates.runs  # the run that answered the question
     snapshot = recall.snapshot
     assert snapshot is not None and candidates.stamp == snapshot.stamp
-    every = StateDocs.read(snapshot.docs("slices"), recall.indexes["slices"].live)
+    # where each state's slice document really is (one generation of each run in this store)
+    every = {(doc["t"], doc["i"]): n for n, doc in enumerate(snapshot.docs("slices"))}
     assert candidates.first_docs  # real runs are inserted state after state
     for tid, (first, count) in candidates.first_docs.items():
-        assert [every.by_state[(tid, i)] for i in range(count)] == list(range(first, first + count))
+        assert [every[(tid, i)] for i in range(count)] == list(range(first, first + count))
 
 
 def test_a_catalog_read_for_some_runs_holds_exactly_their_rows_and_states(real_store):

@@ -83,6 +83,8 @@ class Plan:
     candidates: ScanCandidates | None = None
     """A large store's runs the scan reads (the Task's); None: every run."""
     term_shares: dict[str, float] = field(default_factory=dict)
+    """The Task's share of stored states holding each word of the question: with `candidates`, which patterns the
+    store holds somewhere."""
 
     @property
     def kind(self) -> str:
