@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 
 from .page import parse_page
 from .text import clean_line
@@ -11,6 +12,11 @@ from .text import clean_line
 _CALL = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*\((.*)\)\s*$", re.S)
 _BID = re.compile(r"^\s*(?:index\s*=\s*)?['\"]?(\d+)['\"]?")
 _LINE_ID = re.compile(r"^(\s*)(?:\|SHADOW\(\w+\)\|)?\*?\[(\d+)\]")
+_NAMED = re.compile(r"^\s*(?:\[\d+\] )?(link|heading|gridcell|cell|rowheader|StaticText) '(.+)'")
+"""An element whose name can name the item it sits in (a row's first cell, a card's title link), controls aside."""
+ITEM_LEVELS = 2
+"""How far up a control's ancestors its item's name is looked for: its own list item or row, or the one above."""
+ITEM_CHARS = 60
 _OTHER_BREAKS = "\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 """What str.splitlines ends a line at besides "\n"."""
 _LABEL = re.compile(
@@ -103,8 +109,43 @@ def control_label(page_text: str, bid: str) -> str:
             words = _child_text(lines, pos, len(match.group(1)))
             if words:
                 own = own.removesuffix("''").strip() + f" '{words}'"
-        return own[:120]
+        own = own[:120]
+        named = line[match.end() :].split(",")[0].strip()
+        if (
+            named.endswith("'") and not named.endswith("''") and page_text.count(f"] {named}") > 1
+        ):  # 'Remove' on every row: say which row
+            item = _item_of(page_text.splitlines() if first else lines, first + pos, len(match.group(1)))
+            if item:
+                own += f" (of '{item}')"
+        return own
     return ""
+
+
+def _item_of(lines: list[str], at: int, indent: int) -> str:
+    """The name of the list item, row or card that holds the control on line `at`: the first named element among
+    the lines of its nearest ancestors (at most ITEM_LEVELS up) before it, other than the control's own name."""
+    own = re.search(r"'(.*)'", lines[at])
+    for level, pos in enumerate(_ancestors(lines, at, indent)):
+        if level >= ITEM_LEVELS:
+            break
+        for line in lines[pos + 1 : at]:
+            named = _NAMED.match(line)
+            if named and named.group(2).strip() and (own is None or named.group(2) != own.group(1)):
+                text = clean_line(named.group(2)).strip()
+                if text:
+                    return text if len(text) <= ITEM_CHARS else text[: ITEM_CHARS - 1].rstrip() + "…"
+    return ""
+
+
+def _ancestors(lines: list[str], at: int, indent: int) -> Iterator[int]:
+    """Line numbers of the lines enclosing line `at` (each less indented than the one below it), nearest first."""
+    for pos in range(at - 1, -1, -1):
+        depth = len(lines[pos]) - len(lines[pos].lstrip("\t "))
+        if depth < indent:
+            yield pos
+            indent = depth
+            if depth == 0:
+                return
 
 
 def _field_named(page_text: str, line: int) -> str:

@@ -1,0 +1,42 @@
+"""A control whose name repeats on its page ('Remove' on every cart line, 'View' on every order row) is named with
+the item it belongs to, on real pages of the shared data; a control named once on its page is left as it is."""
+
+from __future__ import annotations
+
+import pytest
+
+from runbook.core.actions import describe
+from tests.conftest import shared_runs
+
+CASES = [
+    # the storefront's mini-cart: each line has its 'Remove'; the agent removed the leftover items one by one
+    ("wa-shopping-792", 4, "click('2240')", "click link 'Remove' (of 'Kosher MRE Meat Meals Ready to Eat, Beef"),
+    # the admin's orders grid: a 'View' link on every row, named by the row's order number
+    ("wa-shopping_admin-129", 16, 'click("1535")', "click link 'View' (of '000000136')"),
+    # the storefront's My Orders table
+    ("wa-shopping-588", 1, "click('1496')", "click link 'View Order' (of '000000194')"),
+]
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, dict]:
+    return shared_runs(*{tid for tid, *_ in CASES})
+
+
+def page(runs: dict, tid: str, index: int) -> str:
+    return runs[tid]["states"][index]["accessibility_tree"]
+
+
+@pytest.mark.parametrize(("tid", "index", "action", "named"), CASES)
+def test_a_repeated_control_is_named_with_its_item(runs, tid, index, action, named):
+    assert describe(action, page(runs, tid, index)).startswith(named)
+
+
+def test_a_control_named_once_is_left_alone(runs):
+    assert describe("click('360')", page(runs, "wa-shopping-792", 4)) == "click link 'View and Edit Cart'"
+
+
+def test_two_lines_of_one_list_name_different_items(runs):
+    cart = page(runs, "wa-shopping-792", 4)
+    first, second = describe("click('2203')", cart), describe("click('2240')", cart)
+    assert first.startswith("click link 'Remove' (of 'Petansy") and "Kosher MRE" in second
