@@ -35,11 +35,23 @@ def with_replies(pages: list[Page], urls: list[str], acted: list[bool]) -> list[
             # the action answered a dialog that hid the page: the page is back, and what is new to both is its answer
             before = before + pages[i - 2].blocks
         new = _appeared(before, pages[i].blocks)
-        replies = {id(b) for b in new if b.kind in REPLY_KINDS and not b.furniture and len(b.text) <= REPLY_CHARS}
-        if 0 < len(replies) <= REPLY_LINES and len(new) <= CHANGED_BLOCKS:
+        replies = _replies(new)
+        if not replies and i >= 2 and acted[i - 2] and _same_place(urls[i - 2], urls[i]):
+            # the page between may have been an overlay the page's text does not mark as a dialog (a modal in
+            # browser-use DOM text): when the page is back as it was two steps ago, what is new to both is its answer
+            new = _appeared(before + pages[i - 2].blocks, pages[i].blocks)
+            replies = _replies(new)
+        if replies:
             blocks = [replace(b, kind="message") if id(b) in replies else b for b in pages[i].blocks]
             out[i] = Page(blocks, pages[i].form)
     return out
+
+
+def _replies(new: list[Block]) -> set[int]:
+    """The ids of the blocks among `new` (what appeared on a page after an action) that are its reply: a few short
+    lines, when little else changed; none otherwise."""
+    replies = {id(b) for b in new if b.kind in REPLY_KINDS and not b.furniture and len(b.text) <= REPLY_CHARS}
+    return replies if 0 < len(replies) <= REPLY_LINES and len(new) <= CHANGED_BLOCKS else set()
 
 
 def _closed_dialog(before: Page, after: Page) -> bool:

@@ -111,6 +111,24 @@ def test_the_answer_to_a_confirmed_dialog_is_a_message_though_the_page_came_back
     assert said[2][0].startswith("Are you sure you want to revoke the API key") and said[3] == ["API key revoked"]
 
 
+@pytest.mark.parametrize(
+    ("tid", "index", "reply"),
+    [
+        ("inf-shopify-web-performance-20260219_023258-e4", 3, "Alert rule removed"),  # Remove, then the modal's
+        ("inf-shopify-web-performance-20260219_023258-h2", 3, 'Theme "Craft" activated'),
+    ],
+)
+def test_the_answer_after_a_modal_the_page_text_does_not_mark_is_a_message(tid, index, reply):
+    # browser-use DOM text shows the confirmation modal as plain lines, no dialog: the page compared with itself
+    # two steps before (the modal gone) has the answer as its only new line
+    from runbook.core.messages import replies
+
+    states = shared_runs(tid)[tid]["states"]
+    pages = [parse_page(s["accessibility_tree"]) for s in states]
+    said = replies(with_replies(pages, [s["url"] for s in states], [bool(s["action"]) for s in states]))
+    assert reply in said[index]
+
+
 def test_what_repeats_the_typed_text_is_no_answer_from_the_page():
     from runbook.core.messages import without_echoes
 
