@@ -31,6 +31,7 @@ from .hits import Hit
 from .layout import POOLS_DIR, TRAJECTORIES_DIR
 from .pools import Opener, PoolError, PoolSnapshot, read_manifest
 from .question import QuestionAnalysis, analyze
+from .scoring import names_page, page_words
 from .text import line_hash, stem, tokenize
 
 SIGHTING_SOURCES = 3
@@ -270,6 +271,10 @@ class Recall:
             # a phrase of the question is a state's title, or part of it: the page the question names
             rankings.append(self.titled(naming, query, scored[0][1]))
             weights.append(TITLE_WEIGHT)
+        if analysis.menu_paths and scored:
+            # the question names a page by its menu path ('Sales > Invoices'): the states of that page
+            rankings.append(self.named_pages(analysis.menu_paths, query, scored[0][1]))
+            weights.append(TITLE_WEIGHT)
         if analysis.moments and scored:
             # the question names when ('on 2025-12-16 at 19:39'): the views of that moment that match it well enough
             rankings.append(self.at_moments(analysis.moments, query, scored[0][1]))
@@ -290,6 +295,22 @@ class Recall:
         return [
             d for d, score in scored if score >= floor and any(p in (docs[d].get("ti") or "").lower() for p in phrases)
         ]
+
+    def named_pages(self, paths: Iterable[Iterable[str]], query: dict[str, float], best: float) -> list[int]:
+        """The states whose title names one of the menu paths ('Sales > Invoices': 'Invoices / Operations / Sales')
+        among the BM25 candidates that match at least MOMENT_FLOOR as well as the best, best first."""
+        docs = self._loaded().docs("slices")
+        words = page_words([list(path) for path in paths])
+        floor = MOMENT_FLOOR * best
+        named: dict[str, bool] = {}  # a store has few distinct titles: each is read once
+        out = []
+        for d, score in self.indexes["slices"].top(query, MOMENT_CANDIDATES):
+            title = docs[d].get("ti") or ""
+            if title not in named:
+                named[title] = names_page(title, words)
+            if score >= floor and named[title]:
+                out.append(d)
+        return out
 
     def at_moments(self, moments: tuple[tuple[str, str], ...], query: dict[str, float], best: float) -> list[int]:
         """The states recorded at the minutes a question names that match it at all, best first; else those of the
@@ -361,7 +382,12 @@ class Recall:
             hit.header, hit.score = header, round(fused_score, 5)
             hits.append(hit)
         by_match = sorted(range(len(hits)), key=lambda n: -hits[n].match)
-        hits = [hits[n] for n, _ in rrf([list(range(len(hits))), by_match], [1.0, MATCH_WEIGHT])]
+        rankings, weights = [list(range(len(hits))), by_match], [1.0, MATCH_WEIGHT]
+        if analysis.menu_paths and fused:  # the page the question names keeps its place after the excerpts' match
+            named = set(self.named_pages(analysis.menu_paths, query, self.indexes["slices"].top(query, 1)[0][1]))
+            rankings.append([n for n, hit in enumerate(hits) if int(hit.id[1:]) in named])
+            weights.append(TITLE_WEIGHT)
+        hits = [hits[n] for n, _ in rrf(rankings, weights)]
         hits = latest_first(hits, hit_page, reorder=wants_time(analysis))
         hits = at_named_minute_first(hits, analysis.moments)
         for hit, dup in zip(hits, collapse_duplicates([h.excerpt for h in hits])):
