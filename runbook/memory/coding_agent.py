@@ -39,8 +39,8 @@ from ..query_input import check_query
 from ..store import Store
 from ..store.catalog import TrajectoryRow
 from .sandboxes import SandboxSupply
-from .spans import SpanExpander, fit_pages, focus_terms
-from .weakness import weakness
+from .spans import PageSlot, SpanExpander, fit_pages, focus_terms
+from .weakness import phrases_lacking, shows_any, weakness
 
 if TYPE_CHECKING:  # numpy comes with it, and the programs that only pass it on need none
     from ..core.recall import ScanCandidates
@@ -57,6 +57,12 @@ left: on the check split (dev3, 111 questions) each of C's 3 losses against R wa
 (7.2-7.3k of 8k tokens) that the agent's spans had displaced."""
 MIN_SPAN_SHARE = 0.1
 """The agent's spans always get at least this share of the budget, however many recall hits it keeps."""
+LACKING_SHARE = 0.25
+"""The agent's spans that show one of the question's names (quoted labels, Capitalised names, ids) which none of
+R's kept evidence shows get at least this share of the budget, ahead of R's evidence: what the agent found that R did
+not."""
+LACKING_STATES = 3
+"""At most this many of those states go ahead."""
 
 
 class CodingAgentMemory:
@@ -301,15 +307,33 @@ class CodingAgentMemory:
         for item in rest:
             item.label = "; ".join(filter(None, [UNCHECKED, item.label]))
         question_analysis = question_analysis or analyze(question)
-        items = SpanExpander(self.store, self._rows(), self.retriever.page_of).expand(spans, label=label)
+        expander = SpanExpander(self.store, self._rows(), self.retriever.page_of)
+        items = expander.expand(spans, label=label)
+        # only when the agent kept R's evidence: otherwise its spans are all there is, in the order it chose
+        lacking = [p for p in phrases_lacking(question_analysis.phrases, [i.render_text() for i in kept]) if is_name(p)]
+        lacking = lacking if kept else []
+        showing = states_showing(items, lacking)[:LACKING_STATES]
+        front: list[tuple[EvidenceItem, list[PageSlot]]] = []
+        if showing:  # those states on their own, ahead; the spans they sat in split around them
+            items = expander.expand([Span(t, i, i) for t, i in showing] + spans, label=label)
+            front, items = items[: len(showing)], items[len(showing) :]
+            for item, _ in front:
+                shown = [p for p in lacking if shows_any(item_text(item, _), [p])]
+                item.label = "; ".join(filter(None, [item.label, "shows " + ", ".join(map(repr, shown))]))
+        back = items
         room = budget - count_tokens(analysis) - 8 - sum(item.measure() for item in kept)
         excerpter = self.retriever.excerpter(question_analysis, *([analyze(analysis)] if analysis else []))
-        fit_pages(items, max(room, int(budget * MIN_SPAN_SHARE)), focus_terms(question_analysis, analysis), excerpter)
-        # the recall hits the agent kept first (method R's evidence, checked or chosen), then what the agent added
+        focus = focus_terms(question_analysis, analysis)
+        if front:
+            fit_pages(front, max(room, int(budget * LACKING_SHARE)), focus, excerpter)
+            room -= sum(item.measure() for item, _ in front)
+        fit_pages(back, max(room, int(budget * MIN_SPAN_SHARE)), focus, excerpter)
+        # the agent's states that show a name none of R's kept evidence shows, first; then the recall hits the agent
+        # kept (method R's evidence, checked or chosen), then what else the agent added
         context = pack(
             question,
             budget,
-            kept + [item for item, _ in items] + rest,
+            [item for item, _ in front] + kept + [item for item, _ in back] + rest,
             analysis=analysis,
             method="c",
             store_root=str(self.store.root),
@@ -350,3 +374,25 @@ class CodingAgentMemory:
             if len(spans) == MAX_SPAN_STATES:
                 break
         return spans
+
+
+def is_name(phrase: str) -> bool:
+    """A phrase that names one thing: several words, or a number or id in it (a lone capitalised word such as an
+    acronym is often written out in full on the page)."""
+    return len(phrase.split()) > 1 or any(ch.isdigit() for ch in phrase)
+
+
+def item_text(item: EvidenceItem, slots: list[PageSlot]) -> str:
+    return " ".join(f"{slot.header} {slot.page}" for slot in slots) if slots else item.text
+
+
+def states_showing(items: list[tuple[EvidenceItem, list[PageSlot]]], phrases: list[str]) -> list[tuple[str, int]]:
+    """The states of the span items that show one of `phrases`, in the spans' order."""
+    if not phrases:
+        return []
+    return [
+        (item.trajectory_id, (item.state_index or 0) + n)
+        for item, slots in items
+        for n, slot in enumerate(slots)
+        if shows_any(f"{slot.header} {slot.page}", phrases)
+    ]

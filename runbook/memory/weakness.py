@@ -61,11 +61,22 @@ def _normal(text: str) -> str:
     return " " + re.sub(r"[^a-z0-9]+", " ", text.lower()) + " "
 
 
+def phrases_lacking(phrases: tuple[str, ...] | list[str], texts: list[str]) -> list[str]:
+    """The exact phrases of a question that none of `texts` shows (case, spacing and punctuation aside)."""
+    everything = _normal(" ".join(texts))
+    return [p for p in phrases if _normal(p).strip() and _normal(p) not in everything]
+
+
+def shows_any(text: str, phrases: list[str]) -> bool:
+    """Whether `text` shows one of `phrases` (case, spacing and punctuation aside)."""
+    normal = _normal(text)
+    return any(_normal(p) in normal for p in phrases)
+
+
 def weakness(context: Context, analysis: QuestionAnalysis | None = None) -> Weakness:
     """R's signals for `context`, the context method R returned for its question."""
     analysis = analysis or analyze(context.question)
-    everything = _normal(" ".join(item.render_text() for item in context.items))
-    missing = [p for p in analysis.phrases if _normal(p).strip() and _normal(p) not in everything]
+    missing = phrases_lacking(analysis.phrases, [item.render_text() for item in context.items])
     top = _normal(" ".join(item.render_text() for item in context.items[:TOP_ITEMS]))
     missing_top = [p for p in analysis.phrases if _normal(p).strip() and _normal(p) not in top]
     terms = [t for t in analysis.terms if len(t) > 2]
