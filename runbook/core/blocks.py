@@ -46,8 +46,8 @@ MESSAGE = re.compile(
     r"merged|completed|archived|restored|disabled|enabled|revoked|disconnected|connected|activated|installed|"
     r"uninstalled|subscribed|unsubscribed|paused|resumed|refunded|invoiced)|"
     r"was (?:saved|added|updated|deleted|created|removed|sent|shipped|posted|cancell?ed)|(?:is|are) required|"
-    r"invalid|failed to|could not|couldn't|cannot be|can't be|unable to|already exists|not found|"
-    r"no (?:records|results|items|matches|products) (?:were )?found|an error|error:|something went wrong|"
+    r"invalid|failed to|could not|couldn't|cannot be|can't be|can't find|cannot find|unable to|already exists|"
+    r"not found|no (?:records|results|items|matches|products) (?:were )?found|an error|error:|something went wrong|"
     r"access denied|please (?:enter|select|try|correct|wait|fix|make sure))(?!\w)"
 )
 

@@ -249,6 +249,9 @@ class _AxRenderer:
         if any(cell.role == "columnheader" for cell in cells):
             self.add("header", " | ".join(texts), "table", node.line, node.end())
             self.table_header = len(self.blocks) - 1
+        elif len([t for t in texts if t.strip()]) == 1 and text_kind("text", "".join(texts), "table") == "message":
+            # a grid's one cell saying why it is empty ('We couldn't find any records.'): what the page said
+            self.add("message", "".join(texts).strip(), "table", node.line, node.end())
         else:
             self.add("row", " | ".join(texts), "table", node.line, node.end(), header=self.table_header)
 

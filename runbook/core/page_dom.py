@@ -261,6 +261,9 @@ class _Walker:
         if header:
             self.add("header", " | ".join(texts), "table", element.line, element.end)
             self.header = len(self.blocks) - 1
+        elif len([t for t in texts if t.strip()]) == 1 and text_kind("text", "".join(texts), "table") == "message":
+            # a grid's one cell saying why it is empty: what the page said
+            self.add("message", "".join(texts).strip(), "table", element.line, element.end)
         else:
             self.add("row", " | ".join(texts), "table", element.line, element.end, header=self.header)
 

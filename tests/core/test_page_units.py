@@ -129,6 +129,14 @@ def test_the_answer_after_a_modal_the_page_text_does_not_mark_is_a_message(tid, 
     assert reply in said[index]
 
 
+def test_a_grid_that_says_why_it_is_empty_says_it_as_a_message():
+    # the admin's grid: a row of one cell, 'We couldn't find any records.', under the column names
+    tid = "wa-shopping_admin-0"
+    page = parse_page(shared_runs(tid)[tid]["states"][2]["accessibility_tree"])
+    assert "We couldn't find any records." in messages(page)
+    assert not any(b.kind == "row" and "couldn't find" in b.text for b in page.blocks)
+
+
 def test_what_repeats_the_typed_text_is_no_answer_from_the_page():
     from runbook.core.messages import without_echoes
 
