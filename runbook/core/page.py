@@ -141,6 +141,11 @@ def _ax_line(line: str) -> tuple[str, str, dict[str, str], int] | None:
     return role, _clean_name(name), props, len(tabs)
 
 
+def _holds_live_region(node: _Node) -> bool:
+    """Whether a status or alert region sits inside `node` (the values a page announces when they change)."""
+    return any(child.role in ("status", "alert") or _holds_live_region(child) for child in node.children)
+
+
 def _node_text(node: _Node) -> str:
     """The node's words: its name, else its descendants' text, joined (worked out once per node)."""
     if node.text is None:
@@ -252,6 +257,10 @@ class _AxRenderer:
         elif len([t for t in texts if t.strip()]) == 1 and text_kind("text", "".join(texts), "table") == "message":
             # a grid's one cell saying why it is empty ('We couldn't find any records.'): what the page said
             self.add("message", "".join(texts).strip(), "table", node.line, node.end())
+        elif _holds_live_region(node):
+            # a row whose values the page announces (a status region: a route's 'Distance: 2.4km . Time: 0:04'):
+            # what the page said back, shown with every cited view as a message is
+            self.add("message", " | ".join(t for t in texts if t.strip()), "table", node.line, node.end())
         else:
             self.add("row", " | ".join(texts), "table", node.line, node.end(), header=self.table_header)
 

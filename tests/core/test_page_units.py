@@ -137,6 +137,14 @@ def test_a_grid_that_says_why_it_is_empty_says_it_as_a_message():
     assert not any(b.kind == "row" and "couldn't find" in b.text for b in page.blocks)
 
 
+def test_a_row_the_page_announces_is_a_message(runs):
+    # OSM's route summary: the distance and time sit in status regions inside the row's cell
+    tid, index = RUNS["directions"]
+    page = parse_page(runs[tid]["states"][index]["accessibility_tree"])
+    said = [m for m in messages(page) if m.startswith("Distance:")]
+    assert len(said) == 1 and "Time:" in said[0] and any(ch.isdigit() for ch in said[0])
+
+
 def test_what_repeats_the_typed_text_is_no_answer_from_the_page():
     from runbook.core.messages import without_echoes
 
