@@ -57,12 +57,10 @@ def count_terms(docs: TrajectoryDocs) -> TrajectoryDocs:
     """Tokenise every document's fields now, so that the pool writer only appends (the costly part moves to workers).
     The texts are dropped once counted: the writer reads only the counts, so the pages no longer travel back from
     the worker."""
-    from collections import Counter
-
-    from ..core.text import tokenize
+    from ..core.text import term_counts
 
     for doc in (*docs.slices, *docs.events, *docs.notes):
-        doc.counts = {name: Counter(tokenize(text)) for name, text in doc.fields.items()}
+        doc.counts = {name: term_counts(text) for name, text in doc.fields.items()}
         doc.fields = {}
     return docs
 

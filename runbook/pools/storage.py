@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections import Counter
 from pathlib import Path
 from typing import BinaryIO, cast
 
@@ -16,7 +15,7 @@ import orjson
 
 from ..core import pools as core
 from ..core.pools import LINES, MANIFEST, PAGES, PAGES_INDEX, POOL_FIELDS, POSTING, TERMS, PoolSnapshot
-from ..core.text import tokenize
+from ..core.text import term_counts
 from ..errors import StoreError, UnsafeStoreFile
 from ..store.layout import Layout
 from .documents import PoolDoc, TrajectoryDocs
@@ -136,7 +135,7 @@ class PoolWriter:
             for offset, doc in enumerate(docs):
                 counts = doc.counts.get(field) if doc.counts is not None else None
                 if counts is None:
-                    counts = Counter(tokenize(doc.fields.get(field, "")))
+                    counts = term_counts(doc.fields.get(field, ""))
                 if counts:
                     ids = np.array(self._term_ids(counts), dtype="<u4")
                     block = np.empty(len(counts), dtype=POSTING)
