@@ -74,3 +74,25 @@ def test_reindex_of_a_store_without_pools(store, tmp_path):
     assert not (store.layout.pools / "manifest.json").exists()
     reindex(store, workers=1)
     assert _live_ids(store) == {("t-a", i) for i in range(3)}
+
+
+def test_pool_files_kept_open_across_commits_are_closed_and_reopened(store, tmp_path):
+    import gc
+    import os
+
+    from runbook.pools.documents import trajectory_docs
+
+    _insert(store, tmp_path, [_trajectory("t-a", "alpha")])
+    fds = len(os.listdir("/proc/self/fd"))
+    writer = PoolWriter(store.layout)
+    writer.add(trajectory_docs(_trajectory("t-x", "xray"), "t-x"))
+    writer.commit()
+    assert len(os.listdir("/proc/self/fd")) > fds  # the appended files stay open for the next commit
+    writer.close()
+    assert len(os.listdir("/proc/self/fd")) == fds
+    writer.add(trajectory_docs(_trajectory("t-y", "yankee"), "t-y"))
+    writer.commit()  # after close: opened again
+    del writer
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) == fds  # a writer that is garbage closes its files
+    assert _live_ids(store) == {(t, i) for t in ("t-a", "t-x", "t-y") for i in range(3)}
