@@ -111,6 +111,33 @@ def stored_token_counts(texts: Sequence[str]) -> list[int]:
     return [fast.count(text) if text else 0 for text in texts]
 
 
+_STARTS_WITH_TEXT = re.compile(r"[^\S\r\n]*\S")
+_counted_bodies: dict[str, int] = {}
+COUNTED_BODIES = 512
+"""Page bodies whose counts a staging worker keeps: a third of the real states show a page another state showed."""
+
+
+def stored_token_counts_of_parts(parts: Sequence[tuple[str, str]]) -> list[int]:
+    """`stored_token_counts` of each `head + body`, each distinct body counted once: when the head ends a line and
+    the body's first line has text, no cl100k piece crosses between them (see _SAFE_SPLIT), so the count is the sum
+    of the two; otherwise the whole text is counted."""
+    fast = _fast_encoding()
+    if fast is None:
+        return count_tokens_batch([head + body for head, body in parts])
+    out = []
+    for head, body in parts:
+        if not (head.endswith("\n") and _STARTS_WITH_TEXT.match(body)):
+            out.append(fast.count(head + body) if head or body else 0)
+            continue
+        n = _counted_bodies.get(body)
+        if n is None:
+            if len(_counted_bodies) >= COUNTED_BODIES:
+                _counted_bodies.clear()
+            n = _counted_bodies[body] = fast.count(body)
+        out.append(fast.count(head) + n)
+    return out
+
+
 @functools.cache
 def _fast_encoding():  # -> quicktok.Tokenizer | None: quicktok ships no type information
     try:

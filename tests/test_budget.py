@@ -167,3 +167,35 @@ def test_a_refused_budget_is_shown_short():
     with pytest.raises(BudgetError) as refused:
         parse_budget("x" * 10_000)
     assert len(str(refused.value)) < 200
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES | st.text(max_size=40), min_size=0, max_size=60), st.sampled_from(["", "x", "a\n", "---\n"]))
+def test_stored_counts_of_a_head_and_a_body_are_the_counts_of_their_concatenation(parts, head):
+    """A body counted once and added to each head's count gives tiktoken's count of the whole state file."""
+    from runbook.budget import encoding, stored_token_counts_of_parts
+
+    body = "".join(parts)
+    pairs = [(head, body), ("time: 1\n---\n", body), ("time: 2\n---\n", body), (head, "\t" + body), (head, "")]
+    expected = [len(encoding().encode_ordinary(h + b)) for h, b in pairs]
+    assert stored_token_counts_of_parts(pairs) == expected
+
+
+def test_stored_counts_of_real_state_files_from_their_parts():
+    import gzip
+
+    import orjson
+
+    from runbook.budget import encoding, stored_token_counts_of_parts
+    from runbook.store.statefile import state_file_parts
+    from runbook.trajectory.model import trajectory_from_dict
+    from tests.conftest import require_shared
+
+    data = require_shared()
+    pairs = []
+    for name in ("webarena", "infinity"):
+        with gzip.open(data / name / "trajectories.jsonl.gz") as fh:
+            for _, line in zip(range(15), fh):
+                trajectory = trajectory_from_dict(orjson.loads(line), check_screenshots=False)
+                pairs += [state_file_parts(trajectory, state, None) for state in trajectory.states] * 2
+    assert stored_token_counts_of_parts(pairs) == [len(encoding().encode_ordinary(h + b)) for h, b in pairs]

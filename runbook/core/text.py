@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import re
 import zlib
+from collections import Counter
 
 from .question import normalize_term
 
@@ -55,6 +56,50 @@ def strip_markup(text: str) -> str:
 def tokenize(text: str) -> list[str]:
     """Lower-case word tokens (letters/digits runs), element ids skipped: what BM25 indexes."""
     return [t for t in _TOKEN.findall(text.lower()) if t]
+
+
+def _word_bytes_table() -> bytes:
+    table = bytearray(b" " * 256)
+    for kept in b"abcdefghijklmnopqrstuvwxyz0123456789[]\\":
+        table[kept] = kept
+    for upper in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
+        table[upper] = upper + 32
+    for high in range(128, 256):
+        table[high] = high
+    return bytes(table)
+
+
+_WORD_BYTES = _word_bytes_table()
+"""For `term_counts`: ASCII letters lower-cased, digits kept, any other ASCII byte a space, except the brackets and
+backslash of ids and escaped glyphs (a piece holding one goes through `tokenize`); UTF-8's bytes of a non-ASCII
+character are all >= 128, kept."""
+_ASCII_IDS = re.compile(rb"\[[0-9]+\]")
+
+
+def term_counts(text: str) -> Counter[str]:
+    """`Counter(tokenize(text))`, equal to it term for term and in its order (the order gives new terms their ids),
+    at about twice its speed: the pieces between ASCII separators are counted as bytes in C, and only each distinct
+    piece is decoded; a piece with a non-ASCII character, a bracket or a backslash goes through `tokenize`. Every
+    character `tokenize` does not keep in a word is a separator here too, and no id or escape it skips spans one.
+    The order holds because a term first appears in the first piece that holds it."""
+    if "\u03a3" in text:  # capital sigma lower-cases by its neighbours (final sigma), across separators: not per piece
+        return Counter(tokenize(text))
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate
+        return Counter(tokenize(text))
+    if b"[" in data:
+        data = _ASCII_IDS.sub(b" ", data)
+    out: Counter[str] = Counter()
+    get = out.get
+    for piece, n in Counter(data.translate(_WORD_BYTES).split()).items():
+        if piece.isalnum():  # bytes.isalnum: ASCII letters and digits only
+            term = piece.decode()
+            out[term] = get(term, 0) + n
+        else:
+            for term in tokenize(piece.decode()):
+                out[term] = get(term, 0) + n
+    return out
 
 
 @functools.lru_cache(maxsize=500_000)

@@ -51,6 +51,7 @@ class PoolListener:
             self._writer.add(docs, staged.fingerprint)  # the version the catalog commits next
             self._writer.commit()
         except BaseException:
+            self._writer.close()
             self._writer = None  # its memory is ahead of the committed manifest: the next one starts from the files
             raise
         self._before = (staged.trajectory_id, before)
@@ -65,6 +66,7 @@ class PoolListener:
         """At the end of an insert: build the indexes the pools' new stamp needs, so that a query (and the
         read-only sandbox's `recall`) finds them ready."""
         if self._writer is not None:
+            self._writer.close()
             build_caches(store.layout.pools, safe_opener(store.layout))
 
 
@@ -123,6 +125,7 @@ def reindex(
             if progress:
                 progress(n, len(rows))
         writer.commit()
+        writer.close()
         build_caches(fresh, safe_opener(store.layout))
         _swap(fresh, final)
     report.pool_bytes = folder_bytes(final)

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from ..budget import stored_token_counts
+from ..budget import stored_token_counts_of_parts
 from ..errors import InputError
 from ..trajectory.model import Trajectory, check_id
 from ..trajectory.screenshots import ScreenshotRefused, read_screenshot
@@ -27,7 +27,7 @@ from .layout import (
     state_filename,
     trajectory_dirname,
 )
-from .statefile import render_state
+from .statefile import state_file_parts
 
 
 @dataclass(slots=True)
@@ -107,8 +107,11 @@ def stage(
     n_errors = sum(1 for s in trajectory.states if s.action_error)
     if known_fingerprint == digest:
         return StagedTrajectory(trajectory.id, dirname, digest, None, len(trajectory.states), n_errors=n_errors)
-    texts = [render_state(trajectory, s, shots[s.index][1] if s.index in shots else None) for s in trajectory.states]
-    tokens = stored_token_counts(texts)
+    parts = [
+        state_file_parts(trajectory, s, shots[s.index][1] if s.index in shots else None) for s in trajectory.states
+    ]
+    tokens = stored_token_counts_of_parts(parts)
+    texts = [head + body for head, body in parts]
     folder = Path(staging_root) / f"{TMP_PREFIX}{dirname}-{os.getpid()}-{os.urandom(4).hex()}"
     try:
         size = _write(folder, digest, canonical_json, trajectory, texts, shots)

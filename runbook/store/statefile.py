@@ -10,6 +10,11 @@ from ..trajectory.model import State, Trajectory
 
 def render_state(trajectory: Trajectory, state: State, screenshot_rel: str | None) -> str:
     """The state file: every header field on one line so that a grep hit shows it whole."""
+    return "".join(state_file_parts(trajectory, state, screenshot_rel))
+
+
+def state_file_parts(trajectory: Trajectory, state: State, screenshot_rel: str | None) -> tuple[str, str]:
+    """(header, page) of the state file, which is their concatenation."""
     header = {
         "trajectory": trajectory.id,
         "state": f"{state.index} of {len(trajectory.states)}",
@@ -21,7 +26,7 @@ def render_state(trajectory: Trajectory, state: State, screenshot_rel: str | Non
         "thought": state.thought,
         "screenshot": screenshot_rel,
     }
-    return _format.render_header(header) + state.text + ("\n" if not state.text.endswith("\n") else "")
+    return _format.render_header(header), state.text + ("\n" if not state.text.endswith("\n") else "")
 
 
 def parse_state(text: str) -> tuple[dict[str, str], str]:

@@ -74,3 +74,36 @@ def test_reindex_of_a_store_without_pools(store, tmp_path):
     assert not (store.layout.pools / "manifest.json").exists()
     reindex(store, workers=1)
     assert _live_ids(store) == {("t-a", i) for i in range(3)}
+
+
+def test_pool_files_kept_open_across_commits_are_closed_and_reopened(store, tmp_path):
+    import gc
+    import os
+
+    from runbook.pools.documents import trajectory_docs
+
+    def open_pool_files() -> int:
+        pools = str(store.layout.pools.resolve())
+        links = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                links.append(os.readlink(f"/proc/self/fd/{fd}"))
+            except OSError:  # the listing's own fd, gone already
+                pass
+        return sum(link.startswith(pools + os.sep) for link in links)
+
+    _insert(store, tmp_path, [_trajectory("t-a", "alpha")])
+    assert open_pool_files() == 0
+    writer = PoolWriter(store.layout)
+    writer.add(trajectory_docs(_trajectory("t-x", "xray"), "t-x"))
+    writer.commit()
+    assert open_pool_files() > 0  # the appended files stay open for the next commit
+    writer.close()
+    assert open_pool_files() == 0
+    writer.add(trajectory_docs(_trajectory("t-y", "yankee"), "t-y"))
+    writer.commit()  # after close: opened again
+    assert open_pool_files() > 0
+    del writer
+    gc.collect()
+    assert open_pool_files() == 0  # a writer that is garbage closes its files
+    assert _live_ids(store) == {(t, i) for t in ("t-a", "t-x", "t-y") for i in range(3)}
