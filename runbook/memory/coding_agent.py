@@ -307,20 +307,7 @@ class CodingAgentMemory:
         for item in rest:
             item.label = "; ".join(filter(None, [UNCHECKED, item.label]))
         question_analysis = question_analysis or analyze(question)
-        expander = SpanExpander(self.store, self._rows(), self.retriever.page_of)
-        items = expander.expand(spans, label=label)
-        # only when the agent kept R's evidence: otherwise its spans are all there is, in the order it chose
-        lacking = [p for p in phrases_lacking(question_analysis.phrases, [i.render_text() for i in kept]) if is_name(p)]
-        lacking = lacking if kept else []
-        showing = states_showing(items, lacking)[:LACKING_STATES]
-        front: list[tuple[EvidenceItem, list[PageSlot]]] = []
-        if showing:  # those states on their own, ahead; the spans they sat in split around them
-            items = expander.expand([Span(t, i, i) for t, i in showing] + spans, label=label)
-            front, items = items[: len(showing)], items[len(showing) :]
-            for item, _ in front:
-                shown = [p for p in lacking if shows_any(item_text(item, _), [p])]
-                item.label = "; ".join(filter(None, [item.label, "shows " + ", ".join(map(repr, shown))]))
-        back = items
+        front, back = self.lacking_first(spans, label, kept, question_analysis)
         room = budget - count_tokens(analysis) - 8 - sum(item.measure() for item in kept)
         excerpter = self.retriever.excerpter(question_analysis, *([analyze(analysis)] if analysis else []))
         focus = focus_terms(question_analysis, analysis)
@@ -350,6 +337,26 @@ class CodingAgentMemory:
             recall=list(run.recall),
         )
         return context
+
+    def lacking_first(
+        self, spans: list[Span], label: str, kept: list[EvidenceItem], question_analysis: QuestionAnalysis
+    ) -> tuple[list[tuple[EvidenceItem, list[PageSlot]]], list[tuple[EvidenceItem, list[PageSlot]]]]:
+        """The spans' items in two parts: the states that show a name of the question none of R's `kept` evidence
+        shows (at most LACKING_STATES, each on its own and labelled with what it shows), and the rest of the spans
+        split around them. Only when the agent kept R's evidence: otherwise its spans are all there is, in the order
+        it chose."""
+        expander = SpanExpander(self.store, self._rows(), self.retriever.page_of)
+        items = expander.expand(spans, label=label)
+        lacking = [p for p in phrases_lacking(question_analysis.phrases, [i.render_text() for i in kept]) if is_name(p)]
+        showing = states_showing(items, lacking if kept else [])[:LACKING_STATES]
+        if not showing:
+            return [], items
+        items = expander.expand([Span(t, i, i) for t, i in showing] + spans, label=label)
+        front, back = items[: len(showing)], items[len(showing) :]
+        for item, slots in front:
+            shown = [p for p in lacking if shows_any(item_text(item, slots), [p])]
+            item.label = "; ".join(filter(None, [item.label, "shows " + ", ".join(map(repr, shown))]))
+        return front, back
 
     def without_dangling_folds(self, pairs: list[tuple[Hit, EvidenceItem]]) -> list[tuple[Hit, EvidenceItem]]:
         """The recall hits in this order, a view folded into one that does not come before it shown as its own
