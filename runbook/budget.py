@@ -112,9 +112,13 @@ def stored_token_counts(texts: Sequence[str]) -> list[int]:
 
 
 _STARTS_WITH_TEXT = re.compile(r"[^\S\r\n]*\S")
-_counted_bodies: dict[str, int] = {}
 COUNTED_BODIES = 512
 """Page bodies whose counts a staging worker keeps: a third of the real states show a page another state showed."""
+
+
+@functools.lru_cache(maxsize=COUNTED_BODIES)
+def _body_count(body: str) -> int:
+    return _fast_encoding().count(body)
 
 
 def stored_token_counts_of_parts(parts: Sequence[tuple[str, str]]) -> list[int]:
@@ -129,12 +133,7 @@ def stored_token_counts_of_parts(parts: Sequence[tuple[str, str]]) -> list[int]:
         if not (head.endswith("\n") and _STARTS_WITH_TEXT.match(body)):
             out.append(fast.count(head + body) if head or body else 0)
             continue
-        n = _counted_bodies.get(body)
-        if n is None:
-            if len(_counted_bodies) >= COUNTED_BODIES:
-                _counted_bodies.clear()
-            n = _counted_bodies[body] = fast.count(body)
-        out.append(fast.count(head) + n)
+        out.append(fast.count(head) + _body_count(body))
     return out
 
 

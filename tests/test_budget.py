@@ -137,21 +137,27 @@ def test_stored_counts_are_tiktoken_counts(parts):
     assert stored_token_counts(texts) == [len(encoding().encode_ordinary(text)) for text in texts]
 
 
-def test_stored_counts_on_real_state_files():
+def _first_runs(n: int) -> list[dict]:
+    """The first `n` trajectories of each real set in ../shared/data, as JSON objects."""
     import gzip
 
     import orjson
 
-    from runbook.budget import encoding, stored_token_counts
     from tests.conftest import require_shared
 
-    data = require_shared()
-    texts = []
+    runs = []
     for name in ("webarena", "infinity"):
-        with gzip.open(data / name / "trajectories.jsonl.gz") as fh:
-            for _, line in zip(range(25), fh):
-                states = orjson.loads(line)["states"]
-                texts += [state.get("accessibility_tree") or state.get("text") or "" for state in states]
+        with gzip.open(require_shared() / name / "trajectories.jsonl.gz") as fh:
+            runs += [orjson.loads(line) for _, line in zip(range(n), fh)]
+    return runs
+
+
+def test_stored_counts_on_real_state_files():
+    from runbook.budget import encoding, stored_token_counts
+
+    texts = [
+        state.get("accessibility_tree") or state.get("text") or "" for run in _first_runs(25) for state in run["states"]
+    ]
     assert stored_token_counts(texts) == [len(encoding().encode_ordinary(text)) for text in texts]
 
 
@@ -182,20 +188,12 @@ def test_stored_counts_of_a_head_and_a_body_are_the_counts_of_their_concatenatio
 
 
 def test_stored_counts_of_real_state_files_from_their_parts():
-    import gzip
-
-    import orjson
-
     from runbook.budget import encoding, stored_token_counts_of_parts
     from runbook.store.statefile import state_file_parts
     from runbook.trajectory.model import trajectory_from_dict
-    from tests.conftest import require_shared
 
-    data = require_shared()
     pairs = []
-    for name in ("webarena", "infinity"):
-        with gzip.open(data / name / "trajectories.jsonl.gz") as fh:
-            for _, line in zip(range(15), fh):
-                trajectory = trajectory_from_dict(orjson.loads(line), check_screenshots=False)
-                pairs += [state_file_parts(trajectory, state, None) for state in trajectory.states] * 2
+    for run in _first_runs(15):
+        trajectory = trajectory_from_dict(run, check_screenshots=False)
+        pairs += [state_file_parts(trajectory, state, None) for state in trajectory.states] * 2
     assert stored_token_counts_of_parts(pairs) == [len(encoding().encode_ordinary(h + b)) for h, b in pairs]

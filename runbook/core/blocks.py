@@ -106,6 +106,13 @@ def unquote(value: str) -> str:
     return value.replace("\\'", "'").replace('\\"', '"') if "\\" in value else value
 
 
+def empty_grid_line(cells: list[str]) -> str:
+    """The text of a table row whose one non-empty cell says why the grid is empty ('We couldn't find any
+    records.'), else ''."""
+    filled = [t.strip() for t in cells if t.strip()]
+    return filled[0] if len(filled) == 1 and text_kind("text", filled[0], "table") == "message" else ""
+
+
 def text_kind(kind: str, text: str, region: str) -> str:
     if kind != "text":
         return kind

@@ -11,7 +11,17 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from .blocks import BLOCK_CHARS, FURNITURE_REGIONS, LIST_ITEM_CHARS, Block, Page, has_words, text_kind, unquote
+from .blocks import (
+    BLOCK_CHARS,
+    FURNITURE_REGIONS,
+    LIST_ITEM_CHARS,
+    Block,
+    Page,
+    empty_grid_line,
+    has_words,
+    text_kind,
+    unquote,
+)
 from .page_dom import DOM_ELEMENT, dom_blocks
 from .text import clean_line
 
@@ -254,9 +264,8 @@ class _AxRenderer:
         if any(cell.role == "columnheader" for cell in cells):
             self.add("header", " | ".join(texts), "table", node.line, node.end())
             self.table_header = len(self.blocks) - 1
-        elif len([t for t in texts if t.strip()]) == 1 and text_kind("text", "".join(texts), "table") == "message":
-            # a grid's one cell saying why it is empty ('We couldn't find any records.'): what the page said
-            self.add("message", "".join(texts).strip(), "table", node.line, node.end())
+        elif empty_grid_line(texts):  # a grid's one cell saying why it is empty: what the page said
+            self.add("message", empty_grid_line(texts), "table", node.line, node.end())
         elif _holds_live_region(node):
             # a row whose values the page announces (a status region: a route's 'Distance: 2.4km . Time: 0:04'):
             # what the page said back, shown with every cited view as a message is

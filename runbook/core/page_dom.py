@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .blocks import BLOCK_CHARS, LABEL_CHARS, Block, has_words, text_kind, unquote
+from .blocks import BLOCK_CHARS, LABEL_CHARS, Block, empty_grid_line, has_words, text_kind, unquote
 
 DOM_ELEMENT = re.compile(r"^(\t*)(?:\|SHADOW\(\w+\)\|)?(\*?)\[(\d+)\]<(\w+)([^>]*?)\s*/?>$")
 _DOM_SCROLL = re.compile(r"^(\t*)\|scroll element\|<(\w+)([^>]*?)\s*/?>")
@@ -261,9 +261,8 @@ class _Walker:
         if header:
             self.add("header", " | ".join(texts), "table", element.line, element.end)
             self.header = len(self.blocks) - 1
-        elif len([t for t in texts if t.strip()]) == 1 and text_kind("text", "".join(texts), "table") == "message":
-            # a grid's one cell saying why it is empty: what the page said
-            self.add("message", "".join(texts).strip(), "table", element.line, element.end)
+        elif empty_grid_line(texts):  # a grid's one cell saying why it is empty: what the page said
+            self.add("message", empty_grid_line(texts), "table", element.line, element.end)
         else:
             self.add("row", " | ".join(texts), "table", element.line, element.end, header=self.header)
 

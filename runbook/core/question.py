@@ -185,6 +185,12 @@ class QuestionAnalysis:
         return ". ".join(parts) + "."
 
 
+def is_name(phrase: str) -> bool:
+    """A phrase that names one thing: several words, or a number or id in it (a lone capitalised word such as an
+    acronym is often written out in full on the page)."""
+    return len(phrase.split()) > 1 or any(ch.isdigit() for ch in phrase)
+
+
 def analyze(question: str) -> QuestionAnalysis:
     """Read `question` into a QuestionAnalysis (deterministic, no model)."""
     text = " ".join(question.split())

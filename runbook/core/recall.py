@@ -30,7 +30,7 @@ from .fusion import collapse_duplicates, latest_first, rrf
 from .hits import Hit
 from .layout import POOLS_DIR, TRAJECTORIES_DIR
 from .pools import Opener, PoolError, PoolSnapshot, read_manifest
-from .question import QuestionAnalysis, analyze
+from .question import QuestionAnalysis, analyze, is_name
 from .scoring import names_page, page_words
 from .text import line_hash, stem, tokenize
 
@@ -264,9 +264,7 @@ class Recall:
                     via_events.append(d)
         rankings.append(via_events)
         weights.append(0.5)
-        naming = [
-            p.lower() for p in analysis.phrases if len(p) >= 4 and (" " in p.strip() or any(c.isdigit() for c in p))
-        ]
+        naming = [p.lower() for p in analysis.phrases if len(p) >= 4 and is_name(p)]
         if naming and scored:
             # a phrase of the question is a state's title, or part of it: the page the question names
             rankings.append(self.titled(naming, query, scored[0][1]))

@@ -32,7 +32,7 @@ from ..budget import DEFAULT_BUDGET, count_tokens, parse_budget
 from ..config import Settings, load_settings
 from ..context import Context, EvidenceItem, pack
 from ..core.hits import Hit
-from ..core.question import QuestionAnalysis, analyze
+from ..core.question import QuestionAnalysis, analyze, is_name
 from ..models.messages import Message
 from ..policies import get_policy
 from ..query_input import check_query
@@ -383,14 +383,12 @@ class CodingAgentMemory:
         return spans
 
 
-def is_name(phrase: str) -> bool:
-    """A phrase that names one thing: several words, or a number or id in it (a lone capitalised word such as an
-    acronym is often written out in full on the page)."""
-    return len(phrase.split()) > 1 or any(ch.isdigit() for ch in phrase)
-
-
 def item_text(item: EvidenceItem, slots: list[PageSlot]) -> str:
-    return " ".join(f"{slot.header} {slot.page}" for slot in slots) if slots else item.text
+    return " ".join(map(slot_text, slots)) if slots else item.text
+
+
+def slot_text(slot: PageSlot) -> str:
+    return f"{slot.header} {slot.page}"
 
 
 def states_showing(items: list[tuple[EvidenceItem, list[PageSlot]]], phrases: list[str]) -> list[tuple[str, int]]:
@@ -401,5 +399,5 @@ def states_showing(items: list[tuple[EvidenceItem, list[PageSlot]]], phrases: li
         (item.trajectory_id, (item.state_index or 0) + n)
         for item, slots in items
         for n, slot in enumerate(slots)
-        if shows_any(f"{slot.header} {slot.page}", phrases)
+        if shows_any(slot_text(slot), phrases)
     ]

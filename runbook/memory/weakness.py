@@ -76,9 +76,10 @@ def shows_any(text: str, phrases: list[str]) -> bool:
 def weakness(context: Context, analysis: QuestionAnalysis | None = None) -> Weakness:
     """R's signals for `context`, the context method R returned for its question."""
     analysis = analysis or analyze(context.question)
-    missing = phrases_lacking(analysis.phrases, [item.render_text() for item in context.items])
-    top = _normal(" ".join(item.render_text() for item in context.items[:TOP_ITEMS]))
-    missing_top = [p for p in analysis.phrases if _normal(p).strip() and _normal(p) not in top]
+    texts = [item.render_text() for item in context.items]
+    missing = phrases_lacking(analysis.phrases, texts)
+    missing_top = phrases_lacking(analysis.phrases, texts[:TOP_ITEMS])
+    top = _normal(" ".join(texts[:TOP_ITEMS]))
     terms = [t for t in analysis.terms if len(t) > 2]
     covered = [t for t in terms if re.search(rf" {re.escape(_normal(t).strip())}", top)]
     coverage = len(covered) / len(terms) if terms else 1.0

@@ -7,6 +7,7 @@ the error, and what appeared or disappeared on the page. Notes are per trajector
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -71,19 +72,14 @@ def count_terms(docs: TrajectoryDocs) -> TrajectoryDocs:
 COUNTED_PAGES = 512
 """Pages whose term counts a worker keeps: a third of the real states show a page some state showed before (a site's
 start page, a run that reloads), 2,650 of 8,537, and nearly every repeat comes within a few hundred states."""
-_counted_pages: dict[str, Counter[str]] = {}
 
 
+@functools.lru_cache(maxsize=COUNTED_PAGES)
 def _page_terms(text: str) -> Counter[str]:
     """The page field's term counts, counted once per distinct page (shared between documents, never changed)."""
     from ..core.text import term_counts
 
-    counts = _counted_pages.get(text)
-    if counts is None:
-        if len(_counted_pages) >= COUNTED_PAGES:
-            _counted_pages.clear()
-        counts = _counted_pages[text] = term_counts(text)
-    return counts
+    return term_counts(text)
 
 
 def trajectory_docs(trajectory: Trajectory, dirname: str, note_writer=None) -> TrajectoryDocs:

@@ -8,10 +8,9 @@ import pytest
 from runbook.agent.exceptions import Finished
 from runbook.agent.loop import AgentRun
 from runbook.agent.types import Span
-from runbook.core.question import analyze
+from runbook.core.question import analyze, is_name
 from runbook.ingest import insert_paths
 from runbook.memory import get_memory
-from runbook.memory.coding_agent import is_name
 from runbook.pools import insert_listener
 from tests.conftest import make_trajectory, write_jsonl
 
