@@ -345,6 +345,14 @@ def test_the_scan_is_scoped_to_the_sites_of_rs_own_evidence():
         == []
     )  # spread: the whole store
     assert scope_sites([]) == []
+    # one stray item of another site among many of one: the scan reads the one (a spread is never narrowed)
+    maps = [
+        recall_hit(id=f"m{n}", site="map", packed=True, pool="slices", trajectory_id="m", state_index=n)
+        for n in range(8)
+    ]
+    stray = recall_hit(id="r1", site="reddit", packed=True, pool="slices", trajectory_id="r", state_index=0)
+    assert scope_sites([*maps, stray]) == ["map"]
+    assert scope_sites([*maps[:2], stray]) == ["map", "reddit"]
     policy = OfflinePlanner()
     policy.begin(Task("What price does the admin list now?", recall=hits))
     request = policy.next([Message("user", "q")], []).tool_calls[0].arguments["request"]

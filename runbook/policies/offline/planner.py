@@ -24,6 +24,7 @@ with the same arguments; the planner finishes with what it has.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,8 @@ OUTPUT_VIEW_TOKENS = 8_000
 window to spare and reads the whole of its one program call (choice, scan and detail: about 3,800 tokens)."""
 SCOPE_SITES = 2
 """The scan reads only the states of the sites method R's evidence comes from, when they are this few."""
+SCOPE_SITE_SHARE = 0.15
+"""A site counts among those of R's evidence when it holds at least this share of R's items."""
 RECALL_FINDING_STATES = 30
 """Method R's best pages that rbplan's findings read besides the states it chose and scanned (as many as R's own
 findings read)."""
@@ -291,9 +294,14 @@ def _time_of(key: tuple[str, int], scan: Scan, steps: list[Step]) -> str:
 
 def scope_sites(recall: list[Hit]) -> list[str]:
     """The sites of method R's own evidence, when it names at most SCOPE_SITES: where the scan looks (R's
-    evidence of another site stays in the context); none (the whole store) when R has nothing or is spread."""
-    sites = sorted({hit.site for hit in recall if hit.packed and hit.site})
-    return sites if 0 < len(sites) <= SCOPE_SITES else []
+    evidence of another site stays in the context); none (the whole store) when R has nothing or is spread. Of
+    those few, a site that holds less than SCOPE_SITE_SHARE of R's items is a stray match of common words, not where
+    to look (a spread is never narrowed: measured, a question whose site R had missed was found by scanning all)."""
+    counts = Counter(hit.site for hit in recall if hit.packed and hit.site)
+    if not 0 < len(counts) <= SCOPE_SITES:
+        return []
+    total = sum(counts.values())
+    return sorted(site for site, n in counts.items() if n >= SCOPE_SITE_SHARE * total)
 
 
 def premise_in_doubt(scan: Scan, patterns: list[dict[str, Any]]) -> bool:
