@@ -52,6 +52,12 @@ from .scoring import (
     weights_of,
 )
 
+QUOTED_TERM_WEIGHT = 0.5
+"""A question word that a goal has only inside its quotes (the text the agent was to type: 'Post my question, "what
+is the recommended console to buy"') counts this much toward the goal's match: the task is what the goal says
+outside them."""
+_QUOTED = re.compile(r'"[^"]*"|\u201c[^\u201d]*\u201d')
+
 
 # -- the ripgrep pass ------------------------------------------------------------------------------------------
 def run_rg(
@@ -423,7 +429,10 @@ def run_records(
     for d, r in rows.items():
         words = [w for w in re.findall(r"[A-Za-z]+", r.goal) if w.lower() not in FILLERS][:2]
         heads[d] = sum(1 for w in words if any(compiled[k].fullmatch(w) for k in terms))
-        goal_score[d] = sum(gidf[k] for k in goals[d])
+        task = _QUOTED.sub(" ", r.goal)
+        goal_score[d] = sum(
+            gidf[k] * (1.0 if k not in terms or compiled[k].search(task) else QUOTED_TERM_WEIGHT) for k in goals[d]
+        )
     by_states = sorted(totals, key=lambda d: -totals[d])[:limit]
     by_goal = sorted(
         (d for d in rows if goal_score[d] > 0),
