@@ -108,10 +108,8 @@ def _ax_tree(lines: list[str]) -> list[_Node]:
     """The tree of the axtree's lines (one node a line; a line that is not `role 'name'` is a text node)."""
     roots: list[_Node] = []
     stack: list[_Node] = []
-    read = _ax_line
-    for n, line in enumerate(lines):
-        fields = read(line)
-        if fields is None:
+    for n, fields in enumerate(_read_lines(lines)):
+        if not fields:
             continue
         role, name, props, depth = fields
         node = _Node(role, name, props, depth, n)
@@ -129,10 +127,33 @@ def _ax_tree(lines: list[str]) -> list[_Node]:
     return roots
 
 
-@functools.lru_cache(maxsize=1 << 16)
+LINES_KEPT = 1 << 17
+"""Distinct axtree lines whose reading is kept (about 40 MB). A run's pages repeat two lines in three (menus, grids),
+and the two real sets hold 500,000 distinct lines in 4.4 million; the readings are dropped all at once when full."""
+_read: dict[str, tuple[str, str, dict[str, str], int] | tuple[()]] = {}
+"""line -> its reading (_ax_line), or () for a blank line. A plain dict looked up with `map`: an lru_cache's call and
+its reordering cost three times the lookup itself, paid on every line of every page."""
+
+
+def _read_lines(lines: list[str]) -> list[tuple[str, str, dict[str, str], int] | tuple[()]]:
+    """Each line's reading, () for a blank one; each distinct line is read once (the readings are shared, never
+    changed)."""
+    if len(_read) > LINES_KEPT:
+        _read.clear()
+    out = list(map(_read.get, lines))
+    if None in out:
+        for pos, fields in enumerate(out):
+            if fields is None:
+                line = lines[pos]
+                fields = _read.get(line)
+                if fields is None:
+                    fields = _read[line] = _ax_line(line) or ()
+                out[pos] = fields
+    return out  # type: ignore[return-value]  # every None was filled in above
+
+
 def _ax_line(line: str) -> tuple[str, str, dict[str, str], int] | None:
-    """(role, name, properties, depth) of one axtree line, None for a blank one. A run's pages repeat two lines in
-    three (menus, grids), so each distinct line is read once; the properties are shared, never changed."""
+    """(role, name, properties, depth) of one axtree line, None for a blank one."""
     m = _AX_FULL.match(line)
     if m is None:
         if not line.strip():
