@@ -193,7 +193,8 @@ def _node_text(node: _Node) -> str:
 
 
 class _AxRenderer:
-    def __init__(self) -> None:
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
         self.blocks: list[Block] = []
         self.pending: list[tuple[str, int]] = []
         self.pending_region = "main"
@@ -279,20 +280,21 @@ class _AxRenderer:
             for child in node.children:
                 self.walk(child, region)
             return
-        texts = [_cell_text(cell) for cell in cells]
-        if not any(has_words(t) for t in texts):
+        end = node.end()
+        # a row's block depends on its own lines alone (nothing names a node inside it by its neighbours), and a
+        # run's pages show the same rows again and again: each distinct row is read once
+        key = "\n".join(self.lines[node.line : end + 1])
+        made = _rows_read.get(key, _UNREAD)
+        if made is _UNREAD:
+            if len(_rows_read) > ROWS_KEPT:
+                _rows_read.clear()
+            made = _rows_read[key] = _row_block(node, cells)
+        if made is None:
             return
-        if any(cell.role == "columnheader" for cell in cells):
-            self.add("header", " | ".join(texts), "table", node.line, node.end())
+        kind, text = made
+        self.add(kind, text, "table", node.line, end, header=self.table_header if kind == "row" else -1)
+        if kind == "header":
             self.table_header = len(self.blocks) - 1
-        elif empty_grid_line(texts):  # a grid's one cell saying why it is empty: what the page said
-            self.add("message", empty_grid_line(texts), "table", node.line, node.end())
-        elif _holds_live_region(node):
-            # a row whose values the page announces (a status region: a route's 'Distance: 2.4km . Time: 0:04'):
-            # what the page said back, shown with every cited view as a message is
-            self.add("message", " | ".join(t for t in texts if t.strip()), "table", node.line, node.end())
-        else:
-            self.add("row", " | ".join(texts), "table", node.line, node.end(), header=self.table_header)
 
     def field(self, node: _Node, region: str) -> None:
         value = node.props.get("value") or node.props.get("valuetext") or ""
@@ -331,6 +333,30 @@ class _AxRenderer:
             self.add(kind, f"{node.role}: " + " · ".join(parts), region, node.line, node.line)
         for panel in panels:
             self.walk(panel, region)
+
+
+ROWS_KEPT = 1 << 14
+"""Distinct table rows whose block is kept; dropped all at once when full."""
+_UNREAD = ("", "")
+_rows_read: dict[str, tuple[str, str] | None] = {}
+"""a row's lines -> (kind, text) of the block it makes, None when its cells say nothing."""
+
+
+def _row_block(node: _Node, cells: list[_Node]) -> tuple[str, str] | None:
+    """A table row's block: its column names (header), a grid's empty-state line or a status region's values
+    (message), else its cells (row); None when no cell has words."""
+    texts = [_cell_text(cell) for cell in cells]
+    if not any(has_words(t) for t in texts):
+        return None
+    if any(cell.role == "columnheader" for cell in cells):
+        return "header", " | ".join(texts)
+    if empty_grid_line(texts):  # a grid's one cell saying why it is empty: what the page said
+        return "message", empty_grid_line(texts)
+    if _holds_live_region(node):
+        # a row whose values the page announces (a status region: a route's 'Distance: 2.4km . Time: 0:04'):
+        # what the page said back, shown with every cited view as a message is
+        return "message", " | ".join(t for t in texts if t.strip())
+    return "row", " | ".join(texts)
 
 
 def _descendants(node: _Node) -> Iterator[_Node]:
@@ -393,7 +419,7 @@ def _words_of(text: str) -> set[str]:
 
 
 def _axtree_blocks(lines: list[str]) -> list[Block]:
-    renderer = _AxRenderer()
+    renderer = _AxRenderer(lines)
     for root in _ax_tree(lines):
         renderer.walk(root, "main")
     renderer.flush()

@@ -152,3 +152,21 @@ def test_what_repeats_the_typed_text_is_no_answer_from_the_page():
     actions = ["fill('12', 'egpast')", "click('13')", "fill('14', 'Rocco')", ""]
     # the suggestions after typing 'egpast' go; what the page said after a click stays, whatever it repeats
     assert without_echoes(said, actions) == [[], [], ["Member added"], ["You saved the product."]]
+
+
+def test_a_row_read_before_makes_the_block_a_first_reading_makes():
+    # each distinct row's block is kept (core.page._rows_read): met again at other lines, under another header or
+    # none, the row keeps its own lines, the header it now sits under and its kind
+    from runbook.core import page
+
+    row = "\t\trow ''\n\t\t\tgridcell 'Blue shirt'\n\t\t\tgridcell '$12'"
+    first = f"RootWebArea 'Shop'\n\ttable ''\n\t\trow ''\n\t\t\tcolumnheader 'Item'\n\t\t\tcolumnheader 'Price'\n{row}"
+    again = f"RootWebArea 'Shop'\n\theading 'Cart'\n\ttable ''\n{row}\n\t\trow ''\n\t\t\tgridcell ''"
+    fresh = []
+    for text in (first, again):
+        page._rows_read.clear()
+        fresh.append(page._axtree_blocks(text.split("\n")))
+    read_again = [page._axtree_blocks(text.split("\n")) for text in (first, again, again)]  # the row kept
+    assert read_again == [*fresh, fresh[1]]
+    assert [(b.kind, b.start, b.end, b.header) for b in fresh[1] if b.kind == "row"] == [("row", 3, 5, -1)]
+    assert [(b.kind, b.header) for b in fresh[0] if b.kind == "row"] == [("row", 0)]
