@@ -118,9 +118,27 @@ def text_kind(kind: str, text: str, region: str) -> str:
         return kind
     if region == "alert":
         return "message"
+    if len(text) > 200:
+        return "text"
+    found = _text_kinds.get(text)
+    if found is None:
+        if len(_text_kinds) > TEXT_KINDS_KEPT:
+            _text_kinds.clear()
+        found = _text_kinds[text] = _short_text_kind(text)
+    return found
+
+
+TEXT_KINDS_KEPT = 1 << 16
+"""Short texts whose kind is kept; dropped all at once when full."""
+_text_kinds: dict[str, str] = {}
+"""A short text -> its kind. The pages of a site repeat their menus' and labels' texts on every view, and the message
+pattern is tried at every word of a text: each distinct text is tried once."""
+
+
+def _short_text_kind(text: str) -> str:
     if len(text) <= 60 and COUNT.match(text.strip()):
         return "count"
-    if len(text) <= 200 and MESSAGE.search(text):
+    if MESSAGE.search(text):
         return "message"
     return "text"
 
