@@ -170,3 +170,17 @@ def test_a_row_read_before_makes_the_block_a_first_reading_makes():
     assert read_again == [*fresh, fresh[1]]
     assert [(b.kind, b.start, b.end, b.header) for b in fresh[1] if b.kind == "row"] == [("row", 3, 5, -1)]
     assert [(b.kind, b.header) for b in fresh[0] if b.kind == "row"] == [("row", 0)]
+
+
+def test_a_line_read_under_another_element_id_reads_as_it_would_alone():
+    # a line's reading is kept without its element id (core.page._read_without_id): the same line under another id
+    # reads the same, and a line whose id is followed by no role is text, id and all, as _ax_line reads it
+    from runbook.core import page
+
+    lines = ["\t[12] link 'Orders', focused", "\t[340] link 'Orders', focused", "\t[7] 'quoted text'", "\t[8] [9] x"]
+    page._read.clear()
+    page._read_without_id.clear()
+    read = page._read_lines(lines)
+    assert read == [page._ax_line(line) for line in lines]
+    assert read[0] is read[1] and read[1] == ("link", "Orders", {"focused": "True"}, 1)
+    assert read[2][:2] == ("StaticText", "[7] 'quoted text'") and read[3][1] == "[8] [9] x"
