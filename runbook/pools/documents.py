@@ -139,7 +139,7 @@ def trajectory_docs(trajectory: Trajectory, dirname: str, note_writer=None) -> T
         event = _event(trajectory, state.index, described, base, lines, said)
         if event is not None:
             out.events.append(event)
-    out.notes = _notes(trajectory, base, note_writer, said, dialogs)
+    out.notes = _notes(trajectory, base, note_writer, said, dialogs, described)
     return out
 
 
@@ -222,18 +222,25 @@ def _change_lines(change: PageDiff, failed: bool) -> list[str]:
 
 
 def _notes(
-    trajectory: Trajectory, base: dict, note_writer, said: list[list[str]], dialogs: list[OpenDialog]
+    trajectory: Trajectory,
+    base: dict,
+    note_writer,
+    said: list[list[str]],
+    dialogs: list[OpenDialog],
+    described: list[list[str]],
 ) -> list[PoolDoc]:
     last = len(trajectory.states) - 1
     meta = dict(base, i=0, j=last, u=trajectory.start_url, ts=trajectory.last_timestamp, ok=trajectory.succeeded)
     docs = []
-    for kind, text in note_writer(trajectory) if note_writer else _deterministic(trajectory, said, dialogs):
+    notes = note_writer(trajectory) if note_writer else _deterministic(trajectory, said, dialogs, described)
+    for kind, text in notes:
         if text:
             docs.append(PoolDoc(meta=dict(meta, kind=kind, text=text), fields={"note": text}))
     return docs
 
 
 def _deterministic(
-    trajectory: Trajectory, said: list[list[str]], dialogs: list[OpenDialog]
+    trajectory: Trajectory, said: list[list[str]], dialogs: list[OpenDialog], described: list[list[str]]
 ) -> list[tuple[str, str | None]]:
-    return [("procedure", procedure_note(trajectory, said)), ("hints", hints_note(trajectory, said, dialogs))]
+    procedure = procedure_note(trajectory, said, described)  # the actions described once, for the slices too
+    return [("procedure", procedure), ("hints", hints_note(trajectory, said, dialogs))]
