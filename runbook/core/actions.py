@@ -80,7 +80,13 @@ def control_label(page_text: str, bid: str) -> str:
     needle = f"[{bid}]"
     if needle not in page_text:
         return ""  # no line can carry the id
-    page_lines = functools.cache(page_text.splitlines)  # split only when a label needs the lines around its own
+    split: list[list[str]] = []
+
+    def page_lines() -> list[str]:  # the page split only when a label needs the lines around its own, then kept
+        if not split:
+            split.append(page_text.splitlines())
+        return split[0]
+
     for number, line in _lines_holding(page_text, needle):
         match = _LINE_ID.match(line)
         if match and match.group(2) == bid:
