@@ -143,10 +143,18 @@ def _short_text_kind(text: str) -> str:
     return "text"
 
 
-def page_record(header: dict[str, str], page: Page) -> bytes:
-    """One state's page as the pools store it (one JSON line): the header fields a reader needs and the blocks."""
-    blocks = [[b.kind, b.region, b.start, b.end, b.header, b.text] for b in page.blocks]
-    return json.dumps({"h": header, "f": page.form, "b": blocks}, ensure_ascii=False).encode("utf-8")
+def page_record(header: dict[str, str], page: Page, blocks: str | None = None) -> bytes:
+    """One state's page as the pools store it (one JSON line): the header fields a reader needs and the blocks.
+    `blocks`: the page's `blocks_json`, when worked out already (a page shown again is encoded once); the line is
+    what json.dumps writes of {"h": header, "f": form, "b": blocks}."""
+    blocks = blocks_json(page) if blocks is None else blocks
+    head, form = json.dumps(header, ensure_ascii=False), json.dumps(page.form, ensure_ascii=False)
+    return f'{{"h": {head}, "f": {form}, "b": {blocks}}}'.encode()
+
+
+def blocks_json(page: Page) -> str:
+    """A page's blocks as its record holds them (JSON)."""
+    return json.dumps([[b.kind, b.region, b.start, b.end, b.header, b.text] for b in page.blocks], ensure_ascii=False)
 
 
 def read_page_record(raw: bytes | str) -> tuple[dict[str, str], Page]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.actions import describe, error_gist, split_actions
-from ..core.blocks import page_record
+from ..core.blocks import blocks_json, page_record
 from ..core.messages import OpenDialog, replies, unanswered_dialogs, with_replies, without_echoes
 from ..core.page import parse_page
 from ..core.pools import POOL_FIELDS
@@ -124,12 +124,15 @@ def trajectory_docs(trajectory: Trajectory, dirname: str, note_writer=None) -> T
     dialogs = unanswered_dialogs(parsed, [s.text for s in states], [s.action or "" for s in states])
     lines = [page.lines() for page in parsed]
     hashes: dict[str, int] = {}  # states of one run share most lines: hash each distinct line once
+    encoded: dict[int, str] = {}  # id of a parsed page (all held in `parsed` meanwhile) -> its blocks as JSON
     for state in trajectory.states:
         reply = said[state.index + 1] if state.index + 1 < len(states) and state.action else []
         out.slices.append(_slice(trajectory, state.index, described, base, said[state.index], reply))
         header = {"title": state.title, "action": state.action or "", "error": state.action_error or "",
                   "thought": state.thought or ""}  # fmt: skip
-        out.pages.append(page_record(header, parsed[state.index]))
+        page = parsed[state.index]  # a page shown again is the same Page: its blocks are encoded once
+        blocks = encoded.get(id(page)) or encoded.setdefault(id(page), blocks_json(page))
+        out.pages.append(page_record(header, page, blocks))
         distinct = {line.strip() for line in lines[state.index]}
         out.slices[-1].meta["nl"] = len(distinct)  # its line hashes' count: which states show a given line
         out.line_hashes.extend(
