@@ -3,7 +3,8 @@
 usage: python benchmarks/insert_throughput.py [SOURCE.jsonl.gz] [--workers N] [--pools]
 Prints input MB/s (uncompressed JSON), trajectories/s, and peak RSS of the writer and of its workers.
 Goal on a 2-core machine (issue 31): at least 30 MB/s of JSON for the two real sets (180.5 MB: at most 6 s), peak RSS
-under 0.5 GB. Measured: 4.6-6.2 MB/s with the machine shared, 0.23 GB (README, "Insert speed"): not met.
+under 0.5 GB. Measured: 5.0-5.3 MB/s with the machine shared (load 3-7), 9.5 MB/s at load 2.4, 0.26 GB (README, "Insert
+speed"): not met.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import os
@@ -13,6 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .budget import stored_token_counts_of_parts
 from .errors import InputError
 from .store import InsertOutcome, Store
 from .store.space import STORE_PER_INPUT_BYTE, input_json_bytes
@@ -130,63 +132,95 @@ def insert_paths(
     """
     paths = list(paths)
     start = time.perf_counter()
-    total, errors, size = validate(paths, screenshot_root=screenshot_root, limits=limits)
-    report = InsertReport(input_bytes=size, invalid=errors)
-    if errors and not skip_invalid:
-        report.seconds = time.perf_counter() - start
-        return report
     workers = workers if workers is not None else min(2, os.cpu_count() or 1)
-    done = 0
-    needed = input_json_bytes(paths) * STORE_PER_INPUT_BYTE
-    with store.writer() as writer:
-        writer.space_needed = lambda: int(needed * (total - done) / max(total, 1))  # for a full disk's message
-        writer.listeners.extend(listeners)
-        valid = (
-            item
-            for item in _read_all(paths, _screenshot_root(screenshot_root), limits)
-            if not isinstance(item, InputError)
-        )
-        derivers = tuple(listener.deriver for listener in listeners if getattr(listener, "deriver", None))
-        for staged in _staged(valid, writer, workers, derivers):
-            report.add(writer.commit(staged, replace=replace))
-            done += 1
-            if progress:
-                progress(done, total)
+    derivers = tuple(listener.deriver for listener in listeners if getattr(listener, "deriver", None))
+    json_bytes = input_json_bytes(paths)
+    needed = json_bytes * STORE_PER_INPUT_BYTE
+    with _staging_pool(workers, derivers, early=json_bytes >= EARLY_START_BYTES) as pool:
+        total, errors, size = validate(paths, screenshot_root=screenshot_root, limits=limits)
+        report = InsertReport(input_bytes=size, invalid=errors)
+        if errors and not skip_invalid:
+            report.seconds = time.perf_counter() - start
+            return report
+        done = 0
+        with store.writer() as writer:
+            writer.space_needed = lambda: int(needed * (total - done) / max(total, 1))  # for a full disk's message
+            writer.listeners.extend(listeners)
+            valid = (
+                item
+                for item in _read_all(paths, _screenshot_root(screenshot_root), limits)
+                if not isinstance(item, InputError)
+            )
+            for staged in _staged(valid, writer, pool, workers, derivers):
+                report.add(writer.commit(staged, replace=replace))
+                done += 1
+                if progress:
+                    progress(done, total)
     report.seconds = time.perf_counter() - start
     return report
 
 
-def _staged(trajectories: Iterable[Trajectory], writer, workers: int, derivers=()) -> Iterator[StagedTrajectory]:
-    """Stage trajectories (render, count tokens, write files), in worker processes when asked; order is kept,
-    since it is the insertion order."""
+EARLY_START_BYTES = 16 << 20
+"""Input (decompressed) from which the staging workers start before the sources are validated: a worker's start (a
+new interpreter, its imports, the tokenizer's tables) took about a second that the writer spent validating alone.
+Below it they start at the first trajectory, as they did, and only as many as there is work for."""
+
+
+@contextlib.contextmanager
+def _staging_pool(workers: int, derivers: tuple, *, early: bool) -> Iterator[ProcessPoolExecutor | None]:
+    """The staging workers (None for one worker: staging runs in this process). A run refused for invalid input
+    does not wait for workers started early."""
+    if workers <= 1:
+        yield None
+        return
+    # spawned workers hold no copy of the writer's lock file, so a killed writer's lock dies with it
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker,
+        initargs=(os.getpid(),),
+    )
+    finished = False
+    try:
+        for _ in range(workers if early else 0):
+            pool.submit(_warm_up, derivers)
+        yield pool
+        finished = True
+    finally:
+        pool.shutdown(wait=finished, cancel_futures=True)
+
+
+def _warm_up(derivers: tuple) -> None:
+    """In a new staging worker: load what staging needs first (the derivers' modules came with them)."""
+    stored_token_counts_of_parts([("", "warm")])
+
+
+def _staged(
+    trajectories: Iterable[Trajectory], writer, pool: ProcessPoolExecutor | None, workers: int, derivers=()
+) -> Iterator[StagedTrajectory]:
+    """Stage trajectories (render, count tokens, write files), in the pool's worker processes when there is one;
+    order is kept, since it is the insertion order."""
     known = writer.known_fingerprints()
     root = writer.layout.trajectories
-    if workers <= 1:
+    if pool is None:
         for traj in trajectories:
             staged = stage(traj, root, known.get(traj.id), derivers=derivers)
             staged.trajectory = traj
             yield staged
         return
-    # spawned workers hold no copy of the writer's lock file, so a killed writer's lock dies with it
-    with ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_init_worker,
-        initargs=(os.getpid(),),
-    ) as pool:
-        window: list = []  # a bounded window of futures keeps memory flat however large the input
-        try:
-            for traj in trajectories:
-                window.append((traj, pool.submit(stage, traj, root, known.get(traj.id), derivers)))
-                if len(window) >= workers * 4:
-                    yield _attach(*window.pop(0))
-            while window:
+    window: list = []  # a bounded window of futures keeps memory flat however large the input
+    try:
+        for traj in trajectories:
+            window.append((traj, pool.submit(stage, traj, root, known.get(traj.id), derivers)))
+            if len(window) >= workers * 4:
                 yield _attach(*window.pop(0))
-        finally:
-            for _traj, fut in window:  # staged but never committed: the writer's recovery would remove them too
-                fut.cancel()
-                if fut.done() and not fut.cancelled() and fut.exception() is None and fut.result().folder:
-                    shutil.rmtree(fut.result().folder, ignore_errors=True)
+        while window:
+            yield _attach(*window.pop(0))
+    finally:
+        for _traj, fut in window:  # staged but never committed: the writer's recovery would remove them too
+            fut.cancel()
+            if fut.done() and not fut.cancelled() and fut.exception() is None and fut.result().folder:
+                shutil.rmtree(fut.result().folder, ignore_errors=True)
 
 
 WORKER_GC_THRESHOLD = 50_000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .page import parse_page
 from .text import clean_line
@@ -78,47 +78,69 @@ def control_label(page_text: str, bid: str) -> str:
     """What element `bid` is on the page: "button 'Cancel'", "combobox 'Show … per page'" (a form control as the
     page's structure names it, core.page), "switch 'Spell check'" (DOM text)."""
     needle = f"[{bid}]"
-    at = page_text.find(needle)
-    if at < 0:
+    if needle not in page_text:
         return ""  # no line can carry the id
-    if any(ch in page_text for ch in _OTHER_BREAKS):
-        first, lines = 0, page_text.splitlines()
-    else:
-        # lines end at "\n" alone: start at the line of the id's first mention, numbered as splitlines would number
-        # it, instead of splitting the whole page and matching a pattern on every line before it
-        start = page_text.rfind("\n", 0, at) + 1
-        first, lines = page_text.count("\n", 0, start), page_text[start:].splitlines()
-    for pos, line in enumerate(lines):
-        if needle not in line:
-            continue
+    split: list[list[str]] = []
+
+    def page_lines() -> list[str]:  # the page split only when a label needs the lines around its own, then kept
+        if not split:
+            split.append(page_text.splitlines())
+        return split[0]
+
+    for number, line in _lines_holding(page_text, needle):
         match = _LINE_ID.match(line)
-        if not match or match.group(2) != bid:
-            continue
-        named = _field_named(page_text, first + pos)
-        if named:
-            return named
-        own = clean_line(line).strip().lstrip("*").strip()
-        if own.startswith("<"):  # browser-use DOM text: the element's words sit on the deeper lines below it
-            tag = re.match(r"<(\w+)", own)
-            words = _child_text(lines, pos, len(match.group(1)))
-            attrs = re.findall(r"(?:placeholder|aria-label|title|name|id)=([^ />]+)", own)
-            label = words or (attrs[0] if attrs else "")
-            return f"{tag.group(1) if tag else 'element'} '{label}'" if label else (tag.group(1) if tag else own)
-        own = _STATE_PROPS.sub("", own)  # 'focused', "hasPopup='menu'": how the control was, not what it is
-        if own.endswith("''") or "'" not in own:  # an unnamed element: its children carry the words
-            words = _child_text(lines, pos, len(match.group(1)))
-            if words:
-                own = own.removesuffix("''").strip() + f" '{words}'"
-        own = own[:120]
-        named = line[match.end() :].split(",")[0].strip()
-        if (
-            named.endswith("'") and not named.endswith("''") and page_text.count(f"] {named}") > 1
-        ):  # 'Remove' on every row: say which row
-            item = _item_of(page_text.splitlines() if first else lines, first + pos, len(match.group(1)))
-            if item:
-                own += f" (of '{item}')"
-        return own
+        if match and match.group(2) == bid:
+            return _label(page_text, number, line, match, page_lines)
     return ""
+
+
+def _lines_holding(page_text: str, needle: str) -> Iterator[tuple[int, str]]:
+    """(number, line) of each line that holds `needle`, numbered as splitlines numbers them."""
+    if any(ch in page_text for ch in _OTHER_BREAKS):
+        for number, line in enumerate(page_text.splitlines()):
+            if needle in line:
+                yield number, line
+        return
+    # lines end at "\n" alone: go from one mention of the id to the next, instead of splitting the whole page (a
+    # page's every action did) and matching a pattern on every line
+    number, counted_to = 0, 0
+    at = page_text.find(needle)
+    while at >= 0:
+        start = page_text.rfind("\n", 0, at) + 1
+        end = page_text.find("\n", at)
+        end = len(page_text) if end < 0 else end
+        number += page_text.count("\n", counted_to, start)
+        counted_to = start
+        yield number, page_text[start:end]
+        at = page_text.find(needle, end)
+
+
+def _label(page_text: str, number: int, line: str, match: re.Match[str], page_lines: Callable[[], list[str]]) -> str:
+    """The label of the element on line `number` (`match`: its id's match on that line)."""
+    named = _field_named(page_text, number)
+    if named:
+        return named
+    own = clean_line(line).strip().lstrip("*").strip()
+    if own.startswith("<"):  # browser-use DOM text: the element's words sit on the deeper lines below it
+        tag = re.match(r"<(\w+)", own)
+        words = _child_text(page_lines(), number, len(match.group(1)))
+        attrs = re.findall(r"(?:placeholder|aria-label|title|name|id)=([^ />]+)", own)
+        label = words or (attrs[0] if attrs else "")
+        return f"{tag.group(1) if tag else 'element'} '{label}'" if label else (tag.group(1) if tag else own)
+    own = _STATE_PROPS.sub("", own)  # 'focused', "hasPopup='menu'": how the control was, not what it is
+    if own.endswith("''") or "'" not in own:  # an unnamed element: its children carry the words
+        words = _child_text(page_lines(), number, len(match.group(1)))
+        if words:
+            own = own.removesuffix("''").strip() + f" '{words}'"
+    own = own[:120]
+    named = line[match.end() :].split(",")[0].strip()
+    if (
+        named.endswith("'") and not named.endswith("''") and page_text.count(f"] {named}") > 1
+    ):  # 'Remove' on every row: say which row
+        item = _item_of(page_lines(), number, len(match.group(1)))
+        if item:
+            own += f" (of '{item}')"
+    return own
 
 
 def _item_of(lines: list[str], at: int, indent: int) -> str:

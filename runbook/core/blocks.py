@@ -118,17 +118,43 @@ def text_kind(kind: str, text: str, region: str) -> str:
         return kind
     if region == "alert":
         return "message"
+    if len(text) > 200:
+        return "text"
+    found = _text_kinds.get(text)
+    if found is None:
+        if len(_text_kinds) > TEXT_KINDS_KEPT:
+            _text_kinds.clear()
+        found = _text_kinds[text] = _short_text_kind(text)
+    return found
+
+
+TEXT_KINDS_KEPT = 1 << 16
+"""Short texts whose kind is kept; dropped all at once when full."""
+_text_kinds: dict[str, str] = {}
+"""A short text -> its kind. The pages of a site repeat their menus' and labels' texts on every view, and the message
+pattern is tried at every word of a text: each distinct text is tried once."""
+
+
+def _short_text_kind(text: str) -> str:
     if len(text) <= 60 and COUNT.match(text.strip()):
         return "count"
-    if len(text) <= 200 and MESSAGE.search(text):
+    if MESSAGE.search(text):
         return "message"
     return "text"
 
 
-def page_record(header: dict[str, str], page: Page) -> bytes:
-    """One state's page as the pools store it (one JSON line): the header fields a reader needs and the blocks."""
-    blocks = [[b.kind, b.region, b.start, b.end, b.header, b.text] for b in page.blocks]
-    return json.dumps({"h": header, "f": page.form, "b": blocks}, ensure_ascii=False).encode("utf-8")
+def page_record(header: dict[str, str], page: Page, blocks: str | None = None) -> bytes:
+    """One state's page as the pools store it (one JSON line): the header fields a reader needs and the blocks.
+    `blocks`: the page's `blocks_json`, when worked out already (a page shown again is encoded once); the line is
+    what json.dumps writes of {"h": header, "f": form, "b": blocks}."""
+    blocks = blocks_json(page) if blocks is None else blocks
+    head, form = json.dumps(header, ensure_ascii=False), json.dumps(page.form, ensure_ascii=False)
+    return f'{{"h": {head}, "f": {form}, "b": {blocks}}}'.encode()
+
+
+def blocks_json(page: Page) -> str:
+    """A page's blocks as its record holds them (JSON)."""
+    return json.dumps([[b.kind, b.region, b.start, b.end, b.header, b.text] for b in page.blocks], ensure_ascii=False)
 
 
 def read_page_record(raw: bytes | str) -> tuple[dict[str, str], Page]:

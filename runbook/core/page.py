@@ -108,10 +108,8 @@ def _ax_tree(lines: list[str]) -> list[_Node]:
     """The tree of the axtree's lines (one node a line; a line that is not `role 'name'` is a text node)."""
     roots: list[_Node] = []
     stack: list[_Node] = []
-    read = _ax_line
-    for n, line in enumerate(lines):
-        fields = read(line)
-        if fields is None:
+    for n, fields in enumerate(_read_lines(lines)):
+        if not fields:
             continue
         role, name, props, depth = fields
         node = _Node(role, name, props, depth, n)
@@ -129,16 +127,69 @@ def _ax_tree(lines: list[str]) -> list[_Node]:
     return roots
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _ax_line(line: str) -> tuple[str, str, dict[str, str], int] | None:
-    """(role, name, properties, depth) of one axtree line, None for a blank one. A run's pages repeat two lines in
-    three (menus, grids), so each distinct line is read once; the properties are shared, never changed."""
-    m = _AX_FULL.match(line)
-    if m is None:
+LINES_KEPT = 1 << 17
+"""Distinct axtree lines whose reading is kept (about 30 MB, measured, with the readings kept without ids). A run's
+pages repeat two lines in three (menus, grids), and the two real sets hold 534,000 distinct lines in 4.4 million; the
+readings are dropped all at once when full."""
+_Fields = tuple[str, str, dict[str, str], int]
+_read: dict[str, _Fields | tuple[()]] = {}
+"""line -> its reading (_ax_line), or () for a blank line. A plain dict looked up with `map`: an lru_cache's call and
+its reordering cost three times the lookup itself, paid on every line of every page."""
+_BID = re.compile(r"(\t*)\[[^\]]*\] (?=[A-Za-z])")
+"""The element id before a line's role, as _AX_FULL skips it: what changes most between two views of the same line."""
+_read_without_id: dict[str, _Fields] = {}
+"""A line without its element id -> its reading. The two real sets hold 534,000 distinct lines but 134,000 without
+their ids: a line read before under another id is not read again."""
+
+
+def _read_lines(lines: list[str]) -> list[_Fields | tuple[()]]:
+    """Each line's reading, () for a blank one; each distinct line is read once (the readings are shared, never
+    changed)."""
+    if len(_read) > LINES_KEPT:
+        _read.clear()
+        _read_without_id.clear()
+    out = list(map(_read.get, lines))
+    if None in out:
+        for pos, fields in enumerate(out):
+            if fields is None:
+                line = lines[pos]
+                fields = _read.get(line)
+                if fields is None:
+                    fields = _read[line] = _read_new(line)
+                out[pos] = fields
+    return out  # type: ignore[return-value]  # every None was filled in above
+
+
+def _read_new(line: str) -> _Fields | tuple[()]:
+    """The reading of a line not read before, () for a blank one. A line with an element id before its role reads
+    as the line without it (the id is no part of the reading), so that reading is shared with the same line's other
+    views; a line whose rest is no `role 'name'` is text, its id and all, read on its own."""
+    bid = _BID.match(line)
+    if bid is None:
+        return _ax_line(line) or ()
+    without_id = bid.group(1) + line[bid.end() :]
+    fields = _read_without_id.get(without_id)
+    if fields is None:
+        match = _AX_FULL.match(without_id)
+        if match is None:
+            return _ax_line(line) or ()
+        fields = _read_without_id[without_id] = _ax_fields(match)
+    return fields
+
+
+def _ax_line(line: str) -> _Fields | None:
+    """(role, name, properties, depth) of one axtree line, None for a blank one."""
+    match = _AX_FULL.match(line)
+    if match is None:
         if not line.strip():
             return None
         return "StaticText", _clean_name(unquote(line.strip())), {}, len(line) - len(line.lstrip("\t"))
-    tabs, role, single, double, rest = m.groups()
+    return _ax_fields(match)
+
+
+def _ax_fields(match: re.Match[str]) -> _Fields:
+    """The reading of a line `_AX_FULL` matched (the same whether or not an element id was skipped)."""
+    tabs, role, single, double, rest = match.groups()
     name = single if single is not None else double or ""
     if "\\" in name:
         name = name.replace("\\'", "'").replace('\\"', '"')
@@ -172,7 +223,8 @@ def _node_text(node: _Node) -> str:
 
 
 class _AxRenderer:
-    def __init__(self) -> None:
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
         self.blocks: list[Block] = []
         self.pending: list[tuple[str, int]] = []
         self.pending_region = "main"
@@ -258,20 +310,21 @@ class _AxRenderer:
             for child in node.children:
                 self.walk(child, region)
             return
-        texts = [_cell_text(cell) for cell in cells]
-        if not any(has_words(t) for t in texts):
+        end = node.end()
+        # a row's block depends on its own lines alone (nothing names a node inside it by its neighbours), and a
+        # run's pages show the same rows again and again: each distinct row is read once
+        key = "\n".join(self.lines[node.line : end + 1])
+        made = _rows_read.get(key, _UNREAD)
+        if made is _UNREAD:
+            if len(_rows_read) > ROWS_KEPT:
+                _rows_read.clear()
+            made = _rows_read[key] = _row_block(node, cells)
+        if made is None:
             return
-        if any(cell.role == "columnheader" for cell in cells):
-            self.add("header", " | ".join(texts), "table", node.line, node.end())
+        kind, text = made
+        self.add(kind, text, "table", node.line, end, header=self.table_header if kind == "row" else -1)
+        if kind == "header":
             self.table_header = len(self.blocks) - 1
-        elif empty_grid_line(texts):  # a grid's one cell saying why it is empty: what the page said
-            self.add("message", empty_grid_line(texts), "table", node.line, node.end())
-        elif _holds_live_region(node):
-            # a row whose values the page announces (a status region: a route's 'Distance: 2.4km . Time: 0:04'):
-            # what the page said back, shown with every cited view as a message is
-            self.add("message", " | ".join(t for t in texts if t.strip()), "table", node.line, node.end())
-        else:
-            self.add("row", " | ".join(texts), "table", node.line, node.end(), header=self.table_header)
 
     def field(self, node: _Node, region: str) -> None:
         value = node.props.get("value") or node.props.get("valuetext") or ""
@@ -310,6 +363,30 @@ class _AxRenderer:
             self.add(kind, f"{node.role}: " + " · ".join(parts), region, node.line, node.line)
         for panel in panels:
             self.walk(panel, region)
+
+
+ROWS_KEPT = 1 << 14
+"""Distinct table rows whose block is kept; dropped all at once when full."""
+_UNREAD = ("", "")
+_rows_read: dict[str, tuple[str, str] | None] = {}
+"""a row's lines -> (kind, text) of the block it makes, None when its cells say nothing."""
+
+
+def _row_block(node: _Node, cells: list[_Node]) -> tuple[str, str] | None:
+    """A table row's block: its column names (header), a grid's empty-state line or a status region's values
+    (message), else its cells (row); None when no cell has words."""
+    texts = [_cell_text(cell) for cell in cells]
+    if not any(has_words(t) for t in texts):
+        return None
+    if any(cell.role == "columnheader" for cell in cells):
+        return "header", " | ".join(texts)
+    if empty_grid_line(texts):  # a grid's one cell saying why it is empty: what the page said
+        return "message", empty_grid_line(texts)
+    if _holds_live_region(node):
+        # a row whose values the page announces (a status region: a route's 'Distance: 2.4km . Time: 0:04'):
+        # what the page said back, shown with every cited view as a message is
+        return "message", " | ".join(t for t in texts if t.strip())
+    return "row", " | ".join(texts)
 
 
 def _descendants(node: _Node) -> Iterator[_Node]:
@@ -372,7 +449,7 @@ def _words_of(text: str) -> set[str]:
 
 
 def _axtree_blocks(lines: list[str]) -> list[Block]:
-    renderer = _AxRenderer()
+    renderer = _AxRenderer(lines)
     for root in _ax_tree(lines):
         renderer.walk(root, "main")
     renderer.flush()

@@ -11,10 +11,13 @@ import functools
 from collections import Counter
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..core.actions import describe, error_gist, split_actions
-from ..core.blocks import page_record
+from ..core.blocks import blocks_json, page_record
 from ..core.messages import OpenDialog, replies, unanswered_dialogs, with_replies, without_echoes
 from ..core.page import parse_page
+from ..core.pools import POOL_FIELDS
 from ..core.text import line_hash
 from ..trajectory.model import Trajectory
 from .diff import PageDiff, diff_pages
@@ -35,9 +38,30 @@ class PoolDoc:
 
     meta: dict
     fields: dict[str, str]
-    counts: dict | None = None
-    """field -> Counter of index terms, when computed ahead (in the insert's workers) by `count_terms`, which then
-    empties `fields`."""
+
+
+@dataclass(slots=True)
+class CountedField:
+    """One field's term counts over a pool's documents of one trajectory, one document after another, in each
+    document's count order (the order gives new terms their ids): what the pool writer appends as postings."""
+
+    terms: str
+    """Every document's terms, joined by newlines (a term is a run of word characters, never a newline)."""
+    counts: np.ndarray
+    """Each term's count in its document."""
+    sizes: np.ndarray
+    """How many terms each document has."""
+
+    @classmethod
+    def of(cls, counters: list[Counter[str]]) -> CountedField:
+        return cls(
+            "\n".join(term for counter in counters for term in counter),
+            np.fromiter((n for counter in counters for n in counter.values()), dtype=np.int64),
+            np.fromiter(map(len, counters), dtype=np.int64, count=len(counters)),
+        )
+
+    def term_list(self) -> list[str]:
+        return self.terms.split("\n") if self.terms else []
 
 
 @dataclass(slots=True)
@@ -53,19 +77,24 @@ class TrajectoryDocs:
     a block, and which states show the same one."""
     pages: list[bytes] = field(default_factory=list)
     """One page record per state (core.page.page_record, JSON): its structure, parsed once here."""
+    counted: dict[str, CountedField] = field(default_factory=dict)
+    """'pool/field' -> the documents' term counts, when counted ahead (in the insert's workers) by `count_terms`,
+    which then empties each document's `fields`."""
 
 
 def count_terms(docs: TrajectoryDocs) -> TrajectoryDocs:
     """Tokenise every document's fields now, so that the pool writer only appends (the costly part moves to workers).
-    The texts are dropped once counted: the writer reads only the counts, so the pages no longer travel back from
-    the worker."""
+    The texts are dropped once counted, and the counts travel back from the worker as one string and two arrays per
+    field: a Counter per document was a third of what crossed, and unpickling them a tenth of the writer's work."""
     from ..core.text import term_counts
 
-    for doc in (*docs.slices, *docs.events, *docs.notes):
-        doc.counts = {
-            name: _page_terms(text) if name == "page" else term_counts(text) for name, text in doc.fields.items()
-        }
-        doc.fields = {}
+    for name, fields in POOL_FIELDS.items():
+        pool: list[PoolDoc] = getattr(docs, name)
+        for field_name in fields:
+            count = _page_terms if field_name == "page" else term_counts
+            docs.counted[f"{name}/{field_name}"] = CountedField.of([count(d.fields.get(field_name, "")) for d in pool])
+        for doc in pool:
+            doc.fields = {}
     return docs
 
 
@@ -95,12 +124,15 @@ def trajectory_docs(trajectory: Trajectory, dirname: str, note_writer=None) -> T
     dialogs = unanswered_dialogs(parsed, [s.text for s in states], [s.action or "" for s in states])
     lines = [page.lines() for page in parsed]
     hashes: dict[str, int] = {}  # states of one run share most lines: hash each distinct line once
+    encoded: dict[int, str] = {}  # id of a parsed page (all held in `parsed` meanwhile) -> its blocks as JSON
     for state in trajectory.states:
         reply = said[state.index + 1] if state.index + 1 < len(states) and state.action else []
         out.slices.append(_slice(trajectory, state.index, described, base, said[state.index], reply))
         header = {"title": state.title, "action": state.action or "", "error": state.action_error or "",
                   "thought": state.thought or ""}  # fmt: skip
-        out.pages.append(page_record(header, parsed[state.index]))
+        page = parsed[state.index]  # a page shown again is the same Page: its blocks are encoded once
+        blocks = encoded.get(id(page)) or encoded.setdefault(id(page), blocks_json(page))
+        out.pages.append(page_record(header, page, blocks))
         distinct = {line.strip() for line in lines[state.index]}
         out.slices[-1].meta["nl"] = len(distinct)  # its line hashes' count: which states show a given line
         out.line_hashes.extend(
@@ -110,7 +142,7 @@ def trajectory_docs(trajectory: Trajectory, dirname: str, note_writer=None) -> T
         event = _event(trajectory, state.index, described, base, lines, said)
         if event is not None:
             out.events.append(event)
-    out.notes = _notes(trajectory, base, note_writer, said, dialogs)
+    out.notes = _notes(trajectory, base, note_writer, said, dialogs, described)
     return out
 
 
@@ -193,18 +225,25 @@ def _change_lines(change: PageDiff, failed: bool) -> list[str]:
 
 
 def _notes(
-    trajectory: Trajectory, base: dict, note_writer, said: list[list[str]], dialogs: list[OpenDialog]
+    trajectory: Trajectory,
+    base: dict,
+    note_writer,
+    said: list[list[str]],
+    dialogs: list[OpenDialog],
+    described: list[list[str]],
 ) -> list[PoolDoc]:
     last = len(trajectory.states) - 1
     meta = dict(base, i=0, j=last, u=trajectory.start_url, ts=trajectory.last_timestamp, ok=trajectory.succeeded)
     docs = []
-    for kind, text in note_writer(trajectory) if note_writer else _deterministic(trajectory, said, dialogs):
+    notes = note_writer(trajectory) if note_writer else _deterministic(trajectory, said, dialogs, described)
+    for kind, text in notes:
         if text:
             docs.append(PoolDoc(meta=dict(meta, kind=kind, text=text), fields={"note": text}))
     return docs
 
 
 def _deterministic(
-    trajectory: Trajectory, said: list[list[str]], dialogs: list[OpenDialog]
+    trajectory: Trajectory, said: list[list[str]], dialogs: list[OpenDialog], described: list[list[str]]
 ) -> list[tuple[str, str | None]]:
-    return [("procedure", procedure_note(trajectory, said)), ("hints", hints_note(trajectory, said, dialogs))]
+    procedure = procedure_note(trajectory, said, described)  # the actions described once, for the slices too
+    return [("procedure", procedure), ("hints", hints_note(trajectory, said, dialogs))]

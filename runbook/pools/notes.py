@@ -36,16 +36,19 @@ def outcome_word(trajectory: Trajectory) -> str:
     return "successful run" if ok else ("failed run" if ok is False else "run of unknown outcome")
 
 
-def step_lines(trajectory: Trajectory, said: list[list[str]] | None = None) -> list[tuple[int, str]]:
+def step_lines(
+    trajectory: Trajectory, said: list[list[str]] | None = None, described: list[list[str]] | None = None
+) -> list[tuple[int, str]]:
     """(state index, readable action) for every action taken, repeats folded into one line with a count; `said[i]`:
-    the messages of state i's page, so a step shows what the page answered ('→ page: You saved the product.')."""
+    the messages of state i's page, so a step shows what the page answered ('→ page: You saved the product.');
+    `described[i]`: state i's actions already described (core.actions.describe), as the pool documents have them."""
     out: list[tuple[int, str]] = []
     last_url = None
     states = trajectory.states
     for state in states:
         actions = split_actions(state.action)
         for n, action in enumerate(actions):
-            text = describe(action, state.text)
+            text = described[state.index][n] if described is not None else describe(action, state.text)
             if state.action_error:
                 text += f"  !! {error_gist(state.action_error, 160)}"
             reply = said[state.index + 1] if said and n == len(actions) - 1 and state.index + 1 < len(states) else []
@@ -61,7 +64,9 @@ def step_lines(trajectory: Trajectory, said: list[list[str]] | None = None) -> l
     return out
 
 
-def procedure_note(trajectory: Trajectory, said: list[list[str]] | None = None) -> str:
+def procedure_note(
+    trajectory: Trajectory, said: list[list[str]] | None = None, described: list[list[str]] | None = None
+) -> str:
     """The condensed action path with the controls used (and what the page answered), and how the run ended."""
     head = [
         f"procedure note ({outcome_word(trajectory)}, outcome: {trajectory.outcome or 'unknown'})",
@@ -69,7 +74,7 @@ def procedure_note(trajectory: Trajectory, said: list[list[str]] | None = None) 
     ]
     steps = [
         f"  s{idx}: {text}"
-        for idx, text in step_lines(trajectory, said)
+        for idx, text in step_lines(trajectory, said, described)
         if action_name(text.split("  ")[-1]) not in NAVIGATION_NOISE  # a step with an error or a reply stays
     ]
     final = _final_message(trajectory)

@@ -19,7 +19,7 @@ from ..core.pools import LINES, MANIFEST, PAGES, PAGES_INDEX, POOL_FIELDS, POSTI
 from ..core.text import term_counts
 from ..errors import StoreError, UnsafeStoreFile
 from ..store.layout import Layout
-from .documents import PoolDoc, TrajectoryDocs
+from .documents import CountedField, PoolDoc, TrajectoryDocs
 
 __all__ = ["PoolWriter", "PoolSnapshot", "open_snapshot", "read_manifest"]
 
@@ -110,7 +110,7 @@ class PoolWriter:
         gen = gens.get(docs.trajectory_id, -1) + 1
         gens[docs.trajectory_id] = gen
         for name in POOL_FIELDS:
-            self._append_docs(name, getattr(docs, name), gen)
+            self._append_docs(name, getattr(docs, name), gen, docs.counted)
         self._append_raw(LINES, np.asarray(docs.line_hashes, dtype="<u8").tobytes())
         self.manifest["lines"] += len(docs.line_hashes)
         self._append_pages(docs.pages)
@@ -129,28 +129,24 @@ class PoolWriter:
         m["pages"] += len(pages)
         m["pages_bytes"] = offset
 
-    def _append_docs(self, name: str, docs: list[PoolDoc], gen: int) -> None:
+    def _append_docs(self, name: str, docs: list[PoolDoc], gen: int, counted: dict[str, CountedField]) -> None:
         if not docs:
             return
         pool = self.manifest["pools"][name]
         first = pool["docs"]
         lines = b"".join(orjson.dumps(dict(doc.meta, g=gen)) + b"\n" for doc in docs)
         for field in POOL_FIELDS[name]:
-            rows = []
-            for offset, doc in enumerate(docs):
-                counts = doc.counts.get(field) if doc.counts is not None else None
-                if counts is None:
-                    counts = term_counts(doc.fields.get(field, ""))
-                if counts:
-                    ids = np.array(self._term_ids(counts), dtype="<u4")
-                    block = np.empty(len(counts), dtype=POSTING)
-                    block["doc"], block["term"] = first + offset, ids
-                    block["tf"] = np.minimum(np.fromiter(counts.values(), dtype=np.int64, count=len(counts)), 65535)
-                    rows.append(block)
-            if rows:
-                data = np.concatenate(rows)
-                self._append_raw(f"{name}/{field}.post", data.tobytes())
-                pool["fields"][field] += len(data)
+            terms = counted.get(f"{name}/{field}") or CountedField.of(
+                [term_counts(d.fields.get(field, "")) for d in docs]
+            )
+            if terms.terms:
+                ids = self._term_ids(terms.term_list())
+                block = np.empty(len(ids), dtype=POSTING)
+                block["doc"] = np.repeat(np.arange(first, first + len(docs), dtype=np.int64), terms.sizes)
+                block["term"] = ids
+                block["tf"] = np.minimum(terms.counts, 65535)
+                self._append_raw(f"{name}/{field}.post", block.tobytes())
+                pool["fields"][field] += len(block)
         self._append_raw(f"{name}/docs.jsonl", lines)
         pool["docs"] += len(docs)
         pool["docs_bytes"] += len(lines)

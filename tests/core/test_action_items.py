@@ -40,3 +40,26 @@ def test_two_lines_of_one_list_name_different_items(runs):
     cart = page(runs, "wa-shopping-792", 4)
     first, second = describe("click('2203')", cart), describe("click('2240')", cart)
     assert first.startswith("click link 'Remove' (of 'Petansy") and "Kosher MRE" in second
+
+
+@pytest.mark.parametrize("br", ["\n", "\r\n"])
+def test_the_control_is_found_on_its_own_line_past_other_mentions_of_its_id(br):
+    # the id's first mention is in a line of text; the control's line comes after, its children under it (a page
+    # with other line breaks is split whole, one with "\n" alone is read from mention to mention: the same label)
+    page = br.join(
+        [
+            "RootWebArea 'Cart'",
+            "\t[3] StaticText 'press [12] to pay'",
+            "\t[5] listitem ''",
+            "\t\t[6] StaticText 'Petansy shoes'",
+            "\t\t[7] link 'Remove'",
+            "\t[10] listitem ''",
+            "\t\t[11] StaticText 'Kosher meals'",
+            "\t\t[9] link 'Remove'",
+            "\t[12] button ''",
+            "\t\tStaticText 'Pay now'",
+        ]
+    )
+    assert describe("click('12')", page) == "click button 'Pay now'"
+    assert describe("click('9')", page) == "click link 'Remove' (of 'Kosher meals')"
+    assert describe("click('44')", page) == "click element 44"

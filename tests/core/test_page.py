@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from runbook.core.blocks import Page, page_record, read_page_record
+from runbook.core.blocks import Page, blocks_json, page_record, read_page_record
 from runbook.core.page import parse_page
 from tests.conftest import require_shared
 
@@ -125,6 +125,17 @@ def test_a_page_record_reads_back_as_the_same_blocks(pages):
     page = pages["wa-shopping-117"]
     header, back = read_page_record(page_record({"title": "My Orders"}, page))
     assert header == {"title": "My Orders"} and back == page
+
+
+def test_a_page_record_is_the_json_line_of_its_header_form_and_blocks(pages):
+    # the record is composed from its parts (a page shown again has its blocks encoded once): byte for byte what
+    # json.dumps writes of the whole, non-ASCII text, quotes and backslashes included
+    page = parse_page("RootWebArea 'Café'\n\t[1] heading 'Prix: 12 € \"net\" \\\\ ✓'\n\t[2] StaticText 'naïve'")
+    header = {"title": 'Café "x"', "action": "click('1')", "error": "", "thought": "à\\b"}
+    for shown in (page, pages["wa-shopping-117"]):
+        blocks = [[b.kind, b.region, b.start, b.end, b.header, b.text] for b in shown.blocks]
+        whole = json.dumps({"h": header, "f": shown.form, "b": blocks}, ensure_ascii=False).encode("utf-8")
+        assert page_record(header, shown) == whole == page_record(header, shown, blocks_json(shown))
 
 
 def test_unknown_text_is_one_block_per_line_that_says_something():

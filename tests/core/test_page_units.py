@@ -152,3 +152,35 @@ def test_what_repeats_the_typed_text_is_no_answer_from_the_page():
     actions = ["fill('12', 'egpast')", "click('13')", "fill('14', 'Rocco')", ""]
     # the suggestions after typing 'egpast' go; what the page said after a click stays, whatever it repeats
     assert without_echoes(said, actions) == [[], [], ["Member added"], ["You saved the product."]]
+
+
+def test_a_row_read_before_makes_the_block_a_first_reading_makes():
+    # each distinct row's block is kept (core.page._rows_read): met again at other lines, under another header or
+    # none, the row keeps its own lines, the header it now sits under and its kind
+    from runbook.core import page
+
+    row = "\t\trow ''\n\t\t\tgridcell 'Blue shirt'\n\t\t\tgridcell '$12'"
+    first = f"RootWebArea 'Shop'\n\ttable ''\n\t\trow ''\n\t\t\tcolumnheader 'Item'\n\t\t\tcolumnheader 'Price'\n{row}"
+    again = f"RootWebArea 'Shop'\n\theading 'Cart'\n\ttable ''\n{row}\n\t\trow ''\n\t\t\tgridcell ''"
+    fresh = []
+    for text in (first, again):
+        page._rows_read.clear()
+        fresh.append(page._axtree_blocks(text.split("\n")))
+    read_again = [page._axtree_blocks(text.split("\n")) for text in (first, again, again)]  # the row kept
+    assert read_again == [*fresh, fresh[1]]
+    assert [(b.kind, b.start, b.end, b.header) for b in fresh[1] if b.kind == "row"] == [("row", 3, 5, -1)]
+    assert [(b.kind, b.header) for b in fresh[0] if b.kind == "row"] == [("row", 0)]
+
+
+def test_a_line_read_under_another_element_id_reads_as_it_would_alone():
+    # a line's reading is kept without its element id (core.page._read_without_id): the same line under another id
+    # reads the same, and a line whose id is followed by no role is text, id and all, as _ax_line reads it
+    from runbook.core import page
+
+    lines = ["\t[12] link 'Orders', focused", "\t[340] link 'Orders', focused", "\t[7] 'quoted text'", "\t[8] [9] x"]
+    page._read.clear()
+    page._read_without_id.clear()
+    read = page._read_lines(lines)
+    assert read == [page._ax_line(line) for line in lines]
+    assert read[0] is read[1] and read[1] == ("link", "Orders", {"focused": "True"}, 1)
+    assert read[2][:2] == ("StaticText", "[7] 'quoted text'") and read[3][1] == "[8] [9] x"

@@ -3,6 +3,9 @@ counts shared. The counts must be what the pool writer would count itself, in th
 
 from collections import Counter
 
+import numpy as np
+
+from runbook.core.pools import POOL_FIELDS
 from runbook.core.text import tokenize
 from runbook.pools.documents import count_terms, trajectory_docs
 from tests.conftest import make_trajectory
@@ -12,7 +15,7 @@ START = "RootWebArea 'Shop'\n\t[1] link 'Home'\n\t[2] StaticText 'Welcome, Ünï
 
 def _fields(tid: str, texts: list[str]) -> list[dict[str, str]]:
     docs = trajectory_docs(make_trajectory(tid, len(texts), texts=texts), tid)
-    return [dict(doc.fields) for doc in (*docs.slices, *docs.events, *docs.notes)]
+    return [dict(doc.fields) for name in POOL_FIELDS for doc in getattr(docs, name)]
 
 
 def test_counts_are_the_writers_counts_also_for_a_page_shown_again():
@@ -20,9 +23,17 @@ def test_counts_are_the_writers_counts_also_for_a_page_shown_again():
     for tid, texts in runs:  # t-b's pages were all counted before, in t-a
         expected = _fields(tid, texts)
         counted = count_terms(trajectory_docs(make_trajectory(tid, len(texts), texts=texts), tid))
-        docs = [*counted.slices, *counted.events, *counted.notes]
-        assert [doc.fields for doc in docs] == [{} for _ in docs]
-        for doc, fields in zip(docs, expected):
-            assert doc.counts is not None and list(doc.counts) == list(fields)
+        pools = {name: getattr(counted, name) for name in POOL_FIELDS}
+        assert [doc.fields for docs in pools.values() for doc in docs] == [{} for docs in pools.values() for _ in docs]
+        written = {name: [{} for _ in docs] for name, docs in pools.items()}  # per document: field -> its counts
+        for name, fields in POOL_FIELDS.items():
+            for field in fields:
+                packed = counted.counted[f"{name}/{field}"]
+                terms, counts, ends = packed.term_list(), packed.counts.tolist(), np.cumsum(packed.sizes).tolist()
+                for n, (start, end) in enumerate(zip([0, *ends], ends)):
+                    if end > start:
+                        written[name][n][field] = list(zip(terms[start:end], counts[start:end]))
+        for doc, fields in zip([d for name in POOL_FIELDS for d in written[name]], expected):
+            assert list(doc) == [name for name, text in fields.items() if tokenize(text)]
             for name, text in fields.items():
-                assert list(doc.counts[name].items()) == list(Counter(tokenize(text)).items())
+                assert doc.get(name, []) == list(Counter(tokenize(text)).items())

@@ -9,9 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from runbook import ingest
 from runbook.ingest import insert_paths
 from runbook.pools import insert_listener
 from runbook.store import Store
+from tests.conftest import make_trajectory, write_jsonl
 
 SAMPLE = Path(__file__).resolve().parents[2] / "trajectories"
 VOLATILE = ("catalog.sqlite", ".lock", "pools/cache/", "runbook.json")  # times, and caches built per stamp
@@ -54,6 +56,20 @@ def test_parallel_insert_writes_what_the_serial_one_writes(tmp_path):
     assert sorted(one) == sorted(two)
     differing = [name for name in one if one[name] != two[name]]
     assert not differing, f"files that differ between a serial and a parallel insert: {differing}"
+
+
+def test_workers_started_before_validation_write_the_same_and_a_refused_run_nothing(tmp_path, monkeypatch):
+    # a large input starts its staging workers while the sources are validated (ingest.EARLY_START_BYTES)
+    monkeypatch.setattr(ingest, "EARLY_START_BYTES", 0)
+    serial, early = tmp_path / "serial", tmp_path / "early"
+    _insert(serial, workers=1)
+    store = _insert(early, workers=2)
+    assert _rows(serial) == _rows(early) and _files(serial) == _files(early)
+    bad = write_jsonl(tmp_path / "bad.jsonl", [make_trajectory("new-one")])
+    bad.write_text(bad.read_text() + '{"id": "broken", "states": [\n')
+    report = insert_paths(store, [bad], workers=2, listeners=[insert_listener(store)])
+    assert not report.ok and report.inserted == 0 and len(report.invalid) == 1
+    assert _rows(serial) == _rows(early) and _files(serial) == _files(early)  # nothing was written
 
 
 def test_pools_read_the_same_without_numpy(tmp_path):
