@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,26 @@ def make_trajectory(
 def write_jsonl(path: Path, trajectories: list[Trajectory]) -> Path:
     path.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in trajectories))
     return path
+
+
+ORDER_PAGE = "RootWebArea 'Orders'\n\tgridcell 'order status pending'\n\tgridcell 'order total shipping address'\n"
+
+
+def order_runs_store(folder: Path, extra: Sequence[Trajectory] = (), runs: int = 12):
+    """A store with pools of `runs` runs whose pages all match questions about an order's status and total well
+    (method R's context fills any budget with them), and the `extra` runs."""
+    from runbook.ingest import insert_paths
+    from runbook.pools import insert_listener
+    from runbook.store import Store
+
+    store = Store(folder / "store", create=True)
+    trajectories = [
+        make_trajectory(f"wa-orders-{n}", 3, texts=[ORDER_PAGE * 3] * 3, goal="Check the order status", start=n)
+        for n in range(runs)
+    ]
+    source = write_jsonl(folder / "runs.jsonl", [*trajectories, *extra])
+    insert_paths(store, [source], listeners=[insert_listener(store)], workers=1)
+    return store
 
 
 ALLOW_SKIP_ENV = "RUNBOOK_TEST_ALLOW_SKIP"

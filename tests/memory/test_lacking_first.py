@@ -9,12 +9,9 @@ from runbook.agent.exceptions import Finished
 from runbook.agent.loop import AgentRun
 from runbook.agent.types import Span
 from runbook.core.question import analyze, is_name
-from runbook.ingest import insert_paths
 from runbook.memory import get_memory
-from runbook.pools import insert_listener
-from tests.conftest import make_trajectory, write_jsonl
+from tests.conftest import make_trajectory, order_runs_store
 
-ORDERS = "RootWebArea 'Orders'\n\tgridcell 'order status pending'\n\tgridcell 'order total shipping address'\n"
 CLINIC = (
     "RootWebArea 'Directions'\n\ttextbox 'To' value='Blue Harbor Clinic, 12 Pier Road'\n"
     "\tgridcell 'Distance: 3.1km. Time: 0:41'\n"
@@ -23,20 +20,11 @@ CLINIC = (
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    from runbook.store import Store
-
-    tmp = tmp_path_factory.mktemp("lacking")
-    store = Store(tmp / "store", create=True)
     # many runs that match the question's common words well, one whose middle state shows the name it gives
-    runs = [
-        make_trajectory(f"wa-orders-{n}", 3, texts=[ORDERS * 3] * 3, goal="Check the order status", start=n)
-        for n in range(12)
-    ]
-    runs.append(
-        make_trajectory("wa-map-7", 3, texts=["RootWebArea 'Map'", CLINIC, "RootWebArea 'Map'"], goal="Walk", start=40)
+    clinic = make_trajectory(
+        "wa-map-7", 3, texts=["RootWebArea 'Map'", CLINIC, "RootWebArea 'Map'"], goal="Walk", start=40
     )
-    insert_paths(store, [write_jsonl(tmp / "a.jsonl", runs)], listeners=[insert_listener(store)], workers=1)
-    return store
+    return order_runs_store(tmp_path_factory.mktemp("lacking"), [clinic])
 
 
 def run_with(spans: list[Span], recall) -> AgentRun:

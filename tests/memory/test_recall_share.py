@@ -7,28 +7,16 @@ from __future__ import annotations
 import pytest
 
 from runbook.core.question import analyze
-from runbook.ingest import insert_paths
 from runbook.memory import get_memory
 from runbook.memory.coding_agent import RECALL_SHARE
-from runbook.pools import insert_listener
-from tests.conftest import make_trajectory, write_jsonl
+from tests.conftest import order_runs_store
 
-ORDERS = "RootWebArea 'Orders'\n\tgridcell 'order status pending'\n\tgridcell 'order total shipping address'\n"
 BUDGET = 1500
 
 
 @pytest.fixture(scope="module")
 def memory(tmp_path_factory):
-    from runbook.store import Store
-
-    tmp = tmp_path_factory.mktemp("share")
-    store = Store(tmp / "store", create=True)
-    runs = [
-        make_trajectory(f"wa-orders-{n}", 3, texts=[ORDERS * 3] * 3, goal="Check the order status", start=n)
-        for n in range(12)
-    ]
-    insert_paths(store, [write_jsonl(tmp / "a.jsonl", runs)], listeners=[insert_listener(store)], workers=1)
-    return get_memory("c", store, sandbox="local")
+    return get_memory("c", order_runs_store(tmp_path_factory.mktemp("share")), sandbox="local")
 
 
 def packed_state_tokens(memory, question: str) -> tuple[int, int]:
