@@ -133,9 +133,9 @@ def _label(page_text: str, number: int, line: str, match: re.Match[str], page_li
         if words:
             own = own.removesuffix("''").strip() + f" '{words}'"
     own = own[:120]
-    named = line[match.end() :].split(",")[0].strip()
+    role_and_name = line[match.end() :].split(",")[0].strip()
     if (
-        named.endswith("'") and not named.endswith("''") and page_text.count(f"] {named}") > 1
+        role_and_name.endswith("'") and not role_and_name.endswith("''") and page_text.count(f"] {role_and_name}") > 1
     ):  # 'Remove' on every row: say which row
         item = _item_of(page_lines(), number, len(match.group(1)))
         if item:

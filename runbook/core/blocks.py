@@ -19,6 +19,7 @@ since the agent's last action) and the page lines it comes from.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -120,21 +121,15 @@ def text_kind(kind: str, text: str, region: str) -> str:
         return "message"
     if len(text) > 200:
         return "text"
-    found = _text_kinds.get(text)
-    if found is None:
-        if len(_text_kinds) > TEXT_KINDS_KEPT:
-            _text_kinds.clear()
-        found = _text_kinds[text] = _short_text_kind(text)
-    return found
+    return _short_text_kind(text)
 
 
 TEXT_KINDS_KEPT = 1 << 16
-"""Short texts whose kind is kept; dropped all at once when full."""
-_text_kinds: dict[str, str] = {}
-"""A short text -> its kind. The pages of a site repeat their menus' and labels' texts on every view, and the message
-pattern is tried at every word of a text: each distinct text is tried once."""
+"""Short texts whose kind is kept. The pages of a site repeat their menus' and labels' texts on every view, and the
+message pattern is tried at every word of a text: each distinct text is tried once."""
 
 
+@functools.lru_cache(maxsize=TEXT_KINDS_KEPT)
 def _short_text_kind(text: str) -> str:
     if len(text) <= 60 and COUNT.match(text.strip()):
         return "count"

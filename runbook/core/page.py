@@ -380,8 +380,8 @@ def _row_block(node: _Node, cells: list[_Node]) -> tuple[str, str] | None:
         return None
     if any(cell.role == "columnheader" for cell in cells):
         return "header", " | ".join(texts)
-    if empty_grid_line(texts):  # a grid's one cell saying why it is empty: what the page said
-        return "message", empty_grid_line(texts)
+    if said := empty_grid_line(texts):  # a grid's one cell saying why it is empty: what the page said
+        return "message", said
     if _holds_live_region(node):
         # a row whose values the page announces (a status region: a route's 'Distance: 2.4km . Time: 0:04'):
         # what the page said back, shown with every cited view as a message is
