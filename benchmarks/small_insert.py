@@ -3,14 +3,17 @@ store (wall time, CPU and peak RSS of `runbook insert`), or the two real sets in
 
 usage: python benchmarks/small_insert.py --store STORE --code OLD --code NEW [--runs 3] [--work DIR]
        python benchmarks/small_insert.py --bulk --code OLD --code NEW [--runs 3] [--work DIR]
+                                         [--sources PATH ... --screenshot-root DIR]
 
 OLD and NEW are checkouts of runbook (a folder holding the `runbook` package); each insert runs as
 `python -m runbook.cli insert` in a process of its own with that folder first on its path. For a small insert, each
 version gets its own copy of STORE (its trajectory folders hard-linked, which an insert never writes to; its pools,
 catalog and summaries copied), then inserts one 2-state WebArena run under a fresh id into it, `--runs` times,
 alternating with the other version. The first insert into a copy is shown apart: it is where a version builds
-what its caches lack (all the segments, for a store whose caches are of an older version). The load average is
-printed beside each run: on a shared machine every wall time is inflated by it.
+what its caches lack (all the segments, for a store whose caches are of an older version). `--bulk` inserts the
+two real sets, or `--sources` (such as benchmarks/scale.py's copies beside them, with `--screenshot-root` the
+Infinity folder), into a fresh store per run, removed after it. The load average is printed beside each run: on a
+shared machine every wall time is inflated by it.
 """
 
 from __future__ import annotations
@@ -52,11 +55,11 @@ def small_run(data: Path) -> dict:
     raise SystemExit(f"{SMALL_RUN} is not in {data}/webarena")
 
 
-def timed_insert(code: Path, store: Path, paths: list[Path]) -> dict:
+def timed_insert(code: Path, store: Path, paths: list[Path], options: tuple[str, ...] = ()) -> dict:
     """Run one `runbook insert` with `code`: its wall time, user and system CPU (its children included) and the
     peak RSS of its largest process."""
     env = dict(os.environ, PYTHONPATH=str(code))
-    command = [sys.executable, "-m", "runbook.cli", "--store", str(store), "insert", *map(str, paths)]
+    command = [sys.executable, "-m", "runbook.cli", "--store", str(store), "insert", *map(str, paths), *options]
     load = os.getloadavg()[0]
     start = time.perf_counter()
     process = subprocess.Popen(command, cwd=code, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -90,11 +93,12 @@ def small_inserts(args: argparse.Namespace, codes: dict[str, Path], work: Path) 
 
 
 def bulk_inserts(args: argparse.Namespace, codes: dict[str, Path], work: Path) -> None:
-    sources = [Path(args.data) / "webarena", Path(args.data) / "infinity"]
+    sources = [Path(p) for p in args.sources or [Path(args.data) / "webarena", Path(args.data) / "infinity"]]
+    options = ("--screenshot-root", args.screenshot_root) if args.screenshot_root else ()
     for n in range(1, args.runs + 1):
         for label, code in codes.items():
             store = work / label / f"bulk-{n}"
-            show(label, f"bulk #{n}", timed_insert(code, store, sources))
+            show(label, f"bulk #{n}", timed_insert(code, store, sources, options))
             shutil.rmtree(store)
 
 
@@ -106,10 +110,12 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--work", help="where the copies go (a temporary folder, removed, by default)")
     parser.add_argument("--data", default=str(SHARED))
+    parser.add_argument("--sources", nargs="*", help="what --bulk inserts (the two real sets by default)")
+    parser.add_argument("--screenshot-root", help="passed to `runbook insert` (for --sources' copies)")
     args = parser.parse_args(argv)
     if not args.bulk and not args.store:
         parser.error("--store or --bulk")
-    codes = {f"code{n}" if len(args.code) > 1 else "code": Path(c).resolve() for n, c in enumerate(args.code, 1)}
+    codes = {f"code{n}": Path(c).resolve() for n, c in enumerate(args.code, 1)}
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="runbook-inserts-"))
     print("codes: " + ", ".join(f"{label} = {code}" for label, code in codes.items()), flush=True)
     try:

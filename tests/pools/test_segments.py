@@ -302,3 +302,23 @@ def test_a_read_only_reader_builds_in_memory_and_writes_nothing(runs, tmp_path):
         (cache / name).unlink()
     assert_same(store)
     assert os.listdir(cache) == []
+
+
+def test_a_large_insert_builds_segments_as_it_goes_and_merges_them_at_its_end(runs, tmp_path, monkeypatch):
+    from runbook.pools import build
+
+    monkeypatch.setattr(build, "BACKGROUND_POSTINGS", 2000)
+    saved = []
+    save = segments.save
+    monkeypatch.setattr(
+        segments,
+        "save",
+        lambda s, kind, seg: saved.append((kind.group, seg.start[0], seg.end[0])) or save(s, kind, seg),
+    )
+    store = Store(tmp_path / "store", create=True)
+    insert(store, tmp_path, [runs[tid] for tid in RUNS[:10]], "all")
+    group = PostingsKind("slices", DEFAULT_FIELDS["slices"]).group
+    built = [(first, end) for g, first, end in saved if g == group]
+    assert len(built) > 3 and built[0][0] == 0  # pieces during the insert, then one merged at its end
+    assert segment_files(store, group) and len(segment_files(store, group)) == 1
+    assert_same(store)
