@@ -184,10 +184,9 @@ class Kind(ABC, Generic[S]):
         return f"{self.group}-{snapshot.lineage}-d{segment.start[0]}-{segment.end[0]}-s{segment.stamp}.npz"
 
 
-def load_segments(snapshot: PoolSnapshot, kind: Kind[S], *, write: bool, merge: bool = True) -> list[S]:
+def load_segments(snapshot: PoolSnapshot, kind: Kind[S], *, write: bool) -> list[S]:
     """The segments covering every document the snapshot commits, in order: those cached, then one built for the
-    documents after them; when `write`, the one built is saved and (when `merge`) the segments merged by the rule
-    above."""
+    documents after them; when `write`, the one built is saved and the segments merged by the rule above."""
     end = kind.end(snapshot)
     found = _cached(snapshot, kind, end)
     saved = True
@@ -195,7 +194,7 @@ def load_segments(snapshot: PoolSnapshot, kind: Kind[S], *, write: bool, merge: 
     if start[0] < end[0]:
         found.append(build_range(snapshot, kind, start, end))
         saved = write and save(snapshot, kind, found[-1])
-    if write and saved and merge:
+    if write and saved:
         found = _merged(snapshot, kind, found)
     return found
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import shutil
-import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -23,12 +21,6 @@ from ..trajectory.model import Trajectory
 from .documents import TrajectoryDocs, count_terms, trajectory_docs
 from .storage import PoolWriter, read_manifest, safe_opener
 
-log = logging.getLogger("runbook")
-
-BACKGROUND_POSTINGS = 1 << 23
-"""During an insert, the segments of what it committed are built in a thread once it has committed this many slice
-postings since they were last built (about 25,000 WebArena states): the insert's end has less left to do."""
-
 NoteWriter = Callable[[Trajectory], list]
 """trajectory -> [(kind, text)]: replaces the deterministic notes (e.g. a model's, cached)."""
 
@@ -42,9 +34,6 @@ class PoolListener:
         self._writer: PoolWriter | None = None
         self._before: tuple[str, dict] | None = None
         """(trajectory id, the manifest before its documents were committed): what `rollback` restores."""
-        self._building: threading.Thread | None = None
-        self._built_to = 0
-        """The slices' postings committed when the last segments were built during this insert."""
         # the documents are computed in the insert's staging workers, beside the state files
         self.deriver = ("pools", _derive_docs) if note_writer is None else None
 
@@ -67,19 +56,6 @@ class PoolListener:
             self._writer = None  # its memory is ahead of the committed manifest: the next one starts from the files
             raise
         self._before = (staged.trajectory_id, before)
-        self._build_behind(store, sum(self._writer.manifest["pools"]["slices"]["fields"].values()))
-
-    def _build_behind(self, store: Store, postings: int) -> None:
-        """During a large insert, build the segments of what it committed so far in a thread of its own, once
-        BACKGROUND_POSTINGS more have come (one at a time): the insert's end then has only the rest to build."""
-        if self._built_to == 0:
-            self._built_to = postings  # the first commit: what was there before is built already
-        if postings - self._built_to < BACKGROUND_POSTINGS or self._building is not None and self._building.is_alive():
-            return
-        self._built_to = postings
-        args = (store.layout.pools, safe_opener(store.layout))
-        self._building = threading.Thread(target=_build_quietly, args=args, name="segments", daemon=True)
-        self._building.start()
 
     def rollback(self, staged) -> None:
         """The trajectory's catalog rows did not commit: its documents leave the pools again."""
@@ -90,8 +66,6 @@ class PoolListener:
     def finish(self, store: Store) -> None:
         """At the end of an insert: build the indexes the pools' new stamp needs, so that a query (and the
         read-only sandbox's `recall`) finds them ready."""
-        if self._building is not None:
-            self._building.join()
         if self._writer is not None:
             self._writer.close()
             build_caches(store.layout.pools, safe_opener(store.layout))
@@ -168,31 +142,16 @@ def _last_stamp(store: Store) -> int:
         return 0
 
 
-def _build_quietly(pools_root, opener) -> None:
-    """The segments of the documents committed so far, not merged (the insert's end merges them in one pass); a
-    failure leaves them to the end of the insert."""
-    try:
-        snapshot = PoolSnapshot(pools_root, opener)
-        for kind in _kinds():
-            segments.load_segments(snapshot, kind, write=True, merge=False)
-    except Exception as exc:  # noqa: BLE001 - the insert's end builds whatever this did not
-        log.debug("building segments during the insert failed: %r", exc)
-
-
-def _kinds() -> list[segments.Kind]:
-    """What an insert caches: the BM25 index of each pool with the default weights, and the line counts."""
-    kinds: list[segments.Kind] = [PostingsKind(pool, fields) for pool, fields in DEFAULT_FIELDS.items()]
-    return [*kinds, LINES]
-
-
 def build_caches(pools_root, opener=None) -> None:
     """The BM25 indexes (default field weights) and line counts for the pools' current stamp: the segments of the
     documents added since the last build, merged with earlier ones by core.segments' rule; the files no reader of
     this stamp needs (merged into others, stale, of another version) are removed (a reader still on an older
     stamp has mapped its segments already, or builds them in memory)."""
     snapshot = PoolSnapshot(pools_root, *([opener] if opener else []))
+    kinds: list[segments.Kind] = [PostingsKind(pool, fields) for pool, fields in DEFAULT_FIELDS.items()]
+    kinds.append(LINES)
     used = {}
-    for kind in _kinds():
+    for kind in kinds:
         found = segments.load_segments(snapshot, kind, write=True)
         used[kind.group] = {kind.file_name(snapshot, s) for s in found}
     for stale in segments.stale_files(snapshot, used):
