@@ -205,42 +205,49 @@ class PostingsKind(Kind[Postings]):
             if len(post) and (post["doc"][0] < first or post["doc"][-1] >= stop):
                 raise PoolError(f"{snapshot.root}: postings out of step with their documents; run `runbook reindex`")
             posts[field] = post
-        term_ids = np.unique(np.concatenate([p["term"] for p in posts.values()]))
         terms = snapshot.terms()
+        present = np.zeros(len(terms), dtype=bool)
+        for post in posts.values():
+            present[post["term"]] = True
+        term_ids = np.flatnonzero(present)
         stems_of = [stem(terms[t]) for t in term_ids.tolist()]
         stems = sorted(set(stems_of))
         where = {s: i for i, s in enumerate(stems)}
-        local = np.fromiter((where[s] for s in stems_of), dtype=np.uint64, count=len(stems_of))
-        # one key per posting, (stem << 32) | document, sorted once (stably: the order tfs add up in stays the same)
-        keys, tfs = [], []
+        local = np.zeros(len(terms), dtype=np.uint32)  # a term's stem among this part's
+        local[term_ids] = np.fromiter((where[s] for s in stems_of), dtype=np.uint32, count=len(stems_of))
+        columns: tuple[list, list, list] = ([], [], [])
         for field, weight in self.fields.items():  # the caller's order of the fields, as the sums have always had
             post = posts[field]
-            keys.append(
-                (local[np.searchsorted(term_ids, post["term"])] << np.uint64(32)) | post["doc"].astype(np.uint64)
-            )
-            tfs.append(post["tf"].astype(np.float32) * weight)
+            columns[0].append(local[post["term"]])
+            columns[1].append(post["doc"])
+            columns[2].append(post["tf"].astype(np.float32) * weight)
         del posts
-        return _sorted_columns(np.concatenate(keys), np.concatenate(tfs), stems, first, stop)
+        col, doc, tf = (np.concatenate(c) for c in columns)
+        return _sorted_columns(col, doc, tf, stems, first, stop)
 
 
-def _sorted_columns(key: np.ndarray, tf: np.ndarray, stems: list[str], first: int, stop: int) -> tuple:
-    order = np.argsort(key, kind="stable")
-    key, tf = key[order], tf[order]
+def _sorted_columns(col: np.ndarray, doc: np.ndarray, tf: np.ndarray, stems: list[str], first: int, stop: int) -> tuple:
+    """The postings in (stem, document) order, stably (the order tfs add up in is the single index's, which sorted
+    one key per posting): by document first (each field's postings are in document order already, so this merges
+    runs), then by stem (16-bit stem numbers are sorted by radix; one sort of 64-bit keys took 1.6 times as long)."""
+    order = np.argsort(doc, kind="stable")
+    narrow = np.uint16 if len(stems) <= 1 << 16 else np.uint32
+    order = order[np.argsort(col[order].astype(narrow), kind="stable")]
+    col, doc, tf = col[order], doc[order], tf[order]
     del order
     # one entry per (stem, document): raw terms of one stem and the fields that meet in a document add up
-    new = np.ones(len(key), dtype=bool)
-    new[1:] = key[1:] != key[:-1]
+    new = np.ones(len(doc), dtype=bool)
+    new[1:] = (col[1:] != col[:-1]) | (doc[1:] != doc[:-1])
     starts = np.flatnonzero(new)
     del new
     tf = np.add.reduceat(tf, starts) if len(starts) else tf
-    key = key[starts]
-    doc, col = (key & np.uint64(0xFFFFFFFF)).astype(np.uint32), (key >> np.uint64(32)).astype(np.int64)
-    del key, starts
+    doc, col = doc[starts], col[starts].astype(np.int64)
+    del starts
     # a document's length: its (stem, document) tfs summed in float64 as the single index summed them (whole
     # numbers with the default weights, exact in any order)
     doc_len = np.bincount(doc - np.uint32(first), weights=tf, minlength=stop - first)
     indptr = np.concatenate(([0], np.cumsum(np.bincount(col, minlength=len(stems))))).astype(np.int64)
-    return stems, indptr, doc, tf.astype(np.float32), doc_len.astype(np.float64)
+    return stems, indptr, doc.astype(np.uint32), tf.astype(np.float32), doc_len.astype(np.float64)
 
 
 def _merged_columns(parts: Sequence[tuple]) -> tuple:
