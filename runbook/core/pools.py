@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import sys
 from array import array
 from collections.abc import Callable, Iterator, Sequence
@@ -65,9 +64,10 @@ CUTS = "cuts"
 """In the manifest: each commit that took documents back (a writer's rollback, recovery's undo) as {"stamp": the
 stamp it made, "docs": {pool: the documents it left}}. Document numbers past a cut are given again to other
 documents, so a cached segment built before the cut over documents past it is stale (core.segments)."""
-LINEAGE = "lineage"
-"""In the manifest: a random name given to a pools folder when it is made (a new store's, a reindex's), so that a
-cached segment is never read in another folder whose documents have the same numbers."""
+BORN = "born"
+"""In the manifest: the stamp a pools folder started from (0 for a new store's; a reindex's folder starts from the
+last stamp of the one it replaces, and stamps only grow), so that a cached segment is never read in another folder,
+whose documents have the same numbers: a reader still on the old folder may write one into the new folder's cache."""
 
 
 def with_cut(manifest: dict, stamp: int) -> dict:
@@ -95,15 +95,15 @@ def manifest_before(manifest: dict) -> dict | None:
         else:
             trajectories[trajectory_id] = generation
     before = {**undo["counts"], "format": manifest.get("format", FORMAT), "trajectories": trajectories}
-    if manifest.get(LINEAGE):
-        before[LINEAGE] = manifest[LINEAGE]
+    if manifest.get(BORN):
+        before[BORN] = manifest[BORN]
     return with_cut(dict(before, cuts=manifest.get(CUTS, [])), int(manifest.get("stamp", 0)) + 1)
 
 
 def empty_manifest() -> dict:
     return {
         "format": FORMAT,
-        LINEAGE: secrets.token_hex(6),
+        BORN: 0,
         "stamp": 0,
         "terms": 0,
         "terms_bytes": 0,
@@ -382,8 +382,8 @@ class PoolSnapshot:
 
     @property
     def lineage(self) -> str:
-        """The pools folder's name for itself (see LINEAGE); "0" for pools made before folders had one."""
-        return str(self.manifest.get(LINEAGE) or "0")
+        """Which pools folder this is, as cached segments' names say it: the stamp it started from (see BORN)."""
+        return str(int(self.manifest.get(BORN) or 0))
 
     @property
     def cache_dir(self) -> Path:

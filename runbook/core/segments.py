@@ -7,12 +7,12 @@ the indexes). What a replaced trajectory changes (which documents are live) is w
     pools/cache/<group>-<lineage>-d<first>-<end>-s<stamp>.npz
 
 <group> names what is cached and how (pool first, then version and settings: core.bm25 and core.boilerplate say),
-<lineage> the pools folder (core.pools.LINEAGE), documents <first> up to <end> (excluded), built from the pools as
-they were at <stamp>. A reader uses a segment when its lineage is the snapshot's, it was built at the snapshot's
-stamp or before, no commit since took back documents it covers (core.pools.CUTS), and it starts where the one before
-it ended in every pool file (its bounds) and lies on the files' document boundaries there. A missing, unreadable,
-truncated, stale or planted segment is not used: the documents from there to the end are built again (and written,
-when the reader may write); a read-only reader (the sandbox) builds them in memory.
+<lineage> the pools folder (the stamp it started from, core.pools.BORN), documents <first> up to <end> (excluded),
+built from the pools as they were at <stamp>. A reader uses a segment when its lineage is the snapshot's, it was
+built at the snapshot's stamp or before, no commit since took back documents it covers (core.pools.CUTS), and it
+starts where the one before it ended in every pool file (its bounds) and lies on the files' document boundaries
+there. A missing, unreadable, truncated, stale or planted segment is not used: the documents from there to the end
+are built again (and written, when the reader may write); a read-only reader (the sandbox) builds them in memory.
 """
 
 from __future__ import annotations

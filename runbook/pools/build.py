@@ -116,7 +116,8 @@ def reindex(
     with store.writer(check_pools=False):  # the pools are rebuilt: whatever was planted in them is discarded
         rows = store.rows()
         writer = PoolWriter(store.layout, fresh, fresh=True)
-        writer.manifest["stamp"] = _last_stamp(store)  # stamps only grow: a server never takes new pools for old
+        # stamps only grow: a server never takes new pools for old, nor a segment of the old folder for the new's
+        writer.manifest["stamp"] = writer.manifest["born"] = _last_stamp(store)
         for n, docs in enumerate(_docs_in_order(store, rows, workers, note_writer), 1):
             writer.add(docs)
             report.trajectories += 1

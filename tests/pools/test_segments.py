@@ -323,3 +323,31 @@ def test_a_reader_whose_listing_a_writer_merged_away_lists_again(runs, tmp_path,
     monkeypatch.setattr(snapshot, "cache_names", lambda: next(listings, None) or os.listdir(snapshot.cache_dir))
     monkeypatch.setattr(segments, "build_range", lambda *a: pytest.fail("built the documents again"))
     assert_same_index(snapshot, "slices", DEFAULT_FIELDS["slices"])
+
+
+def test_a_segment_an_old_reader_writes_after_a_reindex_is_not_read_in_the_new_folder(tmp_path):
+    """A reader still on the pools a reindex swapped out writes its segments into the new folder's cache: the new
+    folder's documents have the same numbers (here the same sizes to the byte, one word changed), so only the folder
+    the segments name (core.pools.BORN) says they are another's."""
+    from runbook.pools.build import reindex
+
+    store = Store(tmp_path / "store", create=True)
+
+    def run(tid: str, word: str) -> Path:
+        page = f"RootWebArea 'Late'\n\tStaticText 'the {word} order'"
+        return write_jsonl(tmp_path / f"{tid}-{word}.jsonl", [make_trajectory(tid, 3, texts=[page] * 3)])
+
+    for source in (run("a", "gone"), run("b", "kept")):
+        insert_paths(store, [source], listeners=[insert_listener(store)], workers=1)
+    old = PoolSnapshot(store.layout.pools)
+    insert_paths(store, [run("a", "done")], listeners=[insert_listener(store)], workers=1, replace=True)
+    reindex(store, workers=1)
+    cache = store.layout.pools / "cache"
+    for name in os.listdir(cache):
+        (cache / name).unlink()
+    load_index(old, "slices", write=True)  # into the new folder's cache, under the old folder's name
+    load_line_counts(old, write=True)
+    assert os.listdir(cache)
+    new = PoolSnapshot(store.layout.pools)
+    assert new.lineage != old.lineage and load_index(new, "slices", write=False).df("gone") == 0
+    assert_same(store)
