@@ -6,7 +6,7 @@ of runbook (an import contract in pyproject.toml checks it).
     the store      layout, statefile, catalog, files, records, filters, reader, grep, ripgrep, values, images, errors
     pages          page, page_dom, blocks, excerpt, findings, actions, messages, text
     questions      question, patterns, program_args
-    method R       pools, bm25, weights, fusion, boilerplate, recall, hits
+    method R       pools, segments, bm25, weights, fusion, boilerplate, recall, hits
     the planner    plan (the program rbplan), scan, scoring, scanout, choice, detail
 
 docs/architecture.md says which module holds what.

@@ -1,57 +1,126 @@
-"""BM25 over a pool: per-term columns of (document, weight) built from the postings in one vectorised pass and
-cached on disk, so a query touches only its own terms' columns. The one BM25 of runbook: method R on the host and
-the `recall` program in the query sandbox both score with it.
+"""BM25 over a pool, from cached segments of postings (core.segments): per stem, its documents and their term
+frequencies after the field weights, and each document's length. A query's terms get their weights when first
+asked for, over the documents live in the snapshot: the idf and the mean length change with every insert, so the
+weights are not stored; the formula, its dtypes and the order of its sums are those of the single index that was
+rebuilt over the whole store at every insert, so every score is the same to the bit. The one BM25 of runbook:
+method R on the host and the `recall` program in the query sandbox both score with it.
 
-The host builds the cache when it commits an insert (the sandbox sees the store read-only); a reader that finds no
-current cache builds the index in memory.
+The host builds the segments when it commits an insert (the sandbox sees the store read-only); a reader that finds
+them missing or stale builds what is missing in memory.
 """
 
 from __future__ import annotations
 
-import zipfile
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from .files import load_arrays, save_atomic
 from .pools import PoolError, PoolSnapshot
+from .segments import Bounds, DocTable, Kind, Segment, blob, load_segments, unblob
 from .text import stem
 from .weights import K1, B, idf, term_weight  # noqa: F401  (the formula, importable without numpy)
 
-INDEX_VERSION = 4
-"""Bump when tokenising, stemming or weighting changes: cached indexes of another version are rebuilt."""
+INDEX_VERSION = 5
+"""Bump when tokenising, stemming, weighting or the segments' layout changes: cached segments of another version
+are built again. 5: segments of term frequencies, weighted at query time."""
 DEFAULT_FIELDS = {"slices": {"page": 1.0, "context": 2.0}, "events": {"event": 1.0}, "notes": {"note": 1.0}}
-"""Field weights (tf multipliers) per pool; the cache built at insert holds these."""
+"""Field weights (tf multipliers) per pool; the segments built at insert hold these."""
+CHUNK_POSTINGS = 1 << 23
+"""A range of documents with more postings is sorted in parts of about this many, then merged: a billion tokens'
+slices (61M postings) sorted at once took 2.6 GB."""
+WEIGHTS_KEPT = 1 << 22
+"""Postings whose weights an open index keeps for the next query (8 bytes each)."""
 
 
 @dataclass
+class Postings(Segment):
+    """One segment of a pool's index."""
+
+    stems: list[str]
+    """Sorted."""
+    indptr: np.ndarray
+    """Stem s's postings are docs[indptr[s]:indptr[s + 1]] with tf[...] (documents ascending)."""
+    docs: np.ndarray
+    tf: np.ndarray
+    """Each posting's term frequency: its stem's counts in the document, times their fields' weights, summed."""
+    doc_len: np.ndarray
+    """Per document of the segment, its tf summed."""
+
+    @property
+    def size(self) -> int:
+        return len(self.docs) + self.end[0] - self.start[0]
+
+    def span(self, term: str) -> tuple[int, int]:
+        """Where the stem's postings are (an empty span when the segment lacks it)."""
+        i = bisect_left(self.stems, term)
+        if i < len(self.stems) and self.stems[i] == term:
+            return int(self.indptr[i]), int(self.indptr[i + 1])
+        return 0, 0
+
+    def arrays(self) -> dict[str, Any]:
+        columns = {"indptr": self.indptr, "docs": self.docs, "tf": self.tf, "doc_len": self.doc_len}
+        return {**super().arrays(), "stems": blob(self.stems), **columns}
+
+
 class BM25Index:
     """Scores documents of one pool for weighted query terms (terms are stems, see text.stem)."""
 
-    indptr: np.ndarray
-    """Term t's postings are docs[indptr[t]:indptr[t + 1]] with weights[...] (documents ascending)."""
-    docs: np.ndarray
-    weights: np.ndarray
-    term_ids: dict[str, int]
-    live: np.ndarray
-    """True for documents of each trajectory's current generation."""
+    def __init__(self, segments: Sequence[Postings], live: np.ndarray, *, k1: float = K1, b: float = B):
+        self.segments, self.live, self.k1, self.b = list(segments), live, k1, b
+        """`live`: true for documents of each trajectory's current generation."""
+        self.doc_len = np.concatenate([s.doc_len for s in segments]) if segments else np.zeros(0)
+        self.n_live = max(int(live.sum()), 1)
+        self.avg_len = self.doc_len[live].mean() if live.any() else 1.0
+        self._kept: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._kept_size = 0
 
     @property
     def n_docs(self) -> int:
         return len(self.live)
 
     def df(self, term: str) -> int:
-        tid = self.term_ids.get(term)
-        return 0 if tid is None else int(self.indptr[tid + 1] - self.indptr[tid])
+        """Live documents with the term."""
+        return len(self.postings(term)[0])
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """(live documents with the term, ascending; the term's BM25 weight in each, float32)."""
+        found = self._kept.get(term)
+        if found is None:
+            found = self._weighed(term)
+            if self._kept_size + len(found[0]) > WEIGHTS_KEPT:
+                self._kept, self._kept_size = {}, 0
+            self._kept[term] = found
+            self._kept_size += len(found[0])
+        return found
+
+    def _weighed(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        docs, tfs = [], []
+        for segment in self.segments:
+            lo, hi = segment.span(term)
+            if lo < hi:
+                doc = segment.docs[lo:hi]
+                if doc[0] < segment.start[0] or doc[-1] >= segment.end[0]:
+                    raise PoolError("a cached segment of an index is corrupt: run `runbook reindex`")
+                keep = self.live[doc]
+                docs.append(doc[keep])
+                tfs.append(segment.tf[lo:hi][keep])
+        if not docs:
+            return np.zeros(0, dtype=np.uint32), np.zeros(0, dtype=np.float32)
+        doc, tf = np.concatenate(docs), np.concatenate(tfs)
+        # the single index's expression, dtypes and all: idf as float32, times the float64 term weight, as float32
+        term_idf = idf(self.n_live, np.asarray([len(doc)], dtype=np.int64)).astype(np.float32)
+        weights = (term_idf * term_weight(tf, self.doc_len[doc], self.avg_len, self.k1, self.b)).astype(np.float32)
+        return doc, weights
 
     def scores(self, query: dict[str, float]) -> np.ndarray:
         scores = np.zeros(self.n_docs, dtype=np.float32)
         for term, weight in query.items():
-            tid = self.term_ids.get(term)
-            if tid is not None:
-                lo, hi = int(self.indptr[tid]), int(self.indptr[tid + 1])
-                scores[self.docs[lo:hi]] += np.float32(weight) * self.weights[lo:hi]  # docs are unique per term
+            docs, weights = self.postings(term)
+            if len(docs):
+                scores[docs] += np.float32(weight) * weights  # docs are unique per term
         return scores
 
     def top(self, query: dict[str, float], k: int) -> list[tuple[int, float]]:
@@ -65,97 +134,185 @@ class BM25Index:
         return [(int(d), float(scores[d])) for d in best]
 
 
-def build_index(
-    snapshot: PoolSnapshot, pool: str, fields: dict[str, float], *, k1: float = K1, b: float = B
-) -> BM25Index:
-    """BM25 weights of `pool` over the given fields (field -> tf multiplier), dead generations left out."""
-    live = snapshot.live(pool)
-    n_docs = len(live)
-    terms = snapshot.terms()
-    stems: dict[str, int] = {}
-    term_stem = np.fromiter((stems.setdefault(stem(t), len(stems)) for t in terms), dtype=np.uint64, count=len(terms))
-    # one key per posting, (stem << 32) | document, sorted once (stably: the order tfs add up in stays the same):
-    # half the memory of sorting separate int64 columns (the largest index of a billion-token store took 5.6 GB)
-    keys, tfs = [], []
-    for field, weight in fields.items():
-        post = snapshot.postings(pool, field)
-        post = post[live[post["doc"]]] if n_docs else post[:0]
-        stems_of = term_stem[post["term"]] if len(post) else np.empty(0, dtype=np.uint64)
-        keys.append((stems_of << np.uint64(32)) | post["doc"].astype(np.uint64))
-        tfs.append(post["tf"].astype(np.float32) * weight)
-        del post, stems_of
-    key, tf = np.concatenate(keys), np.concatenate(tfs)
-    del keys, tfs
-    order = np.argsort(key, kind="stable")
-    key, tf = key[order], tf[order]
+class PostingsKind(Kind[Postings]):
+    """The segments of one pool's index with given field weights."""
+
+    def __init__(self, pool: str, fields: dict[str, float]):
+        self.pool, self.fields = pool, dict(fields)
+        self.order = sorted(fields)
+        """The fields in the order of their offsets in a segment's bounds."""
+        self.group = f"{pool}-v{INDEX_VERSION}-" + "-".join(f"{f}{w:g}" for f, w in sorted(fields.items()))
+
+    def end(self, snapshot: PoolSnapshot) -> Bounds:
+        meta = snapshot.manifest["pools"][self.pool]
+        return (meta["docs"], meta["docs_bytes"], *(meta["fields"].get(f, 0) for f in self.order))
+
+    def build(
+        self, snapshot: PoolSnapshot, start: Bounds, end: Bounds, table: DocTable, nl: Sequence[int | None]
+    ) -> Postings:
+        parts = [self._columns(snapshot, lo, hi) for lo, hi in self._chunks(snapshot, start, end)]
+        columns = parts[0] if len(parts) == 1 else _merged_columns(parts)
+        return Postings(start, end, snapshot.stamp, table, *columns)
+
+    def merge(self, parts: Sequence[Postings], stamp: int) -> Postings:
+        columns = _merged_columns([(p.stems, p.indptr, p.docs, p.tf, p.doc_len) for p in parts])
+        return Postings(parts[0].start, parts[-1].end, stamp, DocTable.joined([p.table for p in parts]), *columns)
+
+    def read(self, arrays: dict[str, Any], start: Bounds, end: Bounds, stamp: int, table: DocTable) -> Postings:
+        indptr, docs, tf, doc_len = arrays["indptr"], arrays["docs"], arrays["tf"], arrays["doc_len"]
+        dtypes = (indptr.dtype, docs.dtype, tf.dtype, doc_len.dtype)
+        if dtypes != (np.int64, np.uint32, np.float32, np.float64) or len(start) != 2 + len(self.order):
+            raise ValueError("a segment of another layout")
+        if len(indptr) < 1 or indptr[0] != 0 or indptr[-1] != len(docs):
+            raise ValueError("postings of another length than their columns")
+        if len(tf) != len(docs) or len(doc_len) != end[0] - start[0]:
+            raise ValueError("columns of different lengths")
+        return Postings(start, end, stamp, table, unblob(arrays["stems"], len(indptr) - 1), indptr, docs, tf, doc_len)
+
+    def aligned(self, snapshot: PoolSnapshot, start: Bounds, end: Bounds) -> bool:
+        if not super().aligned(snapshot, start, end):
+            return False
+        for i, field in enumerate(self.order, 2):
+            lo, hi, count = start[i], end[i], snapshot.manifest["pools"][self.pool]["fields"].get(field, 0)
+            doc = _doc_at(snapshot, self.pool, field)
+            if lo > 0 and doc(lo - 1) >= start[0] or hi < count and doc(hi) < end[0]:
+                return False  # a posting of the segment's documents lies outside its offsets
+            if lo < hi and (doc(lo) < start[0] or doc(hi - 1) >= end[0]):
+                return False
+        return True
+
+    def _chunks(self, snapshot: PoolSnapshot, start: Bounds, end: Bounds) -> list[tuple[Bounds, Bounds]]:
+        """The range cut into parts of about CHUNK_POSTINGS postings (bounds of documents and postings only)."""
+        total = sum(end[2:]) - sum(start[2:])
+        parts = max(1, -(-total // CHUNK_POSTINGS))
+        cuts = [start[0] + (end[0] - start[0]) * n // parts for n in range(1, parts)]
+        bounds = [start]
+        for doc in cuts:
+            offsets = (
+                _first_posting(snapshot, self.pool, field, doc, start[i], end[i])
+                for i, field in enumerate(self.order, 2)
+            )
+            bounds.append((doc, -1, *offsets))
+        bounds.append(end)
+        return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi[0] > lo[0]]
+
+    def _columns(self, snapshot: PoolSnapshot, start: Bounds, end: Bounds) -> tuple:
+        """(stems, indptr, docs, tf, doc_len) of the documents from `start` to `end`."""
+        first, stop = start[0], end[0]
+        posts = {}
+        for i, field in enumerate(self.order, 2):
+            post = snapshot.postings(self.pool, field, start[i], end[i])
+            if len(post) and (post["doc"][0] < first or post["doc"][-1] >= stop):
+                raise PoolError(f"{snapshot.root}: postings out of step with their documents; run `runbook reindex`")
+            posts[field] = post
+        terms = snapshot.terms()
+        present = np.zeros(len(terms), dtype=bool)
+        for post in posts.values():
+            present[post["term"]] = True
+        term_ids = np.flatnonzero(present)
+        stems_of = [stem(terms[t]) for t in term_ids.tolist()]
+        stems = sorted(set(stems_of))
+        where = {s: i for i, s in enumerate(stems)}
+        local = np.zeros(len(terms), dtype=np.uint32)  # a term's stem among this part's
+        local[term_ids] = np.fromiter((where[s] for s in stems_of), dtype=np.uint32, count=len(stems_of))
+        columns: tuple[list, list, list] = ([], [], [])
+        for field, weight in self.fields.items():  # the caller's order of the fields, as the sums have always had
+            post = posts[field]
+            columns[0].append(local[post["term"]])
+            columns[1].append(post["doc"])
+            columns[2].append(post["tf"].astype(np.float32) * weight)
+        del posts
+        col, doc, tf = (np.concatenate(c) for c in columns)
+        return _sorted_columns(col, doc, tf, stems, first, stop)
+
+
+def _sorted_columns(col: np.ndarray, doc: np.ndarray, tf: np.ndarray, stems: list[str], first: int, stop: int) -> tuple:
+    """The postings in (stem, document) order, stably (the order tfs add up in is the single index's, which sorted
+    one key per posting): by document first (each field's postings are in document order already, so this merges
+    runs), then by stem (16-bit stem numbers are sorted by radix; one sort of 64-bit keys took 1.6 times as long)."""
+    order = np.argsort(doc, kind="stable")
+    narrow = np.uint16 if len(stems) <= 1 << 16 else np.uint32
+    order = order[np.argsort(col[order].astype(narrow), kind="stable")]
+    col, doc, tf = col[order], doc[order], tf[order]
     del order
-    # one entry per (term, doc): stems and fields that meet in a document add up
-    first = np.ones(len(key), dtype=bool)
-    first[1:] = key[1:] != key[:-1]
-    starts = np.flatnonzero(first)
-    del first
+    # one entry per (stem, document): raw terms of one stem and the fields that meet in a document add up
+    new = np.ones(len(doc), dtype=bool)
+    new[1:] = (col[1:] != col[:-1]) | (doc[1:] != doc[:-1])
+    starts = np.flatnonzero(new)
+    del new
     tf = np.add.reduceat(tf, starts) if len(starts) else tf
-    key = key[starts]
-    doc, col = (key & np.uint64(0xFFFFFFFF)).astype(np.uint32), (key >> np.uint64(32)).astype(np.uint32)
-    del key, starts
-    n_live = max(int(live.sum()), 1)
-    doc_len = np.bincount(doc, weights=tf, minlength=n_docs)
-    avg = doc_len[live].mean() if live.any() else 1.0
-    df = np.bincount(col, minlength=max(len(stems), 1))
-    weights = (idf(n_live, df).astype(np.float32)[col] * term_weight(tf, doc_len[doc], avg, k1, b)).astype(np.float32)
-    indptr = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
-    return BM25Index(indptr, doc.astype(np.uint32), weights, stems, live)
+    doc, col = doc[starts], col[starts].astype(np.int64)
+    del starts
+    # a document's length: its (stem, document) tfs summed in float64 as the single index summed them (whole
+    # numbers with the default weights, exact in any order)
+    doc_len = np.bincount(doc - np.uint32(first), weights=tf, minlength=stop - first)
+    indptr = np.concatenate(([0], np.cumsum(np.bincount(col, minlength=len(stems))))).astype(np.int64)
+    return stems, indptr, doc.astype(np.uint32), tf.astype(np.float32), doc_len.astype(np.float64)
 
 
-def cache_path(snapshot: PoolSnapshot, pool: str, fields: dict[str, float]) -> Path:
-    key = f"{pool}-v{INDEX_VERSION}-" + "-".join(f"{f}{w:g}" for f, w in sorted(fields.items()))
-    return snapshot.cache_path(key)
+def _merged_columns(parts: Sequence[tuple]) -> tuple:
+    """The columns of consecutive parts as one: each stem's postings are its parts' in order (their documents are
+    ascending already), placed without sorting."""
+    stems = sorted(set().union(*(p[0] for p in parts)))
+    where = {s: i for i, s in enumerate(stems)}
+    maps = [np.fromiter((where[s] for s in p[0]), dtype=np.int64, count=len(p[0])) for p in parts]
+    counts = np.zeros((len(parts), len(stems)), dtype=np.int64)
+    for n, (part, to) in enumerate(zip(parts, maps)):
+        counts[n, to] = np.diff(part[1])
+    indptr = np.concatenate(([0], np.cumsum(counts.sum(axis=0)))).astype(np.int64)
+    before = indptr[:-1] + np.cumsum(counts, axis=0) - counts  # where each part's postings of a stem begin
+    docs, tf = np.empty(int(indptr[-1]), dtype=np.uint32), np.empty(int(indptr[-1]), dtype=np.float32)
+    for n, (part, to) in enumerate(zip(parts, maps)):
+        _place(part[1], part[2], part[3], before[n][to], docs, tf)
+    return stems, indptr, docs, tf, np.concatenate([p[4] for p in parts])
+
+
+def _place(
+    indptr: np.ndarray, docs: np.ndarray, tf: np.ndarray, base: np.ndarray, out_docs: np.ndarray, out_tf: np.ndarray
+) -> None:
+    """Copy a part's postings to where its stems' runs begin (`base`), a block of stems at a time."""
+    n_stems, lo = len(base), 0
+    while lo < n_stems:
+        hi = int(np.searchsorted(indptr, indptr[lo] + CHUNK_POSTINGS, side="right")) - 1
+        hi = min(max(hi, lo + 1), n_stems)
+        p0, p1 = int(indptr[lo]), int(indptr[hi])
+        where = np.repeat(base[lo:hi] - indptr[lo:hi], np.diff(indptr[lo : hi + 1])) + np.arange(p0, p1)
+        out_docs[where], out_tf[where] = docs[p0:p1], tf[p0:p1]
+        lo = hi
+
+
+def _doc_at(snapshot: PoolSnapshot, pool: str, field: str) -> Callable[[int], int]:
+    """The document of the field's posting n, read alone."""
+    return lambda n: int(snapshot.postings(pool, field, n, n + 1)["doc"][0])
+
+
+def _first_posting(snapshot: PoolSnapshot, pool: str, field: str, doc: int, lo: int, hi: int) -> int:
+    """The first posting from `lo` to `hi` whose document is `doc` or later (a binary search, a posting read at a
+    time)."""
+    doc_at = _doc_at(snapshot, pool, field)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if doc_at(mid) < doc:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def load_index(
     snapshot: PoolSnapshot, pool: str, fields: dict[str, float] | None = None, *, write: bool = True
 ) -> BM25Index:
-    """The pool's index for this manifest stamp: from the cache when it is current, else built (and cached when
-    `write` and the store is writable)."""
-    fields = fields or DEFAULT_FIELDS[pool]
-    path = cache_path(snapshot, pool, fields)
-    cached = _read_cache(snapshot, path)
-    if cached is None:  # a store written before caches were named by stamp: its cache is current until an insert
-        cached = _read_cache(snapshot, path.with_name(path.name.rsplit("-s", 1)[0] + ".npz"))
-    if cached is not None:
-        return cached
-    index = build_index(snapshot, pool, fields)
-    if write:
-        write_cache(path, snapshot.stamp, index)
-    return index
+    """The pool's index for this snapshot: from its cached segments, what they lack built (and cached when `write`
+    and the store is writable)."""
+    segments = load_segments(snapshot, PostingsKind(pool, fields or DEFAULT_FIELDS[pool]), write=write)
+    return BM25Index(segments, live(snapshot, segments))
 
 
-def _read_cache(snapshot: PoolSnapshot, path: Path) -> BM25Index | None:
-    try:
-        with snapshot.open(path) as fh:
-            data = load_arrays(fh)  # mapped: a query pages in its own terms' postings only
-        if int(data["stamp"]) != snapshot.stamp:
-            return None
-        terms = bytes(data["terms"]).decode("utf-8").split("\n") if data["terms"].size else []
-        return BM25Index(
-            data["indptr"], data["docs"], data["weights"], {t: i for i, t in enumerate(terms)}, data["live"]
-        )
-    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, PoolError):
-        return None  # a missing, stale, truncated or planted cache is rebuilt
-
-
-def write_cache(path: Path, stamp: int, index: BM25Index) -> None:
-    """Best effort: a read-only store simply builds in memory next time."""
-    terms = sorted(index.term_ids, key=index.term_ids.__getitem__)
-    save_atomic(
-        path,
-        stamp=np.int64(stamp),
-        indptr=index.indptr,
-        docs=index.docs,
-        weights=index.weights,
-        live=index.live,
-        terms=np.frombuffer("\n".join(terms).encode("utf-8"), dtype=np.uint8),
-    )
+def live(snapshot: PoolSnapshot, segments: Sequence[Segment]) -> np.ndarray:
+    """True for each document of the segments that is of its trajectory's current generation."""
+    generations = snapshot.manifest["trajectories"]
+    found = [s.table.live(generations) for s in segments]
+    return np.concatenate(found) if found else np.zeros(0, dtype=bool)
 
 
 def query_terms(text_terms: list[str], phrase_terms: list[str], phrase_weight: float = 1.5) -> dict[str, float]:

@@ -1,47 +1,56 @@
 """Which states show a given content line: lines on most pages of a site (menus, footers) are boilerplate, and the
-states that show the line that answers a question corroborate each other (runbook.core.recall's sightings)."""
+states that show the line that answers a question corroborate each other (runbook.core.recall's sightings).
+
+The counts are cached in segments of slice documents (core.segments), as the BM25 indexes are: per segment, each
+distinct line hash and the number of states (of every generation) that show it, and, for pools that record each
+state's number of lines, which documents show each hash. A site's number of states counts its live states only, so
+it is worked out when the segments are read.
+"""
 
 from __future__ import annotations
 
-import zipfile
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from .files import load_arrays, save_atomic
-from .pools import PoolError, PoolSnapshot
+from .pools import PoolSnapshot
+from .segments import Bounds, DocTable, Kind, Segment, load_segments
 
+VERSION = 1
+"""Bump when the line counts' segments change: cached segments of another version are built again."""
 MIN_STATES = 8
 SHARE = 0.3
 """A line on at least this share of a site's states (and on MIN_STATES of them) is the site's furniture."""
 
 
-class LineCounts:
-    """Per-site distinct-line counts over all states, built from the pools' line hashes, cached per stamp; and, for
-    pools that record each state's number of lines, which slice documents show a line."""
+@dataclass
+class LineSegment(Segment):
+    """The line counts of one segment of slice documents."""
 
-    def __init__(
-        self,
-        hashes: np.ndarray,
-        counts: np.ndarray,
-        site_states: dict[str, int],
-        by_hash: np.ndarray | None = None,
-        by_hash_docs: np.ndarray | None = None,
-    ):
-        self.hashes, self.counts, self.site_states = hashes, counts, site_states
-        self.by_hash, self.by_hash_docs = by_hash, by_hash_docs
+    hashes: np.ndarray
+    """The distinct line hashes of its states, sorted."""
+    counts: np.ndarray
+    """How many of its states (dead generations included) show each."""
+    by_hash: np.ndarray
+    """Every (state, line) hash sorted, with its document in `by_hash_docs`; both empty when not `indexed`."""
+    by_hash_docs: np.ndarray
+    indexed: bool
+    """Whether the pools record each state's number of lines (pools built before did not: `runbook reindex`)."""
 
-    def docs_with(self, line_hash: int) -> np.ndarray:
-        """Slice documents (dead generations included) that show the line with this hash; empty when unknown."""
-        if self.by_hash is None or not len(self.by_hash):
-            return np.zeros(0, dtype=np.int64)
-        assert self.by_hash_docs is not None  # built and loaded with by_hash
-        key = np.uint64(line_hash)
-        lo, hi = np.searchsorted(self.by_hash, key), np.searchsorted(self.by_hash, key, side="right")
-        return self.by_hash_docs[lo:hi].astype(np.int64)
+    @property
+    def size(self) -> int:
+        return len(self.by_hash) + len(self.hashes) + self.end[0] - self.start[0]
 
-    def threshold(self, site: str) -> int:
-        return max(MIN_STATES, int(SHARE * self.site_states.get(site, 0)))
+    def arrays(self) -> dict[str, Any]:
+        lines = {
+            "hashes": self.hashes,
+            "counts": self.counts,
+            "by_hash": self.by_hash,
+            "by_hash_docs": self.by_hash_docs,
+        }
+        return {**super().arrays(), **lines, "indexed": np.bool_(self.indexed)}
 
     def count(self, line_hashes: np.ndarray) -> np.ndarray:
         if not len(self.hashes):
@@ -49,63 +58,95 @@ class LineCounts:
         pos = np.searchsorted(self.hashes, line_hashes).clip(0, len(self.hashes) - 1)
         return np.where(self.hashes[pos] == line_hashes, self.counts[pos], 0)
 
+
+class LinesKind(Kind[LineSegment]):
+    """The segments of the line counts, over the slice documents and the line hashes recorded with them."""
+
+    pool = "slices"
+    group = f"slices-lines-v{VERSION}"
+
+    def end(self, snapshot: PoolSnapshot) -> Bounds:
+        meta = snapshot.manifest["pools"]["slices"]
+        return meta["docs"], meta["docs_bytes"], snapshot.manifest["lines"]
+
+    def build(
+        self, snapshot: PoolSnapshot, start: Bounds, end: Bounds, table: DocTable, nl: Sequence[int | None]
+    ) -> LineSegment:
+        all_hashes = snapshot.line_hashes(start[2], end[2])
+        hashes, counts = np.unique(all_hashes, return_counts=True)
+        by_hash, by_hash_docs = np.zeros(0, dtype="<u8"), np.zeros(0, dtype=np.uint32)
+        indexed = None not in nl and sum(nl) == len(all_hashes)  # type: ignore[arg-type]  # no None in it
+        if indexed:
+            doc_of = np.repeat(np.arange(start[0], end[0], dtype=np.uint32), np.asarray(nl, dtype=np.int64))
+            order = np.argsort(all_hashes, kind="stable")
+            by_hash, by_hash_docs = all_hashes[order], doc_of[order]
+        return LineSegment(
+            start, end, snapshot.stamp, table, hashes, counts.astype(np.int64), by_hash, by_hash_docs, indexed
+        )
+
+    def merge(self, parts: Sequence[LineSegment], stamp: int) -> LineSegment:
+        hashes, where = np.unique(np.concatenate([p.hashes for p in parts]), return_inverse=True)
+        counts = np.bincount(where, weights=np.concatenate([p.counts for p in parts]), minlength=len(hashes))
+        indexed = all(p.indexed for p in parts)
+        by_hash, by_hash_docs = np.zeros(0, dtype="<u8"), np.zeros(0, dtype=np.uint32)
+        if indexed:  # each part sorted with its documents ascending under one hash: a stable sort keeps that
+            every = np.concatenate([p.by_hash for p in parts])
+            order = np.argsort(every, kind="stable")
+            by_hash, by_hash_docs = every[order], np.concatenate([p.by_hash_docs for p in parts])[order]
+        table = DocTable.joined([p.table for p in parts])
+        start, end = parts[0].start, parts[-1].end
+        return LineSegment(start, end, stamp, table, hashes, counts.astype(np.int64), by_hash, by_hash_docs, indexed)
+
+    def read(self, arrays: dict[str, Any], start: Bounds, end: Bounds, stamp: int, table: DocTable) -> LineSegment:
+        hashes, counts, by_hash, by_hash_docs = (arrays[k] for k in ("hashes", "counts", "by_hash", "by_hash_docs"))
+        if len(start) != 3 or len(hashes) != len(counts) or len(by_hash) != len(by_hash_docs):
+            raise ValueError("line counts of another layout")
+        if hashes.dtype != np.uint64 or by_hash.dtype != np.uint64 or by_hash_docs.dtype != np.uint32:
+            raise ValueError("line counts of other types")
+        return LineSegment(start, end, stamp, table, hashes, counts, by_hash, by_hash_docs, bool(arrays["indexed"]))
+
+
+LINES = LinesKind()
+
+
+class LineCounts:
+    """Per-site distinct-line counts over all states, built from the pools' line hashes, cached in segments; and,
+    for pools that record each state's number of lines, which slice documents show a line."""
+
+    def __init__(self, segments: Sequence[LineSegment], site_states: dict[str, int]):
+        self.segments, self.site_states = list(segments), site_states
+        self.indexed = all(s.indexed for s in segments)
+
+    def docs_with(self, line_hash: int) -> np.ndarray:
+        """Slice documents (dead generations included) that show the line with this hash; empty when unknown."""
+        if not self.indexed:
+            return np.zeros(0, dtype=np.int64)
+        key = np.uint64(line_hash)
+        found = []
+        for s in self.segments:
+            lo, hi = np.searchsorted(s.by_hash, key), np.searchsorted(s.by_hash, key, side="right")
+            found.append(s.by_hash_docs[lo:hi].astype(np.int64))
+        return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+    def threshold(self, site: str) -> int:
+        return max(MIN_STATES, int(SHARE * self.site_states.get(site, 0)))
+
+    def count(self, line_hashes: np.ndarray) -> np.ndarray:
+        total = np.zeros(len(line_hashes), dtype=np.int64)
+        for s in self.segments:
+            total += s.count(line_hashes)
+        return total
+
     def is_boilerplate(self, line_hashes: np.ndarray, site: str) -> np.ndarray:
         return self.count(line_hashes) >= self.threshold(site)
 
 
 def load_line_counts(snapshot: PoolSnapshot, *, write: bool = True) -> LineCounts:
-    """The counts for this manifest stamp: from the cache when current, else built (and cached when `write`)."""
-    path = snapshot.cache_path("lines")
-    for cached in (path, snapshot.cache_dir / "lines.npz"):  # the name before caches were named by stamp
-        found = _read_counts(snapshot, cached)
-        if found is not None:
-            return found
-    docs = snapshot.docs("slices")
+    """The counts for this snapshot: from the cached segments, what they lack built (and cached when `write`)."""
+    segments = load_segments(snapshot, LINES, write=write)
+    generations = snapshot.manifest["trajectories"]
     site_states: dict[str, int] = {}
-    for doc, alive in zip(docs, snapshot.live("slices")):
-        if alive:
-            site_states[doc.get("s") or ""] = site_states.get(doc.get("s") or "", 0) + 1
-    all_hashes = snapshot.line_hashes()
-    hashes, counts = np.unique(all_hashes, return_counts=True)
-    by_hash, by_hash_docs = _line_index(all_hashes, [doc.get("nl") for doc in docs])
-    if write:
-        save_atomic(
-            path,
-            stamp=np.int64(snapshot.stamp),
-            hashes=hashes,
-            counts=counts.astype(np.int32),
-            sites=np.frombuffer("\n".join(site_states).encode("utf-8"), dtype=np.uint8),
-            site_states=np.asarray(list(site_states.values()), dtype=np.int64),
-            by_hash=by_hash,
-            by_hash_docs=by_hash_docs,
-        )
-    return LineCounts(hashes, counts, site_states, by_hash, by_hash_docs)
-
-
-def _read_counts(snapshot: PoolSnapshot, path: Path) -> LineCounts | None:
-    """The cached counts at `path` when they are of this stamp."""
-    try:
-        with snapshot.open(path) as fh:
-            data = load_arrays(fh)
-        if int(data["stamp"]) != snapshot.stamp:
-            return None
-        sites = bytes(data["sites"]).decode("utf-8").split("\n") if data["sites"].size else []
-        return LineCounts(
-            data["hashes"],
-            data["counts"],
-            dict(zip(sites, data["site_states"].tolist())),
-            data["by_hash"],
-            data["by_hash_docs"],
-        )
-    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, PoolError):
-        return None  # a missing, stale, truncated or planted cache is rebuilt
-
-
-def _line_index(all_hashes: np.ndarray, lines_per_doc: list) -> tuple[np.ndarray, np.ndarray]:
-    """(line hashes sorted, the slice document of each): empty when the pools do not record lines per state
-    (built before they did: `runbook reindex` adds it)."""
-    if None in lines_per_doc or sum(lines_per_doc) != len(all_hashes):
-        return np.zeros(0, dtype="<u8"), np.zeros(0, dtype=np.uint32)
-    doc_of = np.repeat(np.arange(len(lines_per_doc), dtype=np.uint32), np.asarray(lines_per_doc, dtype=np.int64))
-    order = np.argsort(all_hashes, kind="stable")
-    return all_hashes[order], doc_of[order]
+    for s in segments:
+        for site, n in s.table.site_counts(s.table.live(generations)).items():
+            site_states[site] = site_states.get(site, 0) + n
+    return LineCounts(segments, site_states)

@@ -61,8 +61,8 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "a special file")
 
 
-def save_atomic(path: Path, **arrays: Any) -> None:
-    """`np.savez` into a temporary file of its own, renamed over `path`; best effort (nothing on an OSError).
+def save_atomic(path: Path, **arrays: Any) -> bool:
+    """`np.savez` into a temporary file of its own, renamed over `path`; best effort (False on an OSError).
     A name of its own: two threads of one server once shared `<name>.tmp<pid>`, and one renamed the other's
     half-written file into place (EOFError for every reader after it)."""
     import numpy as np
@@ -78,7 +78,8 @@ def save_atomic(path: Path, **arrays: Any) -> None:
             os.unlink(tmp)
             raise
     except OSError:
-        pass
+        return False
+    return True
 
 
 def load_arrays(fh: IO[bytes]) -> dict[str, Any]:

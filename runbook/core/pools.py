@@ -7,7 +7,8 @@
     pools/slices/pages.jsonl      one page record per slice document: the state's header and its blocks (core.page)
     pools/slices/pages.idx        uint64 end offset of each page record (a record is read without the others)
     pools/<pool>/<field>.post     postings (doc uint32, term uint32, tf uint16) of one indexed field
-    pools/cache/                  BM25 indexes and line counts built from the postings, for the manifest's stamp
+    pools/cache/                  BM25 indexes and line counts built from the postings, in segments of documents
+                                  (core.segments)
 
 The host writes the pools (runbook.pools.storage); this module reads them, on the host and inside the query
 sandbox alike. Documents are parsed on demand, so a query that looks at a few hundred of them pays for those only.
@@ -59,6 +60,22 @@ its catalog rows; killed in between, it leaves pools one commit ahead of the cat
 finds (a fingerprint the catalog does not hold) and undoes with this record."""
 
 
+CUTS = "cuts"
+"""In the manifest: each commit that took documents back (a writer's rollback, recovery's undo) as {"stamp": the
+stamp it made, "docs": {pool: the documents it left}}. Document numbers past a cut are given again to other
+documents, so a cached segment built before the cut over documents past it is stale (core.segments)."""
+BORN = "born"
+"""In the manifest: the stamp a pools folder started from (0 for a new store's; a reindex's folder starts from the
+last stamp of the one it replaces, and stamps only grow), so that a cached segment is never read in another folder,
+whose documents have the same numbers: a reader still on the old folder may write one into the new folder's cache."""
+
+
+def with_cut(manifest: dict, stamp: int) -> dict:
+    """`manifest`, which takes documents back, with the new `stamp` and the cut recorded (see CUTS)."""
+    cut = {"stamp": stamp, "docs": {name: pool["docs"] for name, pool in manifest["pools"].items()}}
+    return dict(manifest, stamp=stamp, cuts=[*manifest.get(CUTS, []), cut])
+
+
 def undo_fingerprints(manifest: dict) -> dict[str, str]:
     """trajectory id -> the fingerprint of the version the manifest's last commit added (empty when unrecorded)."""
     undo = manifest.get(UNDO)
@@ -78,13 +95,15 @@ def manifest_before(manifest: dict) -> dict | None:
         else:
             trajectories[trajectory_id] = generation
     before = {**undo["counts"], "format": manifest.get("format", FORMAT), "trajectories": trajectories}
-    before["stamp"] = int(manifest.get("stamp", 0)) + 1
-    return before
+    if manifest.get(BORN):
+        before[BORN] = manifest[BORN]
+    return with_cut(dict(before, cuts=manifest.get(CUTS, [])), int(manifest.get("stamp", 0)) + 1)
 
 
 def empty_manifest() -> dict:
     return {
         "format": FORMAT,
+        BORN: 0,
         "stamp": 0,
         "terms": 0,
         "terms_bytes": 0,
@@ -285,22 +304,48 @@ class PoolSnapshot:
         return self._docs[pool]
 
     def live(self, pool: str) -> np.ndarray:
-        """True for the documents of each trajectory's current generation (reads every document: the index build
-        stores the result, see bm25.BM25Index.live)."""
+        """True for the documents of each trajectory's current generation (reads every document; an index reads it
+        from its segments' tables instead, core.segments.DocTable.live)."""
         import numpy as np
 
         gens = self.manifest["trajectories"]
         docs = self.docs(pool)
         return np.fromiter((gens.get(d["t"]) == d["g"] for d in docs), dtype=bool, count=len(docs))
 
-    def postings(self, pool: str, field: str) -> np.ndarray:
+    def postings(self, pool: str, field: str, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """The field's postings `start` to `stop` (all committed ones by default), in document order."""
         import numpy as np
 
         posting = _posting()
         count = self.manifest["pools"][pool]["fields"].get(field, 0)
-        if not count:
+        stop = count if stop is None else stop
+        if not 0 <= start <= stop <= count:
+            raise PoolError(f"postings {start}-{stop} of {pool}/{field}: only {count} are committed")
+        if stop == start:
             return np.empty(0, dtype=posting)
-        return np.frombuffer(self._read(f"{pool}/{field}.post", count * posting.itemsize), dtype=posting)
+        size = posting.itemsize
+        return np.frombuffer(self._read(f"{pool}/{field}.post", (stop - start) * size, start * size), dtype=posting)
+
+    def doc_records(self, pool: str, start: int, stop: int, block: int = 1 << 23) -> Iterator[dict]:
+        """The pool's documents whose JSON lines lie in bytes `start` to `stop` of docs.jsonl, parsed one at a time
+        and read a block at a time (a pass over 179,277 event documents held all 315 MB of them)."""
+        rel = f"{pool}/docs.jsonl"
+        if not 0 <= start <= stop <= self.manifest["pools"][pool]["docs_bytes"]:
+            raise PoolError(f"bytes {start}-{stop} of {self.root / rel} are not all committed")
+        rest = b""
+        while start < stop:
+            raw = rest + self._read(rel, min(block, stop - start), start)
+            start += len(raw) - len(rest)
+            cut = raw.rfind(b"\n") + 1 if start < stop else len(raw)
+            rest = raw[cut:]
+            for line in raw[:cut].split(b"\n"):
+                if line:
+                    yield _loads(line)
+
+    def doc_byte(self, pool: str, offset: int) -> bytes:
+        """The byte of docs.jsonl at `offset` (b"" past the committed ones): where a document's line starts."""
+        size = self.manifest["pools"][pool]["docs_bytes"]
+        return self._read(f"{pool}/docs.jsonl", 1, offset) if 0 <= offset < size else b""
 
     def terms(self) -> list[str]:
         if self._terms is None:
@@ -319,31 +364,37 @@ class PoolSnapshot:
         start = int(ends[doc - 1]) if doc else 0
         return read_page_record(self._read(PAGES, int(ends[doc]) - start, start))
 
-    def line_hashes(self) -> np.ndarray:
+    def line_hashes(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """The line hashes `start` to `stop` (all committed ones by default), in document order."""
         import numpy as np
 
-        if not self.manifest["lines"]:
+        count = self.manifest["lines"]
+        stop = count if stop is None else stop
+        if not 0 <= start <= stop <= count:
+            raise PoolError(f"line hashes {start}-{stop}: only {count} are committed")
+        if stop == start:
             return np.empty(0, dtype="<u8")
-        return np.frombuffer(self._read(LINES, self.manifest["lines"] * 8), dtype="<u8")
+        return np.frombuffer(self._read(LINES, (stop - start) * 8, start * 8), dtype="<u8")
+
+    def cuts(self) -> list[dict]:
+        """The commits that took documents back (see CUTS)."""
+        return list(self.manifest.get(CUTS) or [])
+
+    @property
+    def lineage(self) -> str:
+        """Which pools folder this is, as cached segments' names say it: the stamp it started from (see BORN)."""
+        return str(int(self.manifest.get(BORN) or 0))
 
     @property
     def cache_dir(self) -> Path:
         return self.root / CACHE
 
-    def cache_path(self, name: str) -> Path:
-        """The cache file `name` of this stamp: each stamp has its own files, so a reader still on an older stamp
-        never writes over the cache of a newer one (the writer removes other stamps' files, see `stale_caches`)."""
-        return self.cache_dir / f"{name}-s{self.stamp}.npz"
-
-    def stale_caches(self) -> list[Path]:
-        """Cache files of other stamps than this one (and of the unstamped names earlier runbooks used); another
-        thread's temporary file (a dot name) is left alone."""
+    def cache_names(self) -> list[str]:
+        """The names of the files in the cache folder (none when it cannot be listed)."""
         try:
-            names = os.listdir(self.cache_dir)
+            return os.listdir(self.cache_dir)
         except OSError:
             return []
-        mine = f"-s{self.stamp}.npz"
-        return [self.cache_dir / n for n in names if n.endswith(".npz") and not n.endswith(mine) and n[:1] != "."]
 
 
 def _identity(folder: Path) -> tuple[int, int] | None:

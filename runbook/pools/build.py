@@ -10,8 +10,9 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
-from ..core.bm25 import DEFAULT_FIELDS, load_index
-from ..core.boilerplate import load_line_counts
+from ..core import segments
+from ..core.bm25 import DEFAULT_FIELDS, PostingsKind
+from ..core.boilerplate import LINES
 from ..core.pools import PoolSnapshot
 from ..errors import StoreError
 from ..store import Store
@@ -115,7 +116,8 @@ def reindex(
     with store.writer(check_pools=False):  # the pools are rebuilt: whatever was planted in them is discarded
         rows = store.rows()
         writer = PoolWriter(store.layout, fresh, fresh=True)
-        writer.manifest["stamp"] = _last_stamp(store)  # stamps only grow: a server never takes new pools for old
+        # stamps only grow: a server never takes new pools for old, nor a segment of the old folder for the new's
+        writer.manifest["stamp"] = writer.manifest["born"] = _last_stamp(store)
         for n, docs in enumerate(_docs_in_order(store, rows, workers, note_writer), 1):
             writer.add(docs)
             report.trajectories += 1
@@ -142,13 +144,18 @@ def _last_stamp(store: Store) -> int:
 
 
 def build_caches(pools_root, opener=None) -> None:
-    """The BM25 indexes (default field weights) and line counts for the pools' current stamp; the caches of
-    earlier stamps are removed (a reader still on one has loaded its indexes already)."""
+    """The BM25 indexes (default field weights) and line counts for the pools' current stamp: the segments of the
+    documents added since the last build, merged with earlier ones by core.segments' rule; the files no reader of
+    this stamp needs (merged into others, stale, of another version) are removed (a reader still on an older
+    stamp has mapped its segments already, or builds them in memory)."""
     snapshot = PoolSnapshot(pools_root, *([opener] if opener else []))
-    for pool in DEFAULT_FIELDS:
-        load_index(snapshot, pool)
-    load_line_counts(snapshot)
-    for stale in snapshot.stale_caches():
+    kinds: list[segments.Kind] = [PostingsKind(pool, fields) for pool, fields in DEFAULT_FIELDS.items()]
+    kinds.append(LINES)
+    used = {}
+    for kind in kinds:
+        found = segments.load_segments(snapshot, kind, write=True)
+        used[kind.group] = {kind.file_name(snapshot, s) for s in found}
+    for stale in segments.stale_files(snapshot, used):
         with contextlib.suppress(OSError):
             stale.unlink()  # a name in the store's own cache folder: unlinking a planted link removes the link
 

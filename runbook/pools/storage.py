@@ -215,7 +215,7 @@ class PoolWriter:
     def rollback(self, manifest: dict) -> None:
         """Make `manifest` (an earlier committed one) the committed manifest again: what was appended since is no
         longer part of the pools (the next writer truncates it away). This writer is spent afterwards."""
-        manifest = dict(manifest, stamp=self.manifest["stamp"] + 1)  # a new stamp: caches of the undone one are stale
+        manifest = core.with_cut(manifest, self.manifest["stamp"] + 1)  # the undone documents' segments are stale
         self.layout.replace(self.root / MANIFEST, orjson.dumps(manifest))
         self.manifest = self.committed = manifest
         self._buffers, self._new_terms, self._fingerprints = {}, [], {}

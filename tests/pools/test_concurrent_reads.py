@@ -102,22 +102,24 @@ def test_a_snapshot_reads_its_own_pools_after_reindex_swaps_the_folder(store, tm
 
 
 def test_a_reader_on_an_older_stamp_leaves_the_newer_cache_alone(store, tmp_path, monkeypatch):
-    """Caches are keyed by their stamp: a reader still on the old stamp once wrote its index over the one the
-    writer had just built for the new stamp, and every next reader rebuilt it (or read it half-written)."""
-    from runbook.core import bm25
+    """Segments are named by the stamp they were built at: a reader still on the old stamp once wrote its index
+    over the one the writer had just built for the new stamp, and every next reader rebuilt it (or read it
+    half-written). A segment built after a reader's stamp is not read by it (documents it covers may have been
+    taken back since): the old reader builds its own, and the new one still reads the writer's."""
+    from runbook.core import bm25, segments
     from runbook.core.pools import PoolSnapshot
     from runbook.pools.storage import safe_opener
 
     _insert(store, tmp_path, "a", 0, 3, repeats=1)
     old = PoolSnapshot(store.layout.pools, safe_opener(store.layout))
-    _insert(store, tmp_path, "b", 10, 3, repeats=1)  # the writer builds the new stamp's caches
-    bm25.load_index(old, "slices")  # the old stamp's cache is gone: built, and written under its own stamp
+    _insert(store, tmp_path, "b", 10, 3, repeats=1)  # the writer builds the new stamp's segments
+    bm25.load_index(old, "slices")  # the new segments are past its stamp: built, and written under its own stamp
     builds = []
-    build_index = bm25.build_index
-    monkeypatch.setattr(bm25, "build_index", lambda *a, **k: builds.append(a[1]) or build_index(*a, **k))
+    build_range = segments.build_range
+    monkeypatch.setattr(segments, "build_range", lambda *a: builds.append(a[1]) or build_range(*a))
     new = PoolSnapshot(store.layout.pools, safe_opener(store.layout))
     bm25.load_index(new, "slices")
-    assert builds == []  # read from the writer's cache, not rebuilt
+    assert builds == []  # read from the writer's segments, not rebuilt
 
 
 def test_documents_a_killed_writer_left_do_not_hold_a_server_on_an_old_stamp(store, tmp_path):
@@ -147,20 +149,16 @@ def test_documents_a_killed_writer_left_do_not_hold_a_server_on_an_old_stamp(sto
     assert any(item.trajectory_id.startswith("new-") for item in retriever.search(QUESTION, 4000)[0])
 
 
-def test_a_store_cached_before_stamped_names_keeps_its_caches(store, tmp_path, monkeypatch):
-    """Caches written under the old names (no stamp in the name) are read while their stamp is current: a store
-    built before does not rebuild its indexes in every read-only sandbox until its next insert."""
-    from runbook.core import bm25, boilerplate
+def test_a_read_only_reader_reads_the_segments_an_insert_built(store, tmp_path, monkeypatch):
+    """The sandbox reads the store read-only: the segments the insert built serve it, nothing is built again."""
+    from runbook.core import bm25, boilerplate, segments
     from runbook.core.pools import PoolSnapshot
     from runbook.pools.storage import safe_opener
 
     _insert(store, tmp_path, "a", 0, 3, repeats=1)
-    cache = store.layout.pools / "cache"
-    for path in cache.glob("*-s*.npz"):
-        path.rename(path.with_name(path.name.rsplit("-s", 1)[0] + ".npz"))
-    monkeypatch.setattr(bm25, "build_index", lambda *a, **k: pytest.fail("rebuilt an index"))
+    _insert(store, tmp_path, "b", 10, 1, repeats=1)
+    monkeypatch.setattr(segments, "build_range", lambda *a: pytest.fail("built a segment again"))
     snapshot = PoolSnapshot(store.layout.pools, safe_opener(store.layout))
     for pool in bm25.DEFAULT_FIELDS:
         bm25.load_index(snapshot, pool, write=False)
-    monkeypatch.setattr(snapshot, "docs", lambda pool: pytest.fail("rebuilt the line counts"))
     boilerplate.load_line_counts(snapshot, write=False)

@@ -39,12 +39,13 @@ def host_file(tmp_path):
 
 def _state(store) -> tuple:
     """What an insert must leave alone when it is refused: catalog rows, trajectory folders, the pools' manifest
-    (its stamp aside: an undone commit takes a new one, so that no cache of the undone one is used)."""
+    (its stamp and cuts aside: an undone commit takes a new stamp and records the documents it took back, so that
+    no cached segment of the undone one is used)."""
     manifest = read_manifest(store.layout.pools)
     return (
         [row.id for row in store.rows()],
         sorted(p.name for p in store.layout.trajectories.iterdir()),
-        {key: value for key, value in manifest.items() if key != "stamp"},
+        {key: value for key, value in manifest.items() if key not in ("stamp", "cuts")},
     )
 
 
