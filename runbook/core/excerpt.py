@@ -140,7 +140,7 @@ class Excerpter:
         self.site = site
         furniture = self._furniture(page.blocks)
         own = {n for n, b in enumerate(page.blocks) if not furniture[n]}
-        if own and sum(min(tokens_of(page.blocks[n].text), BLOCK_TOKENS) for n in own) <= max_tokens:
+        if own and sum(shown_tokens(page.blocks[n]) for n in own) <= max_tokens:
             self.furniture_tokens = 0
             return render(page.blocks, own)
         return self.excerpt(page, max_tokens, site, title)[0]
@@ -163,7 +163,7 @@ class Excerpter:
         new.sort(key=lambda n: (-scores.get(n, 0.0), DIFF_KINDS.get(blocks[n].kind, len(DIFF_KINDS)), n))
         out, spent = [], 0
         for n in new:
-            cost = min(tokens_of(blocks[n].text), BLOCK_TOKENS)
+            cost = shown_tokens(blocks[n])
             if spent + cost > max_tokens:
                 break
             out.append(n)
@@ -227,7 +227,7 @@ class Excerpter:
             nonlocal spent
             if n in chosen:
                 return True
-            cost = min(tokens_of(blocks[n].text), BLOCK_TOKENS)
+            cost = shown_tokens(blocks[n])
             if spent + cost > limit:
                 return False
             chosen.add(n)
@@ -250,7 +250,7 @@ class Excerpter:
             # that answers is not always the row that matches ('operator | Allegheny Health Network' for 'who
             # operates it'). A grid under a header lists many things, and its matching rows are the ones asked about.
             rest = [k for k in rows if k not in chosen]
-            if rest and spent + sum(min(tokens_of(blocks[k].text), BLOCK_TOKENS) for k in rest) <= max_tokens:
+            if rest and spent + sum(shown_tokens(blocks[k]) for k in rest) <= max_tokens:
                 for k in rest:
                     take(k, max_tokens)
         if not matches:  # a page cited for its place in a run still says what it was: its own opening
@@ -258,6 +258,11 @@ class Excerpter:
                 if not furniture[n] and n not in chosen and not take(n, max_tokens // 2):
                     break
         return chosen
+
+
+def shown_tokens(block: Block) -> int:
+    """What a block costs in an excerpt: its tokens, up to BLOCK_TOKENS (a longer one is shown cut, see `render`)."""
+    return min(tokens_of(block.text), BLOCK_TOKENS)
 
 
 def lead_blocks(blocks: list[Block], furniture: list[bool]) -> list[int]:
