@@ -245,6 +245,14 @@ class Excerpter:
             for k in context_of(blocks, n, furniture):
                 if not take(k, max_tokens):
                     break
+        for rows in properties_with(blocks, chosen & set(matches)):
+            # a table of one thing's properties a match was read in is shown whole when the rest of it fits: the row
+            # that answers is not always the row that matches ('operator | Allegheny Health Network' for 'who
+            # operates it'). A grid under a header lists many things, and its matching rows are the ones asked about.
+            rest = [k for k in rows if k not in chosen]
+            if rest and spent + sum(min(tokens_of(blocks[k].text), BLOCK_TOKENS) for k in rest) <= max_tokens:
+                for k in rest:
+                    take(k, max_tokens)
         if not matches:  # a page cited for its place in a run still says what it was: its own opening
             for n in range(len(blocks)):
                 if not furniture[n] and n not in chosen and not take(n, max_tokens // 2):
@@ -262,6 +270,26 @@ def lead_blocks(blocks: list[Block], furniture: list[bool]) -> list[int]:
     for kind in LEAD_KINDS:
         out += [n for n, b in enumerate(blocks) if b.kind == kind and not furniture[n]][:LEAD_BLOCKS]
     return out
+
+
+def properties_with(blocks: list[Block], chosen: set[int]) -> list[list[int]]:
+    """The tables without a header row ('name | value' rows: one thing's properties) that hold a block of `chosen`,
+    each as its rows, in page order."""
+
+    def headerless_row(k: int) -> bool:
+        return blocks[k].kind == "row" and blocks[k].header < 0
+
+    tables: list[list[int]] = []
+    for n in sorted(chosen):
+        if not headerless_row(n) or (tables and n in tables[-1]):
+            continue
+        start, end = n, n
+        while start > 0 and headerless_row(start - 1):
+            start -= 1
+        while end + 1 < len(blocks) and headerless_row(end + 1):
+            end += 1
+        tables.append(list(range(start, end + 1)))
+    return tables
 
 
 def context_of(blocks: list[Block], n: int, furniture: list[bool]) -> list[int]:

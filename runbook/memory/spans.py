@@ -10,7 +10,9 @@ from collections.abc import Callable
 from ..agent.types import Span
 from ..budget import count_tokens, count_tokens_batch, truncate_to_tokens
 from ..context import EvidenceItem
+from ..core.actions import error_gist
 from ..core.blocks import Page
+from ..core.detail import ERROR_WIDTH
 from ..core.excerpt import Excerpter
 from ..core.question import QuestionAnalysis, analyze
 from ..core.statefile import header_time
@@ -142,10 +144,12 @@ class PageSlot:
 
 
 def state_header(index: int, header: dict[str, str]) -> str:
+    """A state's header lines; its action error cut to the gist (a driver's retry log runs to 30 lines and 500
+    tokens of 'waiting for element to be visible' that say nothing the first line and the reason do not)."""
     lines = [f"state {index} | {header.get('time', '')} | {header.get('url', '')}"]
     for key in ("title", "action", "error", "thought"):
         if header.get(key):
-            lines.append(f"{key}: {header[key]}")
+            lines.append(f"{key}: {error_gist(header[key], ERROR_WIDTH) if key == 'error' else header[key]}")
     return "\n".join(lines)
 
 

@@ -87,3 +87,23 @@ def test_a_pages_message_is_shown_whatever_the_question_asks(runs):
     run = runs["wa-shopping_admin-498"]
     shown = excerpt_of(run["states"][11], "What is the Order Date of order #000000306?", run["site"])
     assert "The shipment has been created." in shown and "Order Date | Apr 19, 2023" in shown
+
+
+def test_a_table_a_match_was_read_in_is_shown_whole_when_it_fits():
+    # 'who operates' matches no row: the answer is the 'operator' row of the tags table the other words led to
+    run = shared_runs("wa-map-254")["wa-map-254"]
+    question = "Who operates Western Pennsylvania Hospital according to its OSM tags, and what phone number is listed?"
+    shown = excerpt_of(run["states"][3], question, run["site"])
+    assert "operator | Allegheny Health Network" in shown and "phone | +1 412 578 5000" in shown
+
+
+def test_a_grid_under_a_header_shows_the_rows_that_match_not_the_whole_grid():
+    # the storefront's order grid: its rows are ten orders, and the question asks about one of them
+    run = shared_runs("wa-shopping-147")["wa-shopping-147"]
+    page = parse_page(run["states"][11]["accessibility_tree"])
+    rows = [b for b in page.blocks if b.kind == "row" and b.header >= 0]
+    analysis = analyze(f"What did {rows[-1].text.split()[0]} cost?")
+    query = query_terms(tokenize(" ".join(analysis.terms)), tokenize(" ".join(analysis.phrases)))
+    shown = Excerpter(query, list(analysis.phrases), {}, None).excerpt(page, SLICE_TOKENS, run["site"])[0]
+    shown_rows = [row.text for row in rows if row.text in shown]
+    assert len(rows) == 10 and shown_rows == [rows[-1].text]

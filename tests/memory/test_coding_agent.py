@@ -362,3 +362,16 @@ def test_pools_that_cannot_be_read_stop_c_as_they_stop_r(store, damage):
     with FakeOpenAIServer(PRICE_SCRIPT) as server:  # C would answer without R's evidence and not say so
         with pytest.raises(StoreError, match="runbook reindex"):
             openai_memory(store, server).query("What is the current price?", budget=4000)
+
+
+def test_a_states_driver_retry_log_is_cut_to_its_gist():
+    # a real state of ../shared/data whose click timed out: 30 lines of Playwright's retries behind the first line
+    from runbook.memory.spans import state_header
+    from tests.conftest import shared_runs
+
+    state = shared_runs("wa-map-54")["wa-map-54"]["states"][5]
+    assert state["action_error"].count("retrying click action") >= 5
+    header = state_header(5, {"time": "t", "url": state["url"], "error": state["action_error"]})
+    error_line = next(line for line in header.splitlines() if line.startswith("error: "))
+    assert error_line.startswith("error: TimeoutError: Locator.click: Timeout 500ms exceeded.")
+    assert "intercepts pointer events" in error_line and "retrying" not in header and len(header.splitlines()) == 2
