@@ -198,42 +198,58 @@ class PostingsKind(Kind[Postings]):
 
     def _columns(self, snapshot: PoolSnapshot, start: Bounds, end: Bounds) -> tuple:
         """(stems, indptr, docs, tf, doc_len) of the documents from `start` to `end`."""
-        first, stop = start[0], end[0]
-        posts = {}
-        for i, field in enumerate(self.order, 2):
-            post = snapshot.postings(self.pool, field, start[i], end[i])
-            if len(post) and (post["doc"][0] < first or post["doc"][-1] >= stop):
-                raise PoolError(f"{snapshot.root}: postings out of step with their documents; run `runbook reindex`")
-            posts[field] = post
-        terms = snapshot.terms()
-        present = np.zeros(len(terms), dtype=bool)
-        for post in posts.values():
-            present[post["term"]] = True
-        term_ids = np.flatnonzero(present)
-        stems_of = [stem(terms[t]) for t in term_ids.tolist()]
-        stems = sorted(set(stems_of))
-        where = {s: i for i, s in enumerate(stems)}
-        local = np.zeros(len(terms), dtype=np.uint32)  # a term's stem among this part's
-        local[term_ids] = np.fromiter((where[s] for s in stems_of), dtype=np.uint32, count=len(stems_of))
-        columns: tuple[list, list, list] = ([], [], [])
+        posts = {field: self._postings(snapshot, field, start, end) for field in self.fields}
+        stems, local = _stems_of(snapshot.terms(), list(posts.values()))
+        columns: list[list[np.ndarray]] = [[], [], []]
         for field, weight in self.fields.items():  # the caller's order of the fields, as the sums have always had
-            post = posts[field]
+            post = posts.pop(field)
             columns[0].append(local[post["term"]])
-            columns[1].append(post["doc"])
+            columns[1].append(post["doc"].astype(np.uint32))  # copies: the postings read go now
             columns[2].append(post["tf"].astype(np.float32) * weight)
-        del posts
-        col, doc, tf = (np.concatenate(c) for c in columns)
-        return _sorted_columns(col, doc, tf, stems, first, stop)
+            del post
+        joined = []
+        while columns:  # one column at a time: its parts go as it is joined
+            parts = columns.pop(0)
+            joined.append(parts[0] if len(parts) == 1 else np.concatenate(parts))
+            del parts
+        return _sorted_columns(joined, stems, start[0], end[0])
+
+    def _postings(self, snapshot: PoolSnapshot, field: str, start: Bounds, end: Bounds) -> np.ndarray:
+        i = 2 + self.order.index(field)
+        post = snapshot.postings(self.pool, field, start[i], end[i])
+        if len(post) and (post["doc"][0] < start[0] or post["doc"][-1] >= end[0]):
+            raise PoolError(f"{snapshot.root}: postings out of step with their documents; run `runbook reindex`")
+        return post
 
 
-def _sorted_columns(col: np.ndarray, doc: np.ndarray, tf: np.ndarray, stems: list[str], first: int, stop: int) -> tuple:
-    """The postings in (stem, document) order, stably (the order tfs add up in is the single index's, which sorted
-    one key per posting): by document first (each field's postings are in document order already, so this merges
-    runs), then by stem (16-bit stem numbers are sorted by radix; one sort of 64-bit keys took 1.6 times as long)."""
-    order = np.argsort(doc, kind="stable")
+def _stems_of(terms: list[str], posts: list[np.ndarray]) -> tuple[list[str], np.ndarray]:
+    """(the sorted stems of the terms in `posts`, each term's number among them by its id)."""
+    present = np.zeros(len(terms), dtype=bool)
+    for post in posts:
+        present[post["term"]] = True
+    term_ids = np.flatnonzero(present)
+    stems_of = [stem(terms[t]) for t in term_ids.tolist()]
+    stems = sorted(set(stems_of))
+    where = {s: i for i, s in enumerate(stems)}
+    local = np.zeros(len(terms), dtype=np.uint32)
+    local[term_ids] = np.fromiter((where[s] for s in stems_of), dtype=np.uint32, count=len(stems_of))
+    return stems, local
+
+
+def _sorted_columns(columns: list[np.ndarray], stems: list[str], first: int, stop: int) -> tuple:
+    """The postings (stem numbers, documents, tfs: `columns`, taken over and emptied, so that each array goes as
+    soon as it is sorted) in (stem, document) order, stably (the order tfs add up in is the single index's, which
+    sorted one key per posting): by document first (each field's postings are in document order already, so this
+    merges runs), then by stem (16-bit stem numbers are sorted by radix; one sort of 64-bit keys took 1.6 times as
+    long)."""
+    col, doc, tf = columns
+    columns.clear()
+    order = np.argsort(doc, kind="stable").astype(np.int32 if len(doc) < 1 << 31 else np.int64)
     narrow = np.uint16 if len(stems) <= 1 << 16 else np.uint32
     order = order[np.argsort(col[order].astype(narrow), kind="stable")]
-    col, doc, tf = col[order], doc[order], tf[order]
+    col = col[order]
+    doc = doc[order]
+    tf = tf[order]
     del order
     # one entry per (stem, document): raw terms of one stem and the fields that meet in a document add up
     new = np.ones(len(doc), dtype=bool)

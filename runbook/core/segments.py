@@ -32,8 +32,9 @@ from .pools import PoolError, PoolSnapshot
 
 MERGE_FRACTION = 0.5
 """The segments after one are merged with it once they add up to this share of its size: from one segment to the
-next the sizes fall by at least half, so a store holds about log2 of its size in segments (six after 20,000
-small inserts into a billion tokens, in a simulation of the rule) and a posting is rewritten a few times in all."""
+next the sizes fall by at least half, so a store holds about log2 of its size in segments. Simulated, 20,000 inserts
+of 600 postings after a billion tokens' 57M: at most 9 segments (7 at the end), each posting written 13 times on
+average, small segments often and the large one rarely (a fraction of 0.1 kept 3-5 segments, writing 37 times)."""
 _NAME = re.compile(r"^(?P<group>.+)-(?P<lineage>[0-9a-z]+)-d(?P<first>\d+)-(?P<end>\d+)-s(?P<stamp>\d+)\.npz$")
 _UNREADABLE = (OSError, KeyError, ValueError, TypeError, IndexError, EOFError, zipfile.BadZipFile, PoolError)
 
