@@ -104,6 +104,15 @@ def test_a_quoted_label_is_searched_even_when_it_is_a_stop_word():
     assert "Yours" in quoted and "yours" not in {label.lower() for label in unquoted}
 
 
+def test_a_name_joined_from_stop_words_is_the_questions_own_word():
+    # 'In-N-Out' is three stop words: searched whole, and as the question's own word (a run's goal that names it
+    # matches the question); an abbreviation such as 'e.g.' is no name
+    named = {p["label"]: p for p in patterns_for(analyze("Where is the In-N-Out closest to the University?"))}
+    assert named["in-n-out"]["kind"] == "phrase" and not named["in-n-out"]["derived"]
+    abbreviated = {p["label"]: p for p in patterns_for(analyze("Which filters, e.g. status, does the grid offer?"))}
+    assert all(p["derived"] for label, p in abbreviated.items() if "." in label)
+
+
 def test_word_pairs_are_neighbours_without_function_words():
     assert ("website", "url") in word_pairs("What website URL is saved on the profile?")
     assert ("url", "saved") not in word_pairs("What website URL is saved on the profile?")

@@ -34,6 +34,9 @@ scan's time (measured: 'account' and 'product' made a 2.4 s pass of 0.6 s on the
 weight in the ranking is small."""
 MIN_TERMS = 2
 """Words the scan keeps whatever their share (the rarest ones), so that a question of common words still ranks."""
+MIN_JOINED_NAME = 4
+"""Letters a word joined by hyphens needs to count as a name when each of its parts is a stop word ('to-do'; not
+'e.g.')."""
 
 
 def without_common(patterns: list[dict], shares: dict[str, float]) -> list[dict]:
@@ -73,13 +76,13 @@ def patterns_for(analysis: QuestionAnalysis) -> list[dict]:
         add(phrase, "phrase" if multi else "term", stemmed=not multi and phrase.isalpha())
     for term in analysis.terms:
         parts = [p for p in re.split(r"[-_/.]+", term) if p]
+        searched = [p for p in parts if not (p.isdigit() and len(p) < 3) and p not in STOP_WORDS and len(p) >= 2]
         if len(parts) > 1:
-            add(term, "phrase", derived=True)
-        for part in parts:
-            if part.isdigit() and len(part) < 3:
-                continue  # '29' of a date: the date itself is a phrase
-            if part in STOP_WORDS or len(part) < 2:
-                continue
+            # a name whose every part is a stop word ('In-N-Out', 'to-do') is the question's own word, searched whole
+            # (an abbreviation such as 'e.g.' is no name)
+            own_name = not searched and sum(map(len, parts)) >= MIN_JOINED_NAME
+            add(term, "phrase", derived=not own_name)
+        for part in searched:  # '29' of a date is left out: the date itself is a phrase
             weight = 0.5 if part in WEAK_TERMS else 1.0
             add(part, "term", stemmed=part.isalpha(), weight=weight)
     for pattern in list(out):
