@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from ..agent.loop import AgentLoop, AgentRun
 from ..agent.prompts import system_prompt, user_prompt
@@ -33,6 +34,7 @@ from ..config import Settings, load_settings
 from ..context import Context, EvidenceItem, pack
 from ..core.hits import Hit
 from ..core.question import QuestionAnalysis, analyze, is_name
+from ..errors import StoreError
 from ..models.messages import Message
 from ..policies import get_policy
 from ..query_input import check_query
@@ -66,6 +68,7 @@ R's kept evidence shows get at least this share of the budget, ahead of R's evid
 not."""
 LACKING_STATES = 3
 """At most this many of those states go ahead."""
+RUN_ENDED_HERE = "where this successful run ended, on the same page"
 
 
 class CodingAgentMemory:
@@ -354,12 +357,32 @@ class CodingAgentMemory:
         showing = states_showing(items, lacking if kept else [])[:LACKING_STATES]
         if not showing:
             return [], items
-        items = expander.expand([Span(t, i, i) for t, i in showing] + spans, label=label)
-        front, back = items[: len(showing)], items[len(showing) :]
+        ends = {key: end for key in showing if (end := self.answer_on_same_page(*key)) is not None}
+        leading = [Span(t, j, j) for t, i in showing for j in (i, ends.get((t, i))) if j is not None]
+        items = expander.expand(leading + spans, label=label)
+        front, back = items[: len(leading)], items[len(leading) :]
+        ended = {(t, end) for (t, _), end in ends.items()}
         for item, slots in front:
+            if (item.trajectory_id, item.state_index) in ended:
+                item.label = "; ".join(filter(None, [item.label, RUN_ENDED_HERE]))
+                continue
             shown = [p for p in lacking if shows_any(item_text(item, slots), [p])]
             item.label = "; ".join(filter(None, [item.label, "shows " + ", ".join(map(repr, shown))]))
         return front, back
+
+    def answer_on_same_page(self, trajectory_id: str, index: int) -> int | None:
+        """The last state of a successful run that ended on the page of its state `index`, later than it: where the
+        agent read its answer off that page once its own actions had changed it (a directions panel switched from
+        car to foot, a filter applied)."""
+        row = self._rows().get(trajectory_id)
+        if row is None or row.success != 1 or row.n_states - 1 <= index:
+            return None
+        try:
+            shown = self.store.read_state(row.id, index)[0].get("url", "")
+            last = self.store.read_state(row.id, row.n_states - 1)[0].get("url", "")
+        except (OSError, StoreError):  # a planted link too (UnsafeStoreFile)
+            return None
+        return row.n_states - 1 if shown and urlsplit(shown).path == urlsplit(last).path else None
 
     def without_dangling_folds(self, pairs: list[tuple[Hit, EvidenceItem]]) -> list[tuple[Hit, EvidenceItem]]:
         """The recall hits in this order, a view folded into one that does not come before it shown as its own

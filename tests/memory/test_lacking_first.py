@@ -10,6 +10,7 @@ from runbook.agent.loop import AgentRun
 from runbook.agent.types import Span
 from runbook.core.question import analyze, is_name
 from runbook.memory import get_memory
+from runbook.memory.coding_agent import RUN_ENDED_HERE
 from tests.conftest import make_trajectory, order_runs_store
 
 CLINIC = (
@@ -24,7 +25,26 @@ def store(tmp_path_factory):
     clinic = make_trajectory(
         "wa-map-7", 3, texts=["RootWebArea 'Map'", CLINIC, "RootWebArea 'Map'"], goal="Walk", start=40
     )
-    return order_runs_store(tmp_path_factory.mktemp("lacking"), [clinic])
+    # runs that changed the page they show a name on and ended there: one succeeded, one failed
+    ended = [
+        ended_on_the_same_page("wa-map-8", "Red Rock Library", "success (reward 1.0)"),
+        ended_on_the_same_page("wa-map-9", "Pine Hill School", "failure (reward 0.0)"),
+    ]
+    return order_runs_store(tmp_path_factory.mktemp("lacking"), [clinic, *ended])
+
+
+def ended_on_the_same_page(tid: str, place: str, outcome: str):
+    """A run whose directions panel showed `place` by car (state 1), then by foot where it ended (state 3)."""
+    panel = "RootWebArea 'Directions'\n\ttextbox 'To' value='" + place + "'\n\tgridcell 'Distance: {}'\n"
+    texts = [
+        "RootWebArea 'Map'",
+        panel.format("2.4km. Time: 0:04"),
+        "RootWebArea 'Map'",
+        panel.format("1.9km. Time: 0:25"),
+    ]
+    run = make_trajectory(tid, 4, texts=texts, goal="Walk", start=50, outcome=outcome)
+    run.states[1].url = run.states[3].url = "http://localhost:3000/directions?engine=car"
+    return run
 
 
 def run_with(spans: list[Span], recall) -> AgentRun:
@@ -67,3 +87,25 @@ def test_no_reordering_when_r_shows_every_name(store, clean_env):
 def test_what_counts_as_a_name():
     assert is_name("University of Pittsburgh") and is_name("000000302") and is_name("SKU WS05")
     assert not is_name("OSM")  # an acronym the pages may write out in full
+
+
+@pytest.mark.parametrize(
+    "tid, place, ends", [("wa-map-8", "Red Rock Library", True), ("wa-map-9", "Pine Hill School", False)]
+)
+def test_a_successful_run_that_ended_on_the_page_shown_follows_with_its_last_state(store, clean_env, tid, place, ends):
+    question = f"How long is the walk to {place} compared with the drive?"
+    memory = get_memory("c", store, sandbox="local")
+    analysis = analyze(question)
+    recall = [(hit, item) for hit, item in memory.recall(question, analysis, 800) if hit.trajectory_id != tid]
+    for hit, _ in recall:
+        hit.packed = True
+    context = memory.context_of(question, 800, run_with([Span(tid, 0, 1)], recall), recall)
+    first, second = context.items[:2]
+    assert (first.trajectory_id, first.state_index) == (tid, 1) and "Time: 0:04" in first.text
+    if ends:  # the foot time the agent read off the same panel, once it had switched it
+        assert (second.trajectory_id, second.state_index) == (tid, 3) and RUN_ENDED_HERE in second.label
+        assert "Time: 0:25" in second.text
+    else:  # a failed run's last page is no answer
+        assert (second.trajectory_id, second.state_index) != (tid, 3)
+        assert not any(RUN_ENDED_HERE in (item.label or "") for item in context.items)
+    assert context.tokens <= 800
