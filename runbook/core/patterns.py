@@ -42,18 +42,25 @@ _ASCII_BOUNDARY = r"(?-u:\b)"
 
 
 def pattern_regex(item: dict) -> str:
-    """The ripgrep regex of one pattern: its words in order with flexible separators; a stem takes a suffix."""
-    tokens = re.findall(r"[A-Za-z0-9]+|[^\sA-Za-z0-9]", item["text"])
+    """The ripgrep regex of one pattern: its words in order with flexible separators; a stem takes a suffix. A mark
+    the text writes with a space beside it ('Gloss, Ruby Rose', 'Order # 000000160', a title's 'Products / Catalog' or
+    'Members · GitLab') may have any space there or none; one written inside a word ('a11yproject.com', "Men's")
+    stands as written."""
+    text = item["text"]
+    found = list(re.finditer(r"[A-Za-z0-9]+|[^\sA-Za-z0-9]", text))
+    tokens = [m.group() for m in found]
     body = ""
-    for n, tok in enumerate(tokens):
+    for n, (m, tok) in enumerate(zip(found, tokens)):
         if _WORD.fullmatch(tok):
             if n and _WORD.fullmatch(tokens[n - 1]):
                 body += r"[\s_-]+"
             body += re.escape(tok)
         elif tok in "-_/":
-            body += r"[\s_/-]?"
+            body += r"[\s_/-]{0,3}"  # 'Tee-XS-Black', 'Tee XS Black', 'Products / Catalog'
         else:
-            body += re.escape(tok)
+            spaced_before = m.start() > 0 and text[m.start() - 1].isspace() and not body.endswith(r"\s*")
+            spaced_after = m.end() < len(text) and text[m.end()].isspace()
+            body += (r"\s*" if spaced_before else "") + re.escape(tok) + (r"\s*" if spaced_after else "")
     last = tokens[-1] if tokens else ""
     if item.get("stem") == "prefix" and last.isalpha():
         body += "[a-z]*"

@@ -81,6 +81,17 @@ def test_a_phrase_matches_across_separators_and_case():
     assert not matches(item, "Tee-XS-Blue")
 
 
+def test_a_page_title_matches_with_the_spaces_around_its_marks():
+    # the titles questions quote: before, ' / ' and ' · ' between words matched nothing, so every such title was
+    # 'never written this way' and the planner dropped its own states
+    magento = {"text": "Phoebe Zipper Sweatshirt / Products / Inventory / Catalog / Magento Admin", "kind": "phrase"}
+    assert matches(magento, "Phoebe Zipper Sweatshirt / Products / Inventory / Catalog / Magento Admin")
+    gitlab = {"text": "New merge request · The A11Y Project / a11yproject.com · GitLab", "kind": "phrase"}
+    assert matches(gitlab, "New merge request · The A11Y Project / a11yproject.com · GitLab")
+    assert matches({"text": "Time: 0:04", "kind": "phrase"}, "Time:0:04")
+    assert not matches({"text": "a11yproject.com", "kind": "phrase"}, "a11yproject . com")  # a dot is in a word
+
+
 def test_ripgrep_regexes_stay_ascii_for_speed():
     assert pattern_regex({"text": "website url", "kind": "phrase"}).startswith("(?-u)")
 
@@ -223,6 +234,20 @@ def test_the_analysis_names_terms_found_nowhere():
     scan = read_scan(scan_output([{"t": "a", "i": 1, "s": 3.0}], missing=["Shipping Policy", "wishlist"]))
     text = write_analysis("static", False, scan, choose("static", False, scan), [])
     assert "'wishlist'" in text and "premise may be false" in text and "'Shipping Policy'" in text
+
+
+def test_a_day_the_question_names_is_not_called_missing(clean_env):
+    # 'on 2025-12-18' is when the agent was there: the states' times say it, not their pages
+    question = "What was 'Title' set to on the GitLab page 'New merge request' when the agent was there on 2025-12-18?"
+    policy = OfflinePlanner()
+    policy.begin(Task(question, recall=[recall_hit(id="s7", pool="slices", trajectory_id="a", state_index=1)]))
+    messages = [Message("user", "q"), policy.next([Message("user", "q")], [])]
+    lines = scan_output([{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-18T06:00:00"}], missing=["2025-12-18"])
+    messages.append(tool_message("plan", plan_output(policy, lines)))
+    finish = policy.next(messages, []).tool_calls[0]
+    analysis = finish.arguments["analysis"]
+    assert "'2025-12-18'" not in analysis and "premise may be false" not in analysis
+    assert finish.arguments["spans"]  # its own states stand
 
 
 def test_the_analysis_passes_on_what_the_questions_wording_presupposes():

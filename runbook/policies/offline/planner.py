@@ -33,7 +33,7 @@ from ...agent.types import Task
 from ...core.choice import Choice, read_choice
 from ...core.hits import Hit
 from ...core.plan import PlanRequest
-from ...core.question import QuestionAnalysis
+from ...core.question import QuestionAnalysis, moments_in
 from ...core.scan import ScanParams
 from ...core.scanout import Scan, Step, find_hit, json_lines, read_scan, read_steps
 from ...core.text import tokenize
@@ -311,5 +311,10 @@ def premise_in_doubt(scan: Scan, patterns: list[dict[str, Any]]) -> bool:
 
 
 def _weak_labels(patterns: list[dict[str, Any]]) -> set[str]:
-    """Patterns whose absence says little: low-weight words, and compounds the planner made up from a term."""
-    return {p.get("label", p["text"]) for p in patterns if p.get("weight", 1.0) < 1.0 or p.get("derived")}
+    """Patterns whose absence says little: low-weight words, compounds the planner made up from a term, and a day
+    the question names ('on 2025-12-18': when the agent was there, which the states' times say, not their pages)."""
+    return {
+        p.get("label", p["text"])
+        for p in patterns
+        if p.get("weight", 1.0) < 1.0 or p.get("derived") or moments_in(p.get("label", p["text"]))
+    }
