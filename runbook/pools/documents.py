@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 
@@ -54,9 +55,11 @@ class CountedField:
 
     @classmethod
     def of(cls, counters: list[Counter[str]]) -> CountedField:
+        # chained in C: a generator over every term of every document cost 0.3 s of the 3.7 s counting the two
+        # real sets took
         return cls(
-            "\n".join(term for counter in counters for term in counter),
-            np.fromiter((n for counter in counters for n in counter.values()), dtype=np.int64),
+            "\n".join(chain.from_iterable(counters)),
+            np.fromiter(chain.from_iterable(map(Counter.values, counters)), dtype=np.int64),
             np.fromiter(map(len, counters), dtype=np.int64, count=len(counters)),
         )
 
