@@ -69,6 +69,7 @@ not."""
 LACKING_STATES = 3
 """At most this many of those states go ahead."""
 RUN_ENDED_HERE = "where this successful run ended, on the same page"
+"""The label of a leading state's run's last state (CodingAgentMemory.answer_on_same_page)."""
 
 
 class CodingAgentMemory:
