@@ -38,6 +38,8 @@ def pattern_stem(word: str) -> str:
 
 
 _ASCII_BOUNDARY = r"(?-u:\b)"
+ASCII_GROUP = "(?-u:"
+"""Opens a group in which ripgrep matches bytes as ASCII (its DFA stays fast); the group ends the pattern."""
 """An ASCII word boundary inside a Unicode regex (ripgrep's syntax; Python's `\b` stands for it in python_regex)."""
 
 
@@ -75,7 +77,10 @@ def pattern_regex(item: dict) -> str:
     lead = boundary if tokens and _WORD.fullmatch(tokens[0]) else ""
     tail = boundary if last and _WORD.fullmatch(last) else ""
     rx = lead + body + tail
-    return "(?-u)" + rx if rx.isascii() else rx
+    # the flag is scoped to the pattern's own group: ripgrep 13 (Debian 12's, the sandbox image's) joins its `-e`
+    # patterns with '|' as they are, so a bare '(?-u)' turned Unicode off for every pattern after it, and one with a
+    # '·' then failed the whole pass ('Unicode not allowed here'): every pattern was found nowhere
+    return ASCII_GROUP + rx + ")" if rx.isascii() else rx
 
 
 def label(item: dict) -> str:
@@ -83,4 +88,6 @@ def label(item: dict) -> str:
 
 
 def python_regex(rx: str) -> re.Pattern:
-    return re.compile(rx.replace("(?-u)", "", 1).replace(_ASCII_BOUNDARY, r"\b"), re.I)
+    if rx.startswith(ASCII_GROUP) and not rx.startswith(_ASCII_BOUNDARY):
+        rx = "(?:" + rx[len(ASCII_GROUP) :]
+    return re.compile(rx.replace(_ASCII_BOUNDARY, r"\b"), re.I)

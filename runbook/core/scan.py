@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .catalog import Catalog, StateKey, TrajectoryRow, load_catalog
+from .errors import RbkError
 from .images import NO_PILLOW, nearest_screenshots
 from .layout import STATE_GLOB, TRAJECTORIES_DIR, trajectory_relpath
 from .patterns import label, pattern_regex, python_regex
@@ -83,7 +84,11 @@ def run_rg(
     paths = [TRAJECTORIES_DIR] if dirs is None else [trajectory_relpath(d) for d in sorted(dirs)]
     if not paths:
         return defaultdict(Counter)
-    out = subprocess.run(args + ["--", *paths], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
+    done = subprocess.run(args + ["--", *paths], cwd=root, capture_output=True)
+    out = done.stdout
+    if done.returncode == 2 and not out:  # no match at all and an error: the patterns, not the store, failed
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise RbkError(f"the scan's ripgrep pass failed: {said[-1] if said else 'exit code 2'}")
     found: defaultdict[tuple[str, int], Counter[str]] = defaultdict(Counter)
     for line, n in Counter(out.split(b"\n")).items():
         path, sep, match = line.partition(b"\0")
@@ -134,9 +139,9 @@ def scanned_folders(catalog: Catalog, params: ScanParams) -> set[str] | None:
 
 
 TROUBLE = (
-    r"(?-u)\b(?:errors?|fail(?:s|ed|ure)?|time[sd]? ?out|timeout|not found|no (?:records|results|matches)|"
+    r"(?-u:\b(?:errors?|fail(?:s|ed|ure)?|time[sd]? ?out|timeout|not found|no (?:records|results|matches)|"
     r"could ?n[o']t|cannot|can't|unable|instead|retry|again|did ?n[o']t|wrong|incorrect|intercepts?|"
-    r"blocked|unexpected|mismatch)\b"
+    r"blocked|unexpected|mismatch)\b)"
 )
 """Words with which pages, errors and the agent's thoughts say that something went wrong."""
 
