@@ -37,6 +37,14 @@ def pattern_stem(word: str) -> str:
     return w
 
 
+INVISIBLE_CHARS = "[\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]"
+"""A character a page may hold that shows nothing: a zero-width space or joiner, a direction mark or embedding."""
+INVISIBLE_BYTES = r"(?:\xE2\x80[\x8B-\x8F\xAA-\xAE]|\xE2\x81[\xA0-\xA4]|\xEF\xBB\xBF)"
+"""The same characters as their UTF-8 bytes, for a pattern ripgrep matches in ASCII mode (its DFA stays fast)."""
+_ONE_INVISIBLE = "\0"
+"""Where an invisible character may stand, until the pattern knows whether it is ASCII."""
+_INVISIBLE = _ONE_INVISIBLE + "*"
+_AROUND = r"(?:\s|" + _ONE_INVISIBLE + ")*"
 _ASCII_BOUNDARY = r"(?-u:\b)"
 ASCII_GROUP = "(?-u:"
 """Opens a group in which ripgrep matches bytes as ASCII (its DFA stays fast); the group ends the pattern."""
@@ -60,9 +68,12 @@ def pattern_regex(item: dict) -> str:
         elif tok in "-_/":
             body += r"[\s_/-]{0,3}"  # 'Tee-XS-Black', 'Tee XS Black', 'Products / Catalog'
         else:
-            spaced_before = m.start() > 0 and text[m.start() - 1].isspace() and not body.endswith(r"\s*")
+            spaced_before = m.start() > 0 and text[m.start() - 1].isspace() and not body.endswith(_AROUND)
             spaced_after = m.end() < len(text) and text[m.end()].isspace()
-            body += (r"\s*" if spaced_before else "") + re.escape(tok) + (r"\s*" if spaced_after else "")
+            # a title may carry invisible direction marks beside its marks ('Way: \u202aStanford University\u202c
+            # (\u202a29268613\u202c)' on OpenStreetMap): they stand where a space may
+            before, after = (_AROUND if spaced_before else _INVISIBLE), (_AROUND if spaced_after else _INVISIBLE)
+            body += before + re.escape(tok) + after
     last = tokens[-1] if tokens else ""
     if item.get("stem") == "prefix" and last.isalpha():
         body += "[a-z]*"
@@ -77,6 +88,8 @@ def pattern_regex(item: dict) -> str:
     lead = boundary if tokens and _WORD.fullmatch(tokens[0]) else ""
     tail = boundary if last and _WORD.fullmatch(last) else ""
     rx = lead + body + tail
+    invisible = INVISIBLE_BYTES if rx.replace(_ONE_INVISIBLE, "").isascii() else INVISIBLE_CHARS
+    rx = rx.replace(_ONE_INVISIBLE, invisible)
     # the flag is scoped to the pattern's own group: ripgrep 13 (Debian 12's, the sandbox image's) joins its `-e`
     # patterns with '|' as they are, so a bare '(?-u)' turned Unicode off for every pattern after it, and one with a
     # '·' then failed the whole pass ('Unicode not allowed here'): every pattern was found nowhere
@@ -90,4 +103,4 @@ def label(item: dict) -> str:
 def python_regex(rx: str) -> re.Pattern:
     if rx.startswith(ASCII_GROUP) and not rx.startswith(_ASCII_BOUNDARY):
         rx = "(?:" + rx[len(ASCII_GROUP) :]
-    return re.compile(rx.replace(_ASCII_BOUNDARY, r"\b"), re.I)
+    return re.compile(rx.replace(_ASCII_BOUNDARY, r"\b").replace(INVISIBLE_BYTES, INVISIBLE_CHARS), re.I)
