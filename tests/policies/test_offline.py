@@ -259,6 +259,25 @@ def test_a_day_the_question_names_is_not_called_missing(clean_env):
     assert finish.arguments["spans"]  # its own states stand
 
 
+def finished_on(question: str, missing: list[str]):
+    policy = OfflinePlanner()
+    policy.begin(Task(question, recall=[recall_hit(id="s7", pool="slices", trajectory_id="a", state_index=1)]))
+    messages = [Message("user", "q"), policy.next([Message("user", "q")], [])]
+    lines = scan_output([{"t": "a", "i": 1, "s": 3.0, "time": "2025-12-18T06:00:00"}], missing=missing)
+    messages.append(tool_message("plan", plan_output(policy, lines)))
+    return policy.next(messages, []).tool_calls[0]
+
+
+def test_an_unquoted_name_written_nowhere_as_the_question_writes_it_is_no_doubt_but_a_quoted_label_is(clean_env):
+    # 'the Linear Profile page': Linear is the app, the page says 'Profile'; 10 of 197 answerable dev questions were
+    # told their premise may be false this way
+    finish = finished_on("Which accounts are listed on the Linear Profile page?", ["Linear Profile"])
+    assert "Linear Profile" not in finish.arguments["analysis"] and finish.arguments["spans"]
+    finish = finished_on("Where is the 'Star all' button on GitLab's Explore page?", ["Star all"])
+    assert "Never written this way in any stored state: 'Star all'" in finish.arguments["analysis"]
+    assert not finish.arguments["spans"]  # the premise is in doubt: R's ranking of the closest evidence stands
+
+
 def test_the_analysis_passes_on_what_the_questions_wording_presupposes():
     scan = read_scan(scan_output([{"t": "a", "i": 1, "s": 3.0}]))
     hints = analyze("How many subscribers does the Karaoke forum that the agent created have?").possible_false_premise

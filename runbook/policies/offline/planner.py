@@ -33,7 +33,7 @@ from ...agent.types import Task
 from ...core.choice import Choice, read_choice
 from ...core.hits import Hit
 from ...core.plan import PlanRequest
-from ...core.question import QuestionAnalysis, moments_in
+from ...core.question import QuestionAnalysis, moments_in, quoted_labels
 from ...core.scan import ScanParams
 from ...core.scanout import Scan, Step, find_hit, json_lines, read_scan, read_steps
 from ...core.text import tokenize
@@ -202,7 +202,8 @@ class OfflinePlanner:
         choice = plan.choice or Choice()
         # a name the question gives is written nowhere: the analysis says so, and method R's ranking of the closest
         # evidence stands whole (measured: the scan's own closest states displaced better ones of R's)
-        doubt = bool(plan.recall) and premise_in_doubt(scan, plan.patterns)
+        weak = _weak_labels(plan.patterns, quoted_labels(plan.question))
+        doubt = bool(plan.recall) and premise_in_doubt(scan, weak)
         recall = [hit for hit in plan.recall if hit.packed]  # method R's own evidence, in its order
         recall = _pictured_first(recall, choice.image_states)
         shown = {hit.key for hit in recall if hit.pool == "slices"}
@@ -212,7 +213,7 @@ class OfflinePlanner:
             scan,
             choice,
             plan.steps,
-            weak_missing=_weak_labels(plan.patterns),
+            weak_missing=weak,
             premise_only=doubt,
             # a quoted label the scan found in some state is no doubt: only the ones found nowhere stay
             premise_hints=plan.analysis.confirmed(lambda label: label not in scan.missing).possible_false_premise,
@@ -304,17 +305,27 @@ def scope_sites(recall: list[Hit]) -> list[str]:
     return sorted(site for site, n in counts.items() if n >= SCOPE_SITE_SHARE * total)
 
 
-def premise_in_doubt(scan: Scan, patterns: list[dict[str, Any]]) -> bool:
-    """Whether a phrase of the question (several words: a name, a label) appears in no stored state."""
-    weak = _weak_labels(patterns)
+def premise_in_doubt(scan: Scan, weak: set[str]) -> bool:
+    """Whether a phrase of the question (several words: a label it quotes) appears in no stored state; `weak`: the
+    labels whose absence says little (_weak_labels)."""
     return any(" " in label.strip() and label not in weak for label in scan.missing)
 
 
-def _weak_labels(patterns: list[dict[str, Any]]) -> set[str]:
-    """Patterns whose absence says little: low-weight words, compounds the planner made up from a term, and a day
-    the question names ('on 2025-12-18': when the agent was there, which the states' times say, not their pages)."""
+def _weak_labels(patterns: list[dict[str, Any]], quoted: list[str]) -> set[str]:
+    """Patterns whose absence says little: low-weight words, compounds the planner made up from a term, a day the
+    question names ('on 2025-12-18': when the agent was there, which the states' times say, not their pages), and a
+    name of several words the question does not quote ('the Linear Profile page', 'Minerva V-Tee'): a page need
+    not write the question's own naming ('Linear' is the app, the page says 'Profile'); a quoted label says the page
+    writes it so, and its absence is a doubt about the premise. `quoted`: the question's quoted labels."""
+    said = {q.strip().rstrip(".?!,;:").lower() for q in quoted}
     return {
-        p.get("label", p["text"])
+        label
         for p in patterns
-        if p.get("weight", 1.0) < 1.0 or p.get("derived") or moments_in(p.get("label", p["text"]))
+        if (label := p.get("label", p["text"]))
+        and (
+            p.get("weight", 1.0) < 1.0
+            or p.get("derived")
+            or moments_in(label)
+            or (" " in label.strip() and label.strip().rstrip(".?!,;:").lower() not in said)
+        )
     }
