@@ -75,6 +75,15 @@ def test_a_stem_matches_the_forms_of_its_word_and_not_others():
     assert matches(prefix, "subscribe") and matches(prefix, "subscription")
 
 
+def test_a_term_the_index_folds_to_y_matches_its_ie_forms_again():
+    # 'series' and 'movies' come from the question as 'sery' and 'movy' (core.question.normalize_term)
+    series, movies = {"text": "sery", "stem": "suffix"}, {"text": "movy", "stem": "suffix"}
+    assert matches(series, "series") and matches(movies, "movies") and matches(movies, "movie")
+    busy = {"text": "busy", "stem": "suffix"}
+    assert matches(busy, "busy") and matches({"text": "display", "stem": "suffix"}, "displayed")
+    assert not matches(busy, "bus") and not matches(series, "sery s")
+
+
 def test_a_phrase_matches_across_separators_and_case():
     item = {"text": "Tee-XS-Black", "kind": "phrase"}
     assert matches(item, "tee-xs-black") and matches(item, "Tee XS Black") and matches(item, "TeeXSBlack")
