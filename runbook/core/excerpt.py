@@ -47,9 +47,12 @@ BLOCK_TOKENS = 120
 DIALOG_BLOCKS = 14
 """An opened dialog or menu (what appeared after an action) is shown whole up to this many blocks."""
 AFTER = 2
+"""Blocks kept after a matching one: values follow their labels, a post's text follows its title."""
+SECTION_REACH, SECTION_TITLE = 12, 40
+"""A matching block is shown with the heading of its section: the nearest heading (or titled text, at most this many
+characters before its ' · ') at most this many blocks above it. 'Enabled' says nothing without 'Issue subscriptions'."""
 DIFF_KINDS = {"message": 0, "count": 1, "field": 2, "choice": 3, "row": 4, "heading": 5}
 """What a view folded into another shows of its own first, after the lines that match the question."""
-"""Blocks kept after a matching one: values follow their labels, a post's text follows its title."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -318,7 +321,34 @@ def context_of(blocks: list[Block], n: int, furniture: list[bool]) -> list[int]:
         return out
     before = next((k for k in range(n - 1, max(-1, n - 3), -1) if not furniture[k]), None)
     after = [k for k in range(n + 1, min(len(blocks), n + 1 + 2 * AFTER)) if not furniture[k]][:AFTER]
-    return out + after + ([before] if before is not None else [])
+    section = section_of(blocks, n, furniture)
+    return out + after + ([before] if before is not None else []) + ([section] if section is not None else [])
+
+
+def section_of(blocks: list[Block], n: int, furniture: list[bool]) -> int | None:
+    """The heading of the section block n sits in: the nearest heading above it (a titled text on a DOM page:
+    'Issue subscriptions · You are automatically subscribed to ...'), at most SECTION_REACH blocks up."""
+    for k in range(n - 1, max(-1, n - 1 - SECTION_REACH), -1):
+        if furniture[k]:
+            continue
+        if blocks[k].kind == "heading" or titles_section(blocks[k]):
+            return k
+    return None
+
+
+def titles_section(block: Block) -> bool:
+    """A text that opens a section: a short title, then a sentence that says what the section is for."""
+    if block.kind != "text":
+        return False
+    parts = block.text.split(" · ")
+    title = parts[0]
+    return (
+        len(parts) >= 2
+        and 2 < len(title) <= SECTION_TITLE
+        and title[:1].isupper()
+        and title[-1:] not in ".:!?"
+        and (parts[1].endswith(".") or len(parts[1]) > SECTION_TITLE)
+    )
 
 
 def render(blocks: list[Block], chosen: set[int]) -> str:

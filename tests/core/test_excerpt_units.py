@@ -107,3 +107,17 @@ def test_a_grid_under_a_header_shows_the_rows_that_match_not_the_whole_grid():
     shown = Excerpter(query, list(analysis.phrases), {}, None).excerpt(page, SLICE_TOKENS, run["site"])[0]
     shown_rows = [row.text for row in rows if row.text in shown]
     assert len(rows) == 10 and shown_rows == [rows[-1].text]
+
+
+def test_a_line_is_shown_with_the_title_of_its_section():
+    # Linear's Notifications page lists the issues one is subscribed to under 'Issue subscriptions · You are
+    # automatically subscribed to ...', four blocks above the issue the question names: without that title the
+    # line 'NEX-1105 · Add dark mode support for mobile app' does not say the agent was subscribed to it
+    tid = "inf-linear-account-settings-20260219_022152-e10"
+    run = shared_runs(tid)[tid]
+    question = (
+        "Was the agent subscribed to the issue 'Add dark mode support for mobile app' in the Linear account settings?"
+    )
+    shown = excerpt_of(run["states"][1], question, run["site"])
+    assert "NEX-1105 · Add dark mode support for mobile app" in shown
+    assert "- Issue subscriptions · You are automatically subscribed to issues you create" in shown
