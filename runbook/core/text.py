@@ -21,6 +21,34 @@ _BARE = re.compile(
 )
 
 
+TAIL_SHARE = 0.4
+"""Share of a shortened sentence kept from its end (`shorten`)."""
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` in about `limit` characters: its first sentences while they fit, and a first sentence longer than that
+    cut in its middle. A page's message names the thing first and says what happened to it last ('Magnetic Metal
+    ... Controller has been added to your Wish List.'): a cut at the end keeps the name and drops the news."""
+    if len(text) <= limit:
+        return text
+    sentences = SENTENCE_END.split(text)
+    kept, used = sentences[0], 1
+    while used < len(sentences) and len(kept) + 1 + len(sentences[used]) <= limit - 2:
+        kept += " " + sentences[used]
+        used += 1
+    if len(kept) > limit:
+        tail_from = len(kept) - int(limit * TAIL_SHARE)
+        head_to = limit - (len(kept) - tail_from) - 3
+        # whole words at both cuts, where a space is near
+        space = kept.rfind(" ", head_to - 20, head_to)
+        head_to = space if space > 0 else head_to
+        space = kept.find(" ", tail_from, tail_from + 20)
+        tail_from = space + 1 if space > 0 else tail_from
+        kept = kept[:head_to].rstrip() + " … " + kept[tail_from:].lstrip()
+    return kept + " …" if used < len(sentences) else kept
+
+
 def clean_line(line: str) -> str:
     """A page line without element ids and the `StaticText` role, trailing space trimmed (indentation kept)."""
     return strip_markup(line).rstrip()

@@ -6,12 +6,14 @@ from urllib.parse import urlsplit
 
 from ..core.actions import action_name, describe, error_gist, split_actions, typed_value
 from ..core.messages import OpenDialog
+from ..core.text import shorten
 from ..trajectory.model import Trajectory
 
 FINAL_ACTIONS = {"send_msg_to_user", "done", "report_infeasible", "stop", "answer"}
 REPLY_CHARS = 160
 REPLIES_SHOWN = 8
-"""What the pages said back: shown at most this many times in a hints note, each cut to REPLY_CHARS."""
+"""What the pages said back: shown at most this many times in a hints note, each cut to about REPLY_CHARS
+(`core.text.shorten`: the head and the tail, which says what happened)."""
 STEP_REPLY_CHARS = 100
 """A procedure step shows the first thing the page said back, cut to this length: the note lists many steps, and a
 long reply in each pushed later steps into the part of the note a budget elides."""
@@ -53,7 +55,7 @@ def step_lines(
                 text += f"  !! {error_gist(state.action_error, 160)}"
             reply = said[state.index + 1] if said and n == len(actions) - 1 and state.index + 1 < len(states) else []
             if reply:
-                text += "  → page: " + reply[0][:STEP_REPLY_CHARS]
+                text += "  → page: " + shorten(reply[0], STEP_REPLY_CHARS)
             where = short_url(state.url)
             if where != last_url:
                 text = f"@ {where}  {text}"
@@ -124,7 +126,7 @@ def _replies(trajectory: Trajectory, said: list[list[str]]) -> list[str]:
             what = "; ".join(describe(a, before.text) for a in split_actions(before.action))
             out.append(
                 f"- after s{before.index} {what[:160]}, the page said: "
-                + " | ".join(m[:REPLY_CHARS] for m in reply[:2])
+                + " | ".join(shorten(m, REPLY_CHARS) for m in reply[:2])
             )
     return out[:REPLIES_SHOWN]
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runbook.core.text import term_counts, tokenize
+from runbook.core.text import shorten, term_counts, tokenize
 
 CASES = [
     "",
@@ -43,3 +43,18 @@ def test_term_counts_equals_counting_the_tokens_on_mixed_pages():
 @given(st.text(alphabet=st.sampled_from(list("aZ09 _[]\\uUeEfF\t\n.'-éÉΣσ١İß\xa0–東\ud800")), max_size=60))
 def test_term_counts_equals_counting_the_tokens_on_any_text(text):
     assert list(term_counts(text).items()) == list(Counter(tokenize(text)).items())
+
+
+def test_a_shortened_text_keeps_its_first_sentences_or_the_head_and_tail_of_the_first():
+    message = "Error. The value of Admin scope can't be empty. Fill it in and save the form again, please."
+    assert shorten(message, 200) == message
+    assert shorten(message, 60) == "Error. The value of Admin scope can't be empty. …"
+    long_name = "Magnetic Metal Stainless Steel D-pads Kits Directional Pad Replacement Parts for Xbox One Controller"
+    cut = shorten(f"{long_name} has been added to your Wish List. Click here to continue shopping.", 100)
+    assert cut.startswith("Magnetic Metal") and cut.endswith("has been added to your Wish List. …")
+    assert len(cut) <= 100
+
+
+@given(st.text(alphabet="ab .", max_size=400), st.integers(min_value=20, max_value=300))
+def test_a_shortened_text_is_never_much_longer_than_its_limit(text, limit):
+    assert len(shorten(text, limit)) <= limit + 2  # the " …" that says sentences were left out

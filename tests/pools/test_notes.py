@@ -28,3 +28,11 @@ def test_a_dialog_the_run_left_unanswered_is_in_its_hints():
     hints = notes_of("inf-linear-account-settings-20260219_022152-h4")["hints"]
     assert "s1: a dialog asked 'Disconnect account · Are you sure you want to disconnect your Figma account" in hints
     assert "(Cancel / Disconnect); the next step, click a 'Security & Access', was outside it" in hints
+
+
+def test_a_long_message_keeps_what_happened_at_its_end():
+    # the storefront's alert names the product first and says what happened to it last: cut at its end, the note
+    # said 'Magnetic Metal ... Xbox One S/X Controller ha'
+    hints = notes_of("wa-shopping-520")["hints"]
+    said = next(line for line in hints.splitlines() if "the page said: Magnetic Metal" in line)
+    assert "has been added to your Wish List." in said and len(said) < 400
