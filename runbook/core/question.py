@@ -85,7 +85,9 @@ _MENU = re.compile(
     r"([A-Z][\w&'.-]*(?: [A-Za-z&][\w&'.-]*){0,3}(?:\s*(?:>|->|→|»)\s*[A-Z][\w&'.-]*"
     r"(?: [A-Za-z&][\w&'.-]*){0,3})+)"
 )
-_CAPWORD = r"[A-Z](?:[\w&.-]|'(?!s\b))*(?!'s\b)"
+_CAPWORD = r"[A-Z](?:[\w&.-]|'(?!s\b))*(?![\w&.-])"
+"""A capitalised word, whole: it ends where the word does, so that a possessive ends the name before its 's ("Sarah
+Miller's" -> 'Sarah Miller'; the word cut short to end without the 's had given 'Sarah Mille')."""
 _NAME = re.compile(rf"{_CAPWORD}(?:(?: (?:of|the|and|for|de|&))? {_CAPWORD})+")
 _WORD = re.compile(r"[a-z0-9][a-z0-9'._-]*[a-z0-9%]|[a-z0-9]")
 

@@ -223,3 +223,10 @@ def test_a_question_that_names_when_asks_for_that_moment_not_the_newest_view():
     assert analyze("What is the Store Email set to?").wants_newest
     assert not analyze("What was the Store Email set to when the agent was there on 2025-12-17?").wants_newest
     assert analyze("What is the Store Email currently set to, after the change on 2025-12-17?").wants_newest
+
+
+def test_a_possessive_ends_a_name_and_leaves_it_whole():
+    # the name stopped a letter short to end without its 's: 'Sarah Mille', and 'In Linear's' gave 'Linea'
+    phrases = analyze("In Linear's notification settings, what did Sarah Miller's order show?").phrases
+    assert "Linear" in phrases and "Sarah Miller" in phrases
+    assert not any(p in phrases for p in ("Linea", "Sarah Mille"))
