@@ -48,9 +48,13 @@ DIALOG_BLOCKS = 14
 """An opened dialog or menu (what appeared after an action) is shown whole up to this many blocks."""
 AFTER = 2
 """Blocks kept after a matching one: values follow their labels, a post's text follows its title."""
-SECTION_REACH, SECTION_TITLE = 12, 40
-"""A matching block is shown with the heading of its section: the nearest heading (or titled text, at most this many
-characters before its ' · ') at most this many blocks above it. 'Enabled' says nothing without 'Issue subscriptions'."""
+SECTION_REACH, SECTION_TITLE, SECTION_SENTENCE = 12, 40, 8
+"""A matching block is shown with the heading of its section: the nearest heading, or titled text (a title of at most
+this many characters before its ' · ', then a sentence or this many words), at most this many blocks above it.
+'Enabled' says nothing without 'Issue subscriptions'."""
+SECTION_BLOCKS, SECTION_SHARE = 40, 0.5
+"""A section one of the best matches titles is shown whole when it has at most this many blocks and they fit in this
+share of the budget left."""
 DIFF_KINDS = {"message": 0, "count": 1, "field": 2, "choice": 3, "row": 4, "heading": 5}
 """What a view folded into another shows of its own first, after the lines that match the question."""
 
@@ -242,12 +246,20 @@ class Excerpter:
             take(n, head)
         # the site's furniture is shown only when nothing of the page's own matches
         matches = [n for n in scores if scores[n] > 0 and not furniture[n]] or [n for n in scores if scores[n] > 0]
-        for n in sorted(matches, key=lambda k: -scores[k]):
+        for rank, n in enumerate(sorted(matches, key=lambda k: -scores[k])):
             if spent >= max_tokens:
                 break
             for k in context_of(blocks, n, furniture):
                 if not take(k, max_tokens):
                     break
+            if rank < TOP_BLOCKS and n in chosen:
+                # a section the question's best match titles is what it asks about: its lines are shown whole when
+                # they fit in a share of what is left ('Issue subscriptions' and the issues listed under it), before
+                # weaker matches spend the budget elsewhere on the page
+                rest = [k for k in section_lines(blocks, n, furniture) if k not in chosen]
+                if rest and sum(shown_tokens(blocks[k]) for k in rest) <= SECTION_SHARE * (max_tokens - spent):
+                    for k in rest:
+                        take(k, max_tokens)
         for rows in properties_with(blocks, chosen & set(matches)):
             # a table of one thing's properties a match was read in is shown whole when the rest of it fits: the row
             # that answers is not always the row that matches ('operator | Allegheny Health Network' for 'who
@@ -336,8 +348,26 @@ def section_of(blocks: list[Block], n: int, furniture: list[bool]) -> int | None
     return None
 
 
+def section_lines(blocks: list[Block], n: int, furniture: list[bool]) -> list[int]:
+    """The blocks of the section block n titles (a heading or a titled text), up to the next title; none when n titles
+    nothing or the section is longer than SECTION_BLOCKS."""
+    if not (blocks[n].kind == "heading" or titles_section(blocks[n])):
+        return []
+    out = []
+    for k in range(n + 1, len(blocks)):
+        if blocks[k].kind == "heading" or titles_section(blocks[k]):
+            break
+        if len(out) == SECTION_BLOCKS:
+            return []
+        if not furniture[k]:
+            out.append(k)
+    return out
+
+
 def titles_section(block: Block) -> bool:
-    """A text that opens a section: a short title, then a sentence that says what the section is for."""
+    """A text that opens a section: a short title of words, then a sentence that says what the section is for ('Issue
+    subscriptions · You are automatically subscribed to ...'). A list item is not one: its title is an id ('NEX-856 ·
+    Refactor notification service architecture · Backend')."""
     if block.kind != "text":
         return False
     parts = block.text.split(" · ")
@@ -347,7 +377,8 @@ def titles_section(block: Block) -> bool:
         and 2 < len(title) <= SECTION_TITLE
         and title[:1].isupper()
         and title[-1:] not in ".:!?"
-        and (parts[1].endswith(".") or len(parts[1]) > SECTION_TITLE)
+        and not any(c.isdigit() for c in title)
+        and (parts[1].endswith(".") or len(parts[1].split()) >= SECTION_SENTENCE)
     )
 
 

@@ -121,3 +121,14 @@ def test_a_line_is_shown_with_the_title_of_its_section():
     shown = excerpt_of(run["states"][1], question, run["site"])
     assert "NEX-1105 · Add dark mode support for mobile app" in shown
     assert "- Issue subscriptions · You are automatically subscribed to issues you create" in shown
+
+
+def test_a_section_the_best_match_titles_is_shown_whole_when_it_fits():
+    # 'Issue subscriptions · You are automatically subscribed ...' titles a list of seven issues, each an id and a
+    # title ('NEX-856 · Refactor notification service architecture · Backend · created · 29d ago', not a section
+    # title of its own); the page's switch rows match the question's words too and took the budget before
+    tid = "inf-linear-account-settings-20260219_022152-e10"
+    run = shared_runs(tid)[tid]
+    shown = excerpt_of(run["states"][2], "Which issue subscriptions are listed in the account settings?", run["site"])
+    listed = [line for line in shown.splitlines() if line.startswith("- NEX-")]
+    assert len(listed) == 6 and "- NEX-856 · Refactor notification service architecture · Backend" in shown
