@@ -353,7 +353,7 @@ def section_lines(blocks: list[Block], n: int, furniture: list[bool]) -> list[in
     nothing or the section is longer than SECTION_BLOCKS."""
     if not (blocks[n].kind == "heading" or titles_section(blocks[n])):
         return []
-    out = []
+    out: list[int] = []
     for k in range(n + 1, len(blocks)):
         if blocks[k].kind == "heading" or titles_section(blocks[k]):
             break
