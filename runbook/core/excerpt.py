@@ -343,7 +343,7 @@ def section_of(blocks: list[Block], n: int, furniture: list[bool]) -> int | None
     for k in range(n - 1, max(-1, n - 1 - SECTION_REACH), -1):
         if furniture[k]:
             continue
-        if blocks[k].kind == "heading" or titles_section(blocks[k]):
+        if opens_section(blocks[k]):
             return k
     return None
 
@@ -351,17 +351,22 @@ def section_of(blocks: list[Block], n: int, furniture: list[bool]) -> int | None
 def section_lines(blocks: list[Block], n: int, furniture: list[bool]) -> list[int]:
     """The blocks of the section block n titles (a heading or a titled text), up to the next title; none when n titles
     nothing or the section is longer than SECTION_BLOCKS."""
-    if not (blocks[n].kind == "heading" or titles_section(blocks[n])):
+    if not opens_section(blocks[n]):
         return []
     out: list[int] = []
     for k in range(n + 1, len(blocks)):
-        if blocks[k].kind == "heading" or titles_section(blocks[k]):
+        if opens_section(blocks[k]):
             break
         if len(out) == SECTION_BLOCKS:
             return []
         if not furniture[k]:
             out.append(k)
     return out
+
+
+def opens_section(block: Block) -> bool:
+    """A heading, or a text that titles what follows it (`titles_section`)."""
+    return block.kind == "heading" or titles_section(block)
 
 
 def titles_section(block: Block) -> bool:

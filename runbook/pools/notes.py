@@ -12,11 +12,11 @@ from ..trajectory.model import Trajectory
 FINAL_ACTIONS = {"send_msg_to_user", "done", "report_infeasible", "stop", "answer"}
 REPLY_CHARS = 160
 REPLIES_SHOWN = 8
-"""What the pages said back: shown at most this many times in a hints note, each cut to about REPLY_CHARS
-(`core.text.shorten`: the head and the tail, which says what happened)."""
+"""What the pages said back: shown at most this many times in a hints note, each shortened to about
+REPLY_CHARS (`core.text.shorten`: its first sentences, or the head and the tail that says what happened)."""
 STEP_REPLY_CHARS = 100
-"""A procedure step shows the first thing the page said back, cut to this length: the note lists many steps, and a
-long reply in each pushed later steps into the part of the note a budget elides."""
+"""A procedure step shows the first thing the page said back, shortened to about this length (`core.text.shorten`):
+the note lists many steps, and a long reply in each pushed later steps into the part of the note a budget elides."""
 NAVIGATION_NOISE = {"scroll", "noop", "wait", "take_note", "calculate", "find_elements", "search_page"}
 
 

@@ -317,7 +317,7 @@ def _weak_labels(patterns: list[dict[str, Any]], quoted: list[str]) -> set[str]:
     name of several words the question does not quote ('the Linear Profile page', 'Minerva V-Tee'): a page need
     not write the question's own naming ('Linear' is the app, the page says 'Profile'); a quoted label says the page
     writes it so, and its absence is a doubt about the premise. `quoted`: the question's quoted labels."""
-    said = {q.strip().rstrip(".?!,;:").lower() for q in quoted}
+    said = {_bare(q) for q in quoted}
     return {
         label
         for p in patterns
@@ -326,6 +326,11 @@ def _weak_labels(patterns: list[dict[str, Any]], quoted: list[str]) -> set[str]:
             p.get("weight", 1.0) < 1.0
             or p.get("derived")
             or moments_in(label)
-            or (" " in label.strip() and label.strip().rstrip(".?!,;:").lower() not in said)
+            or (" " in label.strip() and _bare(label) not in said)
         )
     }
+
+
+def _bare(label: str) -> str:
+    """A label as compared with the question's quotes: no surrounding space or closing punctuation, lower case."""
+    return label.strip().rstrip(".?!,;:").lower()
