@@ -25,13 +25,13 @@ from .blocks import Page
 from .bm25 import DEFAULT_FIELDS, BM25Index, idf, load_index, query_terms
 from .boilerplate import LineCounts, load_line_counts
 from .excerpt import Excerpter
-from .findings import at_moment
+from .findings import COUNT_QUESTION, at_moment
 from .fusion import collapse_duplicates, latest_first, rrf
 from .hits import Hit
 from .layout import POOLS_DIR, TRAJECTORIES_DIR
 from .pools import Opener, PoolError, PoolSnapshot, read_manifest
 from .question import QuestionAnalysis, analyze, is_name
-from .scoring import names_page, page_words
+from .scoring import FILLERS, names_page, page_words, title_words
 from .text import line_hash, stem, tokenize
 
 SIGHTING_SOURCES = 3
@@ -385,6 +385,10 @@ class Recall:
             named = set(self.named_pages(analysis.menu_paths, query, self.indexes["slices"].top(query, 1)[0][1]))
             rankings.append([n for n, hit in enumerate(hits) if int(hit.id[1:]) in named])
             weights.append(TITLE_WEIGHT)
+        if COUNT_QUESTION.search(analysis.question):  # 'how many invoices': the page that counts them keeps its place
+            terms = set(analysis.terms)
+            rankings.append([n for n, hit in enumerate(hits) if counts_what_is_named(hit, terms)])
+            weights.append(TITLE_WEIGHT)
         hits = [hits[n] for n, _ in rrf(rankings, weights)]
         hits = latest_first(hits, hit_page, reorder=wants_time(analysis))
         hits = at_named_minute_first(hits, analysis.moments)
@@ -494,6 +498,17 @@ def runs_first(items: list[T], view_of: Callable[[T], tuple], taken: list[tuple]
                 runs.add(t)
                 grew = True
     return [items[n] for n in sorted(chosen)] + [items[n] for n in range(len(items)) if n not in chosen]
+
+
+def counts_what_is_named(hit: Hit, terms: set[str]) -> bool:
+    """Whether the hit's page shows a count ('308 records found') and its own name (the title's first part, fillers
+    aside: 'Invoices' of 'Invoices / Operations / Sales') is words the question says: the list a count question asks
+    about, not a page that only mentions it."""
+    if hit.page is None or not any(b.kind == "count" and not b.furniture for b in hit.page.blocks):
+        return False
+    own = " ".join(w for w in (hit.title or "").split(" / ")[0].split() if w.lower() not in FILLERS)
+    words = title_words(own)
+    return bool(words) and words <= terms
 
 
 def at_named_minute_first(hits: list[Hit], moments: tuple[tuple[str, str], ...]) -> list[Hit]:

@@ -57,3 +57,25 @@ def test_the_page_a_menu_path_names_leads(store, tmp_path):
     query = recall.query(analyze(question))
     best = recall.indexes["slices"].top(query, 1)[0][0]
     assert recall._loaded().docs("slices")[best]["t"].startswith("order-")
+
+
+def test_a_count_question_keeps_the_list_it_names_among_pages_that_count():
+    """'How many invoices ...': the real Invoices grid (it counts, and its own name is the question's word) is the
+    list asked about; the dashboard of the same run counts nothing, and an Orders grid counts other things."""
+    from runbook.core.hits import Hit
+    from runbook.core.page import parse_page
+    from runbook.core.recall import counts_what_is_named
+    from tests.conftest import shared_runs
+
+    run = shared_runs("wa-shopping_admin-94")["wa-shopping_admin-94"]
+    terms = set(analyze("How many invoices does the admin list in total?").terms)
+
+    def hit(state: dict, title: str | None = None) -> Hit:
+        page = parse_page(state["accessibility_tree"])
+        return Hit("s1", "slices", run["id"], run["id"], state["state_index"], title=title or state["title"], page=page)
+
+    invoices, dashboard = run["states"][2], run["states"][0]
+    assert "records found" in invoices["accessibility_tree"]
+    assert counts_what_is_named(hit(invoices), terms)
+    assert not counts_what_is_named(hit(dashboard), terms)
+    assert not counts_what_is_named(hit(invoices, "Orders / Operations / Sales / Magento Admin"), terms)
