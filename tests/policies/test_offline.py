@@ -826,3 +826,29 @@ def test_a_gotchas_plan_compares_a_failed_run_with_a_successful_run_of_the_same_
     assert compared, findings
     assert "failed run inf-linear-account-settings-20260219_022152-e6" in compared[0]
     assert "successful run inf-linear-account-settings-20260219_023910-e6" in compared[0]
+
+
+def test_a_users_word_also_finds_the_pages_word_for_it_one_way_only():
+    labels = {p["label"]: p for p in patterns_for(analyze("Which folder of the repository holds the theme files?"))}
+    assert labels["directory"]["synonym_of"] == "folder" and labels["directory"]["weight"] < 1
+    assert labels["repo"]["synonym_of"] == "repository"
+    # the site's word does not widen to the user's: a question that says 'issue' finds issues, not tickets
+    assert "ticket" not in {p["label"] for p in patterns_for(analyze("Which issue was closed last?"))}
+    assert "deactivate" in {p["label"] for p in patterns_for(analyze("How do you disable the integration?"))}
+
+
+def page_words_finish(matched: list[list[str]]):
+    question = "Which folder of the a11y-syntax-highlighting project holds the theme files?"
+    policy = OfflinePlanner()
+    policy.begin(Task(question, recall=[recall_hit(id="s7", pool="slices", trajectory_id="a", state_index=1)]))
+    messages = [Message("user", "q"), policy.next([Message("user", "q")], [])]
+    states = [{"t": "a", "i": n, "s": 3.0 - n, "m": labels} for n, labels in enumerate(matched)]
+    messages.append(tool_message("plan", plan_output(policy, scan_output(states))))
+    return policy.next(messages, []).tool_calls[0].arguments["analysis"]
+
+
+def test_the_analysis_names_the_pages_word_only_where_the_questions_is_missing(clean_env):
+    said = "The pages write 'directory' where the question says 'folder'."
+    assert said in page_words_finish([["directory", "theme"], ["theme", "file"]])
+    assert said not in page_words_finish([["directory", "theme"], ["folder", "theme"]])  # the page writes both
+    assert said not in page_words_finish([["theme", "file"]])

@@ -43,7 +43,7 @@ from .analysis import write_analysis
 from .image import question_image
 from .probe import probe_pattern, read_probe, typed_values
 from .spans import SPAN_GAP, spans_of
-from .terms import patterns_for, without_common
+from .terms import page_words, patterns_for, without_common
 
 if TYPE_CHECKING:  # numpy comes with it, and the programs that only pass it on need none
     from ...core.recall import ScanCandidates
@@ -62,6 +62,9 @@ REQUEST_CHARS = 96_000
 """rbplan's request is one argument of its command line: Linux takes at most 128 KiB in one."""
 RECALL_RUNS = 5
 """Runs of method R's best notes passed to the choice of a run (procedures, gotchas)."""
+PAGE_WORD_STATES = 3
+"""The scan's best states whose matches say which word the pages use for a thing the question names otherwise (the
+scan names the patterns of its first three states only: ScanParams.full)."""
 
 
 @dataclass
@@ -218,6 +221,9 @@ class OfflinePlanner:
             # a quoted label the scan found in some state is no doubt: only the ones found nowhere stay
             premise_hints=plan.analysis.confirmed(lambda label: label not in scan.missing).possible_false_premise,
         )
+        said = page_words(plan.patterns, [state.matched for state in scan.states[:PAGE_WORD_STATES]])
+        if said and not doubt:
+            analysis += "".join(f" The pages write '{page}' where the question says '{own}'." for own, page in said)
         if plan.findings and not doubt:  # worked out from the pages: it leads
             analysis = "\n".join([*plan.findings, analysis])
         if plan.failures:

@@ -16,8 +16,37 @@ ACTION_SYNONYMS = (
     ("send", "submit"),
     ("stop", "pause"),
     ("restart", "resume"),
+    ("enable", "activate"),
+    ("disable", "deactivate"),
 )
 """Actions that goals and pages name with different verbs: a question's verb also finds its group's others."""
+THING_SYNONYMS = (
+    ("folder", "directory"),
+    ("repository", "repo"),
+    ("ticket", "issue"),
+    ("reply", "comment"),
+    ("basket", "cart"),
+    ("purchase", "order"),
+    ("shop", "store"),
+    ("client", "customer"),
+    ("cost", "price"),
+    ("rating", "review"),
+    ("bill", "invoice"),
+    ("delivery", "shipment", "shipping"),
+    ("coupon", "discount", "voucher"),
+    ("alert", "notification"),
+    ("hotkey", "shortcut"),
+    ("tag", "label"),
+    ("collaborator", "member"),
+    ("photo", "image", "picture"),
+    ("preference", "setting"),
+    ("route", "direction"),
+    ("phone", "telephone"),
+    ("postcode", "zip"),
+    ("typeface", "font"),
+)
+"""Things a user names with an everyday word and a site with its own: the user's word (first) also finds the
+site's, one way only ('folder' finds 'directory'; a question that says 'issue' is not widened to every 'ticket')."""
 SYNONYM_WEIGHT = 0.5
 PAIR_WEIGHT = 0.25
 """Word pairs weigh a quarter of a phrase: they help rank, and their absence says nothing."""
@@ -89,7 +118,7 @@ def patterns_for(analysis: QuestionAnalysis) -> list[dict]:
         for other in synonyms(pattern["label"]):
             add(other, "term", stemmed=True, weight=SYNONYM_WEIGHT, derived=True)
             if out[-1]["label"] == other:
-                out[-1]["synonym"] = True
+                out[-1].update(synonym=True, synonym_of=pattern["label"])
     for first, second in word_pairs(analysis.question):
         last = pattern_stem(second)
         out_len = len(out)
@@ -112,12 +141,32 @@ def whole_words(phrase: str, question: str) -> str:
 
 
 def synonyms(word: str) -> list[str]:
-    """Other words web tasks use for the same action ('change' -> 'update', 'edit', 'modify')."""
+    """Other words web tasks use for the same action ('change' -> 'update', 'edit', 'modify'), or sites for the
+    thing a user names ('folder' -> 'directory')."""
     w = word.lower()
+
+    def same(a: str, b: str) -> bool:
+        return a == b or pattern_stem(a) == pattern_stem(b)
+
     for group in ACTION_SYNONYMS:
-        if any(w == g or pattern_stem(w) == pattern_stem(g) for g in group):
-            return [g for g in group if g != w and pattern_stem(g) != pattern_stem(w)]
+        if any(same(w, g) for g in group):
+            return [g for g in group if not same(g, w)]
+    for user_word, *site_words in THING_SYNONYMS:
+        if same(w, user_word):
+            return site_words
     return []
+
+
+def page_words(patterns: list[dict], matched: list[list[str]]) -> list[tuple[str, str]]:
+    """(question's word, page's word) for each synonym the best states match (`matched`: the labels each matched)
+    where none of them matches the question's own word: the pages name the thing otherwise, which a reader should
+    know ('folder' asked, 'directory' written)."""
+    seen = {label.lower() for labels in matched for label in labels}
+    return [
+        (p["synonym_of"], p["label"])
+        for p in patterns
+        if p.get("synonym_of") and p["label"].lower() in seen and p["synonym_of"].lower() not in seen
+    ]
 
 
 def word_pairs(question: str) -> list[tuple[str, str]]:
