@@ -2,6 +2,7 @@
 per method and per question type, and diff two snapshots question by question.
 
     answer phrases   every gold answer phrase in the context (answerable questions)
+    depth            median tokens read before every phrase has appeared (answerable questions found)
     evidence         every gold evidence state cited
     cited            a gold evidence state cited (answerable questions)
     excerpt recall   of the answerable questions where a gold state is cited, the share whose phrases all appear
@@ -18,6 +19,8 @@ import json
 import statistics
 import sys
 from pathlib import Path
+
+from runbook.budget import count_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -46,7 +49,22 @@ def score(sc, q: dict, context: dict) -> dict:
         "cited": any(sc.cites(items, e) for e in evidence) if evidence else None,
         "items": len(items),
         "tokens": context.get("tokens") or 0,
+        "depth": answer_depth(sc, text, phrases) if answerable else None,
     }
+
+
+def answer_depth(sc, text: str, phrases: list[str]) -> int | None:
+    """Tokens of the context's text read before every phrase has appeared (None when it never shows them all)."""
+    if not all(sc.contains(text, p) for p in phrases):
+        return None
+    low, high = 0, len(text)
+    while low < high:  # the shortest head of the text that shows every phrase
+        mid = (low + high) // 2
+        if all(sc.contains(text[:mid], p) for p in phrases):
+            high = mid
+        else:
+            low = mid + 1
+    return count_tokens(text[:low])
 
 
 def rate(values: list) -> str:
@@ -65,6 +83,7 @@ def summary(rows: list[dict]) -> dict:
         "cited": rate([r["cited"] for r in answerable]),
         "excerpt_recall": f"{sum(r['found'] for r in cited)}/{len(cited)}",
         "items": f"{statistics.mean(r['items'] for r in rows):.1f}" if rows else "-",
+        "depth": f"{statistics.median(depths):.0f}" if (depths := [r["depth"] for r in rows if r["depth"]]) else "-",
     }
 
 
@@ -89,7 +108,7 @@ def main(argv: list[str]) -> int:
     }
     print(
         f"{'method':6s} {'n':>4s} {'phrases':>8s} {'(of)':>5s} {'evidence':>9s} {'cited':>6s} {'excerpt':>8s} "
-        f"{'items':>6s} {'p50':>6s}"
+        f"{'items':>6s} {'depth':>6s} {'p50':>6s}"
     )
     for m in methods:
         s = summary(scored[m])
@@ -97,7 +116,7 @@ def main(argv: list[str]) -> int:
         p50 = statistics.median(lat) if lat else float("nan")
         print(
             f"{m:6s} {s['n']:4d} {s['phrases']:>8s} {s['n_answerable']:5d} {s['evidence']:>9s} {s['cited']:>6s} "
-            f"{s['excerpt_recall']:>8s} {s['items']:>6s} {p50:6.2f}"
+            f"{s['excerpt_recall']:>8s} {s['items']:>6s} {s['depth']:>6s} {p50:6.2f}"
         )
     if args.per_type:
         types = sorted({r["type"] for rows in scored.values() for r in rows})
