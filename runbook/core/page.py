@@ -35,6 +35,9 @@ _NEEDS_CLEANING = re.compile(r"\\|\xa0|[\ue000-\uf8ff]")
 _WORDS = re.compile(r"[^\W_]+")
 NEIGHBOUR_CHARS = 30
 """A text this short beside a control with no label names it ('per page')."""
+GENERATED_NAME = re.compile(r"^[a-z]+[-_](?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,}$")
+"""A control name the page generated, not a label: Magento's 'notice-TB7E7IL' (a word, then a code of capitals and
+digits); a branch name such as 'byteblaze-main-patch-08233' is a value, and stays."""
 _FLAGS = re.compile(r"(?:^|[,\s])(focused|required|selected|expanded|checked)(?=,|$)")
 
 REGION_ROLES = {
@@ -434,10 +437,19 @@ def _cell_text(cell: _Node) -> str:
 
 def _name_by_neighbours(children: Sequence[_Node]) -> None:
     """A form control with no label of its own takes the short words beside it: 'Show' [combobox ''] 'per page' is
-    the control "combobox 'Show … per page'"."""
+    the control "combobox 'Show … per page'"; a label element just before it is its label alone ('[global] Stock
+    Status' [combobox 'notice-TB7E7IL']: a name the page generated is no label)."""
     for n, child in enumerate(children):
-        if child.role not in FIELD_ROLES or child.name or child.props.get("placeholder"):
+        if child.role not in FIELD_ROLES or child.props.get("placeholder"):
             continue
+        if child.name and not GENERATED_NAME.match(child.name):
+            continue
+        label = _node_text(children[n - 1]) if n and children[n - 1].role == "LabelText" else ""
+        if 0 < len(label) <= NEIGHBOUR_CHARS:
+            child.name = label
+            continue
+        if child.name:
+            continue  # a generated name with no label beside it stays: it is still the control's only name
         near = [children[k] for k in (n - 1, n + 1) if 0 <= k < len(children)]
         words = [_node_text(c) for c in near if c.role not in FIELD_ROLES and 0 < len(_node_text(c)) <= NEIGHBOUR_CHARS]
         if words:

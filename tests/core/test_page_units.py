@@ -19,6 +19,7 @@ RUNS = {
     "preferences": ("inf-linear-account-settings-20260219_022152-e4", 2),  # Linear: settings, switches, selects
     "notifications": ("inf-linear-account-settings-20260219_022152-e10", 1),  # Linear: a grid of switches
     "targets": ("inf-shopify-web-performance-20260219_023258-h7", 8),  # Shopify: number inputs under their metric
+    "product_edit": ("wa-shopping_admin-503", 3),  # Magento's product form: selects named 'notice-TB7E7IL'
 }
 
 
@@ -30,6 +31,17 @@ def runs() -> dict[str, dict]:
 def texts(runs: dict, name: str) -> list[str]:
     tid, index = RUNS[name]
     return [b.text for b in parse_page(runs[tid]["states"][index]["accessibility_tree"]).blocks]
+
+
+def test_a_control_named_by_a_code_the_page_generated_takes_its_label_beside_it(runs):
+    from runbook.core.actions import describe
+
+    shown = texts(runs, "product_edit")
+    assert "combobox '[global] Stock Status' = In Stock (options: In Stock, Out of Stock)" in shown
+    assert not any("notice-TB7E7IL" in t for t in shown)
+    tid, index = RUNS["product_edit"]
+    state = runs[tid]["states"][index]  # the agent opened that select: its note says which one
+    assert describe(state["action"], state["accessibility_tree"]) == "click combobox '[global] Stock Status'"
 
 
 def test_a_tab_panels_details_table_is_read_row_by_row(runs):
