@@ -47,13 +47,6 @@ _PROCEDURE = re.compile(
     r"in what order|what is the (procedure|process|workflow)|where do (you|i) (go|click|find))",
     re.I,
 )
-_DESCRIBED = re.compile(
-    r"\bhow (?:is|are|was|were)\b(?:\s+[\w'&>.,-]+){0,12}?\s+(?:sorted|ordered|rated|laid out|listed|arranged|grouped|"
-    r"ranked|labell?ed|named|priced|formatted|displayed|shown|presented|set up|configured|split|divided)\b",
-    re.I,
-)
-"""'How is the list sorted?', 'how are the other two rated?': how a page shows something, which the page itself
-says; a fact, not a procedure."""
 _GOTCHA = re.compile(
     r"\b(went wrong|go wrong|goes wrong|why\b|fail(ed|s|ure)?|error|errors|time[sd]? ?out|"
     r"pitfall|gotcha|mistake|careful|watch out|avoid|check first|problem|trap|workaround|fix\b|"
@@ -242,18 +235,11 @@ def moments_in(text: str) -> list[tuple[str, str]]:
 def _kind(text: str, wants_latest: bool) -> str:
     if _GOTCHA.search(text):
         return "gotcha"
-    if _TASK.match(text) or any(not _describes(text, m) for m in _PROCEDURE.finditer(text)):
+    if _PROCEDURE.search(text) or _TASK.match(text):
         return "procedure"
     if wants_latest or _DYNAMIC.search(text):
         return "dynamic"
     return "static"
-
-
-def _describes(text: str, cue: re.Match[str]) -> bool:
-    """Whether a procedure cue ('how is') opens a description of how a page shows something ('how is the list
-    sorted'), which is a fact."""
-    described = _DESCRIBED.match(text, cue.start())
-    return described is not None
 
 
 def normalize_term(word: str) -> str:
