@@ -17,6 +17,8 @@ _NAMED = re.compile(r"^\s*(?:\[\d+\] )?(link|heading|gridcell|cell|rowheader|Sta
 ITEM_LEVELS = 2
 """How far up a control's ancestors its item's name is looked for: its own list item or row, or the one above."""
 ITEM_CHARS = 60
+MESSAGE_ACTIONS = frozenset({"send_msg_to_user", "report_infeasible", "answer"})
+"""Actions whose argument is a message to the user, not an element: send_msg_to_user('0') answers "0"."""
 _OTHER_BREAKS = "\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 """What str.splitlines ends a line at besides "\n"."""
 _LABEL = re.compile(
@@ -54,7 +56,7 @@ def action_name(action: str) -> str:
 def element_id(action: str) -> str | None:
     """The element id an action targets: click('431') -> '431', click(index=29) -> '29'."""
     match = _CALL.match(action)
-    if not match:
+    if not match or match.group(1) in MESSAGE_ACTIONS:
         return None
     found = _BID.match(match.group(2))
     return found.group(1) if found else None

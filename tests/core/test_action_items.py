@@ -63,3 +63,10 @@ def test_the_control_is_found_on_its_own_line_past_other_mentions_of_its_id(br):
     assert describe("click('12')", page) == "click button 'Pay now'"
     assert describe("click('9')", page) == "click link 'Remove' (of 'Kosher meals')"
     assert describe("click('44')", page) == "click element 44"
+
+
+def test_an_answer_that_is_a_number_is_no_element(runs):
+    # the agent answered "0" (wa-reddit-28's last state): a message to the user, not a click on element 0
+    cart = page(runs, "wa-shopping-792", 4)
+    assert describe('send_msg_to_user("0")', cart) == 'send_msg_to_user("0")'
+    assert describe("report_infeasible('12 is not a valid order')", cart).startswith("report_infeasible(")
