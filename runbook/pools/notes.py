@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
-from ..core.actions import action_name, describe, error_gist, split_actions, typed_value
+from ..core.actions import action_name, describe, element_id, error_gist, split_actions, typed_value
 from ..core.messages import OpenDialog
 from ..core.text import shorten
 from ..trajectory.model import Trajectory
@@ -18,6 +19,9 @@ STEP_REPLY_CHARS = 100
 """A procedure step shows the first thing the page said back, shortened to about this length (`core.text.shorten`):
 the note lists many steps, and a long reply in each pushed later steps into the part of the note a budget elides."""
 NAVIGATION_NOISE = {"scroll", "noop", "wait", "take_note", "calculate", "find_elements", "search_page"}
+RECOVERY_STEPS = 3
+"""How many steps after a failed action a hints note looks for the step that got the same control to work."""
+_QUOTED = re.compile(r"'([^']+)'")
 
 
 def short_url(url: str) -> str:
@@ -89,11 +93,17 @@ def hints_note(
 ) -> str | None:
     """Errors, what the pages said back, dialogs left unanswered, retries, dead ends and (for a failed run) how it
     ended; None when the run shows none of these."""
-    lines = []
+    errors = []
     for state in trajectory.states:
         if state.action_error:
             what = "; ".join(describe(a, state.text) for a in split_actions(state.action)) or "an empty action"
-            lines.append(f"- s{state.index} error on {what}: {error_gist(state.action_error)}")
+            errors.append((f"- s{state.index} error on {what}: {error_gist(state.action_error)}",
+                           _what_worked(trajectory, state.index, what)))  # fmt: skip
+    lines = []
+    for n, (line, worked) in enumerate(errors):
+        lines.append(line)
+        if worked and (n + 1 == len(errors) or errors[n + 1][1] != worked):  # said once, after its last failure
+            lines.append(f"  then s{worked[0]}: {worked[1]}, with no error")
     lines += _replies(trajectory, said or [])
     for dialog in dialogs or []:
         state = trajectory.states[dialog.index]
@@ -113,6 +123,30 @@ def hints_note(
         f"goal: {trajectory.goal}",
     ]
     return "\n".join(head + lines)
+
+
+def _what_worked(trajectory: Trajectory, failed: int, what: str) -> tuple[int, str] | None:
+    """(index, action) of the first step within RECOVERY_STEPS after the failed step `failed` that acted on the same
+    control (its name holds the failed one's, or the other way round: 'Rating 3 stars', LabelText '3 stars') in
+    another way and raised no error: how the agent got past the error ('press' with 'Space' where 'click' timed
+    out, 'select_option' where a click on the combobox did)."""
+    named = _QUOTED.search(what)
+    if named is None:
+        return None
+    target = named.group(1).strip().lower()
+    states = trajectory.states
+    for state in states[failed + 1 : failed + 1 + RECOVERY_STEPS]:
+        if state.action_error:
+            continue
+        for action in split_actions(state.action):
+            if element_id(action) is None:  # a goto's URL or a message names no control
+                continue
+            done = describe(action, state.text)
+            name = _QUOTED.search(done)
+            other = name.group(1).strip().lower() if name else ""
+            if other and (other in target or target in other) and done != what:
+                return state.index, done
+    return None
 
 
 def _replies(trajectory: Trajectory, said: list[list[str]]) -> list[str]:

@@ -36,3 +36,21 @@ def test_a_long_message_keeps_what_happened_at_its_end():
     hints = notes_of("wa-shopping-520")["hints"]
     said = next(line for line in hints.splitlines() if "the page said: Magnetic Metal" in line)
     assert "has been added to your Wish List." in said and len(said) < 400
+
+
+def test_a_failed_step_is_followed_by_the_step_that_got_its_control_to_work():
+    # the star radio's click timed out twice (a label intercepted it); pressing Space on the radio went through
+    hints = notes_of("wa-shopping-587")["hints"].splitlines()
+    failed = hints.index(next(line for line in hints if line.startswith("- s7 error on click LabelText '3 stars'")))
+    assert hints[failed + 1] == "  then s8: press radio 'Rating 3 stars' with 'Space', with no error"
+    assert sum("then s8:" in line for line in hints) == 1  # said once, after the last failure it got past
+    # the report's Period select: a click on it failed, the arrow key worked
+    admin = notes_of("wa-shopping_admin-0")["hints"]
+    assert "  then s4: press combobox 'Period' with 'ArrowDown', with no error" in admin
+
+
+def test_a_later_step_on_another_control_is_not_what_worked():
+    # a failed click on 'My Account' is followed by clicks elsewhere: nothing is said to have worked for it
+    hints = notes_of("wa-shopping-587")["hints"].splitlines()
+    failed = hints.index(next(line for line in hints if line.startswith("- s0 error on click link 'My Account'")))
+    assert not hints[failed + 1].startswith("  then")
