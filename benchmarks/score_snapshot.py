@@ -97,6 +97,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--questions", nargs="*", default=[str(p) for p in DEFAULT_QUESTIONS])
     parser.add_argument("--against", help="an older snapshot: list the questions whose scores changed")
     parser.add_argument("--per-type", action="store_true")
+    parser.add_argument("--misses", metavar="METHOD", help="list the answerable questions whose phrases METHOD missed")
     args = parser.parse_args(argv)
     sc = load_scorer()
     questions = {q["id"]: q for f in args.questions for q in map(json.loads, Path(f).read_text().splitlines())}
@@ -141,6 +142,16 @@ def main(argv: list[str]) -> int:
                         f"  {m:5s} {qid:14s} {a['type'][:24]:24s} phrases {a['found']!s:5s} -> {b['found']!s:5s}  "
                         f"evidence {a['evidence']!s:5s} -> {b['evidence']!s:5s}"
                     )
+    if args.misses:
+        print(f"\n{args.misses}'s misses (cited: a gold state is in the context; missing: phrases not shown):")
+        for (mm, qid), r in sorted(snapshot.items()):
+            if mm != args.misses or qid not in questions:
+                continue
+            q, s = questions[qid], score(sc, questions[qid], r["context"])
+            if s["found"] is False:
+                text, _ = sc.context_text(r["context"])
+                missing = [p for p in q["answer_phrases"] if not sc.contains(text, p)]
+                print(f"  {qid:14s} {s['type'][:24]:24s} cited {s['cited']!s:5s} missing {missing}")
     return 0
 
 
