@@ -143,16 +143,20 @@ def main(argv: list[str]) -> int:
                         f"evidence {a['evidence']!s:5s} -> {b['evidence']!s:5s}"
                     )
     if args.misses:
-        print(f"\n{args.misses}'s misses (cited: a gold state is in the context; missing: phrases not shown):")
-        for (mm, qid), r in sorted(snapshot.items()):
-            if mm != args.misses or qid not in questions:
-                continue
-            q, s = questions[qid], score(sc, questions[qid], r["context"])
-            if s["found"] is False:
-                text, _ = sc.context_text(r["context"])
-                missing = [p for p in q["answer_phrases"] if not sc.contains(text, p)]
-                print(f"  {qid:14s} {s['type'][:24]:24s} cited {s['cited']!s:5s} missing {missing}")
+        print_misses(sc, questions, snapshot, args.misses)
     return 0
+
+
+def print_misses(sc, questions: dict, snapshot: dict, method: str) -> None:
+    print(f"\n{method}'s misses (cited: a gold state is in the context; missing: phrases not shown):")
+    for (mm, qid), r in sorted(snapshot.items()):
+        if mm != method or qid not in questions:
+            continue
+        q, s = questions[qid], score(sc, questions[qid], r["context"])
+        if s["found"] is False:
+            text, _ = sc.context_text(r["context"])
+            missing = [p for p in q["answer_phrases"] if not sc.contains(text, p)]
+            print(f"  {qid:14s} {s['type'][:24]:24s} cited {s['cited']!s:5s} missing {missing}")
 
 
 if __name__ == "__main__":
