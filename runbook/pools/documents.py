@@ -249,4 +249,4 @@ def _deterministic(
     trajectory: Trajectory, said: list[list[str]], dialogs: list[OpenDialog], described: list[list[str]]
 ) -> list[tuple[str, str | None]]:
     procedure = procedure_note(trajectory, said, described)  # the actions described once, for the slices too
-    return [("procedure", procedure), ("hints", hints_note(trajectory, said, dialogs))]
+    return [("procedure", procedure), ("hints", hints_note(trajectory, said, dialogs, described))]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-from ..core.actions import action_name, describe, element_id, error_gist, split_actions, typed_value
+from ..core.actions import MESSAGE_ACTIONS, action_name, describe, element_id, error_gist, split_actions, typed_value
 from ..core.messages import OpenDialog
 from ..core.text import shorten
 from ..trajectory.model import Trajectory
 
-FINAL_ACTIONS = {"send_msg_to_user", "done", "report_infeasible", "stop", "answer"}
+FINAL_ACTIONS = MESSAGE_ACTIONS | {"done", "stop"}
 REPLY_CHARS = 160
 REPLIES_SHOWN = 8
 """What the pages said back: shown at most this many times in a hints note, each shortened to about
@@ -52,9 +52,8 @@ def step_lines(
     last_url = None
     states = trajectory.states
     for state in states:
-        actions = split_actions(state.action)
-        for n, action in enumerate(actions):
-            text = described[state.index][n] if described is not None else describe(action, state.text)
+        actions = _described(trajectory, state.index, described)
+        for n, text in enumerate(actions):
             if state.action_error:
                 text += f"  !! {error_gist(state.action_error, 160)}"
             reply = said[state.index + 1] if said and n == len(actions) - 1 and state.index + 1 < len(states) else []
@@ -68,6 +67,14 @@ def step_lines(
                 continue
             out.append((state.index, text))
     return out
+
+
+def _described(trajectory: Trajectory, index: int, described: list[list[str]] | None) -> list[str]:
+    """State `index`'s actions described (core.actions.describe), taken from `described` when the caller has them."""
+    if described is not None:
+        return described[index]
+    state = trajectory.states[index]
+    return [describe(action, state.text) for action in split_actions(state.action)]
 
 
 def procedure_note(
@@ -89,25 +96,27 @@ def procedure_note(
 
 
 def hints_note(
-    trajectory: Trajectory, said: list[list[str]] | None = None, dialogs: list[OpenDialog] | None = None
+    trajectory: Trajectory,
+    said: list[list[str]] | None = None,
+    dialogs: list[OpenDialog] | None = None,
+    described: list[list[str]] | None = None,
 ) -> str | None:
     """Errors, what the pages said back, dialogs left unanswered, retries, dead ends and (for a failed run) how it
-    ended; None when the run shows none of these."""
+    ended; None when the run shows none of these. `described`: as for step_lines."""
     errors = []
     for state in trajectory.states:
         if state.action_error:
-            what = "; ".join(describe(a, state.text) for a in split_actions(state.action)) or "an empty action"
+            what = "; ".join(_described(trajectory, state.index, described)) or "an empty action"
             errors.append((f"- s{state.index} error on {what}: {error_gist(state.action_error)}",
-                           _what_worked(trajectory, state.index, what)))  # fmt: skip
+                           _what_worked(trajectory, state.index, what, described)))  # fmt: skip
     lines = []
     for n, (line, worked) in enumerate(errors):
         lines.append(line)
         if worked and (n + 1 == len(errors) or errors[n + 1][1] != worked):  # said once, after its last failure
             lines.append(f"  then s{worked[0]}: {worked[1]}, with no error")
-    lines += _replies(trajectory, said or [])
+    lines += _replies(trajectory, said or [], described)
     for dialog in dialogs or []:
-        state = trajectory.states[dialog.index]
-        nxt = "; ".join(describe(a, state.text) for a in split_actions(state.action)) or "no action"
+        nxt = "; ".join(_described(trajectory, dialog.index, described)) or "no action"
         lines.append(
             f"- s{dialog.index}: a dialog asked '{dialog.text}' ({' / '.join(dialog.buttons)}); the next step, "
             f"{nxt[:120]}, was outside it: the dialog was left unanswered"
@@ -125,7 +134,9 @@ def hints_note(
     return "\n".join(head + lines)
 
 
-def _what_worked(trajectory: Trajectory, failed: int, what: str) -> tuple[int, str] | None:
+def _what_worked(
+    trajectory: Trajectory, failed: int, what: str, described: list[list[str]] | None
+) -> tuple[int, str] | None:
     """(index, action) of the first step within RECOVERY_STEPS after the failed step `failed` that acted on the same
     control (its name holds the failed one's, or the other way round: 'Rating 3 stars', LabelText '3 stars') in
     another way and raised no error: how the agent got past the error ('press' with 'Space' where 'click' timed
@@ -138,10 +149,9 @@ def _what_worked(trajectory: Trajectory, failed: int, what: str) -> tuple[int, s
     for state in states[failed + 1 : failed + 1 + RECOVERY_STEPS]:
         if state.action_error:
             continue
-        for action in split_actions(state.action):
+        for action, done in zip(split_actions(state.action), _described(trajectory, state.index, described)):
             if element_id(action) is None:  # a goto's URL or a message names no control
                 continue
-            done = describe(action, state.text)
             name = _QUOTED.search(done)
             other = name.group(1).strip().lower() if name else ""
             if other and (other in target or target in other) and done != what:
@@ -149,7 +159,7 @@ def _what_worked(trajectory: Trajectory, failed: int, what: str) -> tuple[int, s
     return None
 
 
-def _replies(trajectory: Trajectory, said: list[list[str]]) -> list[str]:
+def _replies(trajectory: Trajectory, said: list[list[str]], described: list[list[str]] | None) -> list[str]:
     """What the pages said back to the run's actions (an alert, a validation line, 'You saved the rule.'), each
     with the step it answered."""
     out = []
@@ -157,7 +167,7 @@ def _replies(trajectory: Trajectory, said: list[list[str]]) -> list[str]:
         reply = said[state.index] if state.index < len(said) else []
         before = trajectory.states[state.index - 1]
         if reply and before.action:
-            what = "; ".join(describe(a, before.text) for a in split_actions(before.action))
+            what = "; ".join(_described(trajectory, before.index, described))
             out.append(
                 f"- after s{before.index} {what[:160]}, the page said: "
                 + " | ".join(shorten(m, REPLY_CHARS) for m in reply[:2])
